@@ -1,0 +1,135 @@
+//! Builds the first-party plugins for wasm32-wasip2 and embeds them, so the
+//! `capstan` binary carries its own `fs` tools.
+//!
+//! The plugins live in their own Cargo workspace (`plugins/`), built by a
+//! nested `cargo build` into a separate target folder so it never contends
+//! for the outer build's lock.
+
+use std::env;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use sha2::{Digest, Sha256};
+
+/// First-party plugins: (plugin name, crate name).
+const PLUGINS: &[(&str, &str)] = &[("fs", "capstan-plugin-fs")];
+
+const WASM_TARGET: &str = "wasm32-wasip2";
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<(), String> {
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").map_err(|e| e.to_string())?);
+    let root = manifest_dir
+        .parent()
+        .ok_or("the host crate has no parent folder")?
+        .to_path_buf();
+    let out_dir = PathBuf::from(env::var("OUT_DIR").map_err(|e| e.to_string())?);
+
+    for watched in [
+        "plugins/Cargo.toml",
+        "plugins/Cargo.lock",
+        "sdk/rust/Cargo.toml",
+        "sdk/rust/src",
+        "wit",
+    ] {
+        println!("cargo:rerun-if-changed={}", root.join(watched).display());
+    }
+    for (name, _) in PLUGINS {
+        println!("cargo:rerun-if-changed={}", root.join("plugins").join(name).join("src").display());
+        println!("cargo:rerun-if-changed={}", root.join("plugins").join(name).join("Cargo.toml").display());
+    }
+    println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
+
+    check_wasm_target()?;
+
+    let target_dir = env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+        .join("wasm-plugins");
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let mut command = Command::new(cargo);
+    command
+        .args(["build", "--release", "--target", WASM_TARGET, "--manifest-path"])
+        .arg(root.join("plugins/Cargo.toml"))
+        .arg("--target-dir")
+        .arg(&target_dir);
+    for (_, krate) in PLUGINS {
+        command.args(["-p", krate]);
+    }
+    // The outer build's flags and wrappers (clippy, coverage) are for the
+    // host; the plugins build with their own profile.
+    for var in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_BUILD_TARGET",
+        "CARGO_TARGET_DIR",
+    ] {
+        command.env_remove(var);
+    }
+    let status = command
+        .status()
+        .map_err(|e| format!("cannot run cargo to build the plugins: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "building the first-party plugins for {WASM_TARGET} failed (see the output above)"
+        ));
+    }
+
+    let mut list = String::from("&[\n");
+    for (name, krate) in PLUGINS {
+        let built = target_dir
+            .join(WASM_TARGET)
+            .join("release")
+            .join(format!("{}.wasm", krate.replace('-', "_")));
+        let bytes = std::fs::read(&built)
+            .map_err(|e| format!("cannot read the built plugin {}: {e}", built.display()))?;
+        let embedded = out_dir.join(format!("{name}.wasm"));
+        std::fs::write(&embedded, &bytes)
+            .map_err(|e| format!("cannot write {}: {e}", embedded.display()))?;
+        let digest = Sha256::digest(&bytes);
+        let hex = digest.iter().fold(String::new(), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        });
+        let _ = writeln!(
+            list,
+            "    BuiltinPlugin {{ name: {name:?}, wasm: include_bytes!({:?}), sha256: {hex:?} }},",
+            embedded.display().to_string()
+        );
+    }
+    list.push_str("]\n");
+    std::fs::write(out_dir.join("builtin_plugins.rs"), list)
+        .map_err(|e| format!("cannot write the plugin list: {e}"))?;
+    Ok(())
+}
+
+/// Fails early, with the command that fixes it, when the Rust standard
+/// library for wasm32-wasip2 is not installed.
+fn check_wasm_target() -> Result<(), String> {
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
+    let sysroot = Command::new(rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .map_err(|e| format!("cannot run rustc: {e}"))?;
+    let sysroot = String::from_utf8_lossy(&sysroot.stdout).trim().to_string();
+    let lib = Path::new(&sysroot).join("lib/rustlib").join(WASM_TARGET);
+    if lib.is_dir() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the Rust target {WASM_TARGET} is not installed, and capstan's built-in plugins need it; \
+             install it with `rustup target add {WASM_TARGET}` (or run `just setup`)"
+        ))
+    }
+}

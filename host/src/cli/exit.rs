@@ -1,0 +1,72 @@
+//! Exit codes: each kind of failure has its own, so scripts can branch.
+
+use std::process::ExitCode;
+
+use crate::sandbox::CallError;
+
+/// Why `capstan` exited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Everything worked.
+    Success = 0,
+    /// capstan itself could not do its job (a broken component file, a
+    /// folder that cannot be granted, an unwritable cache).
+    Error = 1,
+    /// The command line was wrong, or named a tool that does not exist.
+    Usage = 2,
+    /// The tool rejected its input.
+    InvalidInput = 3,
+    /// The sandbox refused what the tool tried.
+    Denied = 4,
+    /// The tool ran and reported a failure.
+    ToolFailed = 5,
+    /// The plugin crashed, ran out of time or memory, or returned too much.
+    PluginCrashed = 6,
+}
+
+impl Exit {
+    /// The exit code for a failed call.
+    pub fn for_call_error(err: &CallError) -> Self {
+        match err {
+            CallError::InvalidInput(_) => Self::InvalidInput,
+            CallError::Denied(_) => Self::Denied,
+            CallError::Failed(_) => Self::ToolFailed,
+            CallError::UnknownTool { .. } => Self::Usage,
+            CallError::Setup { .. } => Self::Error,
+            CallError::Timeout { .. }
+            | CallError::MemoryLimit { .. }
+            | CallError::OutputTooLarge { .. }
+            | CallError::Crashed { .. } => Self::PluginCrashed,
+        }
+    }
+
+    /// A short name for machine-readable output.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Self::Success => "ok",
+            Self::Error => "error",
+            Self::Usage => "usage",
+            Self::InvalidInput => "invalid_input",
+            Self::Denied => "denied",
+            Self::ToolFailed => "tool_failed",
+            Self::PluginCrashed => "plugin_crashed",
+        }
+    }
+}
+
+impl From<Exit> for ExitCode {
+    fn from(exit: Exit) -> Self {
+        ExitCode::from(exit as u8)
+    }
+}
+
+/// The table shown at the end of `--help`.
+pub const EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0  success
+  1  capstan could not do its job (broken component, unusable folder, ...)
+  2  usage error, or an unknown tool
+  3  the tool rejected its input
+  4  denied by the sandbox (e.g. a write without --allow-write)
+  5  the tool ran and failed (e.g. file not found)
+  6  the plugin crashed, timed out, or hit a memory or output limit";

@@ -1,0 +1,404 @@
+//! `capstan tool list` and `capstan tool call`.
+
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::Exit;
+use crate::grants::Grants;
+use crate::home::Home;
+use crate::plugin::{Catalog, ToolRef};
+use crate::sandbox::limits::{parse_duration, parse_size};
+use crate::sandbox::{
+    CacheOutcome, CallError, CallOptions, EventSink, Limits, LoadedComponent, LogLevel,
+    PluginEvent, Sandbox, ToolSpec,
+};
+
+#[derive(Debug, Subcommand)]
+pub enum ToolCommand {
+    /// List the tools every plugin offers.
+    List(ListArgs),
+    /// Call one tool in a fresh sandbox.
+    ///
+    /// The tool sees the workspace folder (the current folder unless
+    /// --workspace says otherwise), read-only unless --allow-write is given,
+    /// and nothing else: no other files, no environment, no network.
+    #[command(after_help = "Examples:
+  capstan tool call fs.read '{\"path\":\"src/main.rs\",\"offset\":10,\"limit\":40}'
+  capstan tool call fs.edit '{\"path\":\"a.txt\",\"old\":\"foo\",\"new\":\"bar\"}' --allow-write
+  capstan tool call fs.grep '{\"pattern\":\"fn main\",\"glob\":\"**/*.rs\"}'
+  echo '{\"path\":\".\"}' | capstan tool call fs.ls")]
+    Call(CallArgs),
+}
+
+#[derive(Debug, Args)]
+struct PluginArgs {
+    /// Also load this component file, as PATH or NAME=PATH (repeatable).
+    #[arg(long = "plugin", value_name = "[NAME=]PATH")]
+    plugins: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    plugins: PluginArgs,
+
+    /// Print the tools, with their input schemas, as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The tool, as PLUGIN.TOOL (for example fs.read).
+    name: String,
+
+    /// The input, a JSON object. Read from stdin when omitted or `-`.
+    input: Option<String>,
+
+    /// The folder the tool may see [default: the current folder].
+    #[arg(long, short = 'w', value_name = "DIR")]
+    workspace: Option<PathBuf>,
+
+    /// Let the tool change files in the workspace (it is read-only otherwise).
+    #[arg(long)]
+    allow_write: bool,
+
+    /// Stop the call after this long (e.g. 500ms, 30s, 2m).
+    #[arg(long, value_name = "TIME", default_value = "30s", value_parser = parse_duration)]
+    timeout: Duration,
+
+    /// The most memory the plugin may use (e.g. 64MiB, 1GiB).
+    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_memory)]
+    memory: u64,
+
+    /// Print the result (or the error) as one JSON object on stdout.
+    #[arg(long)]
+    json: bool,
+
+    #[command(flatten)]
+    plugins: PluginArgs,
+}
+
+fn parse_memory(text: &str) -> Result<u64, String> {
+    let bytes = parse_size(text)?;
+    if bytes > Limits::MAX_MEMORY {
+        return Err(format!("at most {} bytes (4GiB)", Limits::MAX_MEMORY));
+    }
+    Ok(bytes)
+}
+
+/// Runs a `tool` subcommand.
+pub async fn run(command: ToolCommand, verbose: bool) -> Exit {
+    let result = match command {
+        ToolCommand::List(args) => list(args, verbose).await,
+        ToolCommand::Call(args) => call(args, verbose).await,
+    };
+    result.unwrap_or_else(|failure| {
+        eprintln!("error: {}", failure.message);
+        failure.exit
+    })
+}
+
+/// A failure that ends the command: what to print and how to exit.
+struct Failure {
+    message: String,
+    exit: Exit,
+}
+
+impl Failure {
+    fn new(exit: Exit, message: impl ToString) -> Self {
+        Self {
+            message: message.to_string(),
+            exit,
+        }
+    }
+}
+
+/// The sandbox and the plugins of this invocation.
+struct Setup {
+    sandbox: Sandbox,
+    catalog: Catalog,
+    verbose: bool,
+}
+
+impl Setup {
+    fn new(plugins: &PluginArgs, verbose: bool) -> Result<Self, Failure> {
+        let home = Home::from_env().map_err(|e| Failure::new(Exit::Error, e))?;
+        let sandbox =
+            Sandbox::new(home.compile_cache_dir()).map_err(|e| Failure::new(Exit::Error, e))?;
+        let mut catalog = Catalog::builtin();
+        for spec in &plugins.plugins {
+            catalog
+                .add_file(spec)
+                .map_err(|e| Failure::new(Exit::Usage, e))?;
+        }
+        Ok(Self {
+            sandbox,
+            catalog,
+            verbose,
+        })
+    }
+
+    fn load(&self, name: &str) -> Result<LoadedComponent, Failure> {
+        let started = Instant::now();
+        let component = self.catalog.load(&self.sandbox, name).map_err(|e| {
+            let exit = match e {
+                crate::plugin::CatalogError::Unknown { .. } => Exit::Usage,
+                _ => Exit::Error,
+            };
+            Failure::new(exit, e)
+        })?;
+        if component.cache_outcome() == CacheOutcome::Compiled || self.verbose {
+            let how = match component.cache_outcome() {
+                CacheOutcome::Hit => "loaded from the compile cache",
+                CacheOutcome::Compiled => "compiled (once; cached for next time)",
+            };
+            if self.verbose || started.elapsed() > Duration::from_millis(500) {
+                eprintln!(
+                    "capstan: plugin {name} {how} in {:.1} ms",
+                    started.elapsed().as_secs_f64() * 1e3
+                );
+            }
+        }
+        Ok(component)
+    }
+
+    async fn describe(&self, component: &LoadedComponent) -> Result<Vec<ToolSpec>, Failure> {
+        self.sandbox
+            .describe(component)
+            .await
+            .map_err(|e| Failure::new(Exit::Error, e))
+    }
+
+    fn events(&self) -> EventSink {
+        let verbose = self.verbose;
+        Arc::new(move |plugin: &str, event: PluginEvent| match event {
+            PluginEvent::Log { level, message } => {
+                let label = match level {
+                    LogLevel::Error => "error",
+                    LogLevel::Warn => "warning",
+                    LogLevel::Info => "info",
+                    LogLevel::Debug => "debug",
+                    LogLevel::Trace => "trace",
+                };
+                if verbose || level >= LogLevel::Warn {
+                    eprintln!("[{plugin}] {label}: {message}");
+                }
+            }
+            PluginEvent::Progress {
+                message,
+                done,
+                total,
+            } => {
+                if verbose {
+                    match total {
+                        Some(total) => eprintln!("[{plugin}] {message} ({done}/{total})"),
+                        None => eprintln!("[{plugin}] {message} ({done})"),
+                    }
+                }
+            }
+        })
+    }
+}
+
+async fn list(args: ListArgs, verbose: bool) -> Result<Exit, Failure> {
+    let setup = Setup::new(&args.plugins, verbose)?;
+    let mut rows = Vec::new();
+    for plugin in setup.catalog.names() {
+        let component = setup.load(plugin)?;
+        for spec in setup.describe(&component).await? {
+            rows.push((plugin.to_string(), spec));
+        }
+    }
+    if args.json {
+        let tools: Vec<_> = rows
+            .iter()
+            .map(|(plugin, spec)| {
+                let mut value = json!(spec);
+                value["name"] = json!(format!("{plugin}.{}", spec.name));
+                value
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&tools).unwrap_or_default()
+        );
+        return Ok(Exit::Success);
+    }
+    let width = rows
+        .iter()
+        .map(|(p, s)| p.len() + 1 + s.name.len())
+        .max()
+        .unwrap_or(0);
+    for (plugin, spec) in &rows {
+        let name = format!("{plugin}.{}", spec.name);
+        let mode = if spec.read_only { "read-only" } else { "writes" };
+        let summary = spec.description.lines().next().unwrap_or_default();
+        println!("{name:width$}  {mode:9}  {summary}");
+    }
+    Ok(Exit::Success)
+}
+
+async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
+    let input = read_input(args.input.as_deref())?;
+    let workspace = match &args.workspace {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().map_err(|e| {
+            Failure::new(
+                Exit::Error,
+                format!("cannot tell the current folder ({e}); pass --workspace DIR"),
+            )
+        })?,
+    };
+    let grants = Grants::workspace(&workspace, args.allow_write)
+        .map_err(|e| Failure::new(Exit::Error, e))?;
+    let setup = Setup::new(&args.plugins, verbose)?;
+
+    let (plugin, tool) = resolve_tool(&setup, &args.name).await?;
+    let component = setup.load(&plugin)?;
+    let specs = setup.describe(&component).await?;
+    let Some(spec) = specs.iter().find(|s| s.name == tool) else {
+        let known = specs.iter().map(|s| format!("{plugin}.{}", s.name)).collect();
+        let err = CallError::UnknownTool {
+            name: args.name.clone(),
+            known,
+        };
+        return Ok(report_error(&args, &err));
+    };
+
+    let options = CallOptions {
+        grants,
+        limits: Limits {
+            memory: args.memory,
+            timeout: args.timeout,
+            ..Limits::default()
+        },
+        session_id: None,
+        events: Some(setup.events()),
+    };
+    let started = Instant::now();
+    let result = setup
+        .sandbox
+        .call_tool(&component, &tool, &input, &options)
+        .await;
+    if verbose {
+        eprintln!(
+            "capstan: {} ran in {:.2} ms",
+            args.name,
+            started.elapsed().as_secs_f64() * 1e3
+        );
+    }
+    match result {
+        Ok(output) => {
+            if args.json {
+                let value = json!({ "ok": true, "tool": args.name, "content": output.content });
+                println!("{value}");
+            } else {
+                let text = output.to_text();
+                if text.ends_with('\n') {
+                    print!("{text}");
+                } else {
+                    println!("{text}");
+                }
+            }
+            Ok(Exit::Success)
+        }
+        Err(err) => {
+            let exit = report_error(&args, &err);
+            if matches!(err, CallError::Denied(_)) && !args.allow_write && !spec.read_only {
+                eprintln!(
+                    "hint: the workspace is read-only for this call; pass --allow-write to let {} change files",
+                    args.name
+                );
+            }
+            Ok(exit)
+        }
+    }
+}
+
+/// Prints a call error (as text on stderr, or JSON on stdout) and returns
+/// its exit code.
+fn report_error(args: &CallArgs, err: &CallError) -> Exit {
+    let exit = Exit::for_call_error(err);
+    if args.json {
+        let value = json!({
+            "ok": false,
+            "tool": args.name,
+            "error": { "kind": exit.kind(), "message": err.to_string() },
+        });
+        println!("{value}");
+    } else {
+        eprintln!("error: {}: {err}", args.name);
+    }
+    exit
+}
+
+/// Finds the plugin and tool for a name: `PLUGIN.TOOL`, or a bare tool name
+/// that exactly one plugin offers.
+async fn resolve_tool(setup: &Setup, name: &str) -> Result<(String, String), Failure> {
+    if let Some(r) = ToolRef::parse(name) {
+        return Ok((r.plugin.to_string(), r.tool.to_string()));
+    }
+    let mut owners = Vec::new();
+    for plugin in setup.catalog.names() {
+        let component = setup.load(plugin)?;
+        if setup
+            .describe(&component)
+            .await?
+            .iter()
+            .any(|s| s.name == name)
+        {
+            owners.push(plugin.to_string());
+        }
+    }
+    match owners.as_slice() {
+        [only] => Ok((only.clone(), name.to_string())),
+        [] => Err(Failure::new(
+            Exit::Usage,
+            format!("unknown tool `{name}`; name tools as PLUGIN.TOOL (see `capstan tool list`)"),
+        )),
+        many => Err(Failure::new(
+            Exit::Usage,
+            format!(
+                "`{name}` is offered by several plugins ({}); name it as PLUGIN.TOOL",
+                many.join(", ")
+            ),
+        )),
+    }
+}
+
+/// The call's input: the argument, or stdin when it is `-` or missing (an
+/// empty object when stdin is a terminal). It must be a JSON object.
+fn read_input(arg: Option<&str>) -> Result<String, Failure> {
+    let text = match arg {
+        Some(text) if text != "-" => text.to_string(),
+        _ if arg.is_none() && std::io::stdin().is_terminal() => "{}".to_string(),
+        _ => {
+            let mut text = String::new();
+            std::io::stdin().read_to_string(&mut text).map_err(|e| {
+                Failure::new(Exit::Error, format!("cannot read the input from stdin: {e}"))
+            })?;
+            if text.trim().is_empty() {
+                "{}".to_string()
+            } else {
+                text
+            }
+        }
+    };
+    match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(value) if value.is_object() => Ok(text),
+        Ok(_) => Err(Failure::new(
+            Exit::InvalidInput,
+            "invalid input: the input must be a JSON object, like '{\"path\":\"README.md\"}'",
+        )),
+        Err(e) => Err(Failure::new(
+            Exit::InvalidInput,
+            format!("invalid input: the input is not valid JSON: {e}"),
+        )),
+    }
+}

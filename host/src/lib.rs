@@ -1,0 +1,19 @@
+//! capstan: a terminal coding agent whose tools, hooks and skills are
+//! WebAssembly components running in a wasmtime sandbox that can reach only
+//! what the user granted.
+//!
+//! The library holds everything the `capstan` binary does, so it can be
+//! tested and benchmarked without the command line:
+//!
+//! - [`sandbox`]: the engine, the compile cache, and one fresh, limited
+//!   instance per call;
+//! - [`grants`]: what a call may touch, one module per capability;
+//! - [`plugin`]: which plugins exist and where their components come from;
+//! - [`home`]: where data and caches live;
+//! - [`cli`]: the command line.
+
+pub mod cli;
+pub mod grants;
+pub mod home;
+pub mod plugin;
+pub mod sandbox;

@@ -1,0 +1,5 @@
+//! The `capstan` binary.
+
+fn main() -> std::process::ExitCode {
+    capstan::cli::main()
+}

@@ -1,0 +1,46 @@
+//! Plugins: which components exist, where their bytes come from, and how a
+//! tool name like `fs.read` finds its component.
+//!
+//! At this stage plugins are the first-party ones embedded in the binary
+//! plus component files named on the command line (`--plugin`).
+
+pub mod builtin;
+pub mod catalog;
+
+pub use catalog::{Catalog, CatalogError, PluginSource};
+
+/// A tool addressed as `PLUGIN.TOOL`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolRef<'a> {
+    /// The plugin's name.
+    pub plugin: &'a str,
+    /// The tool's name within the plugin.
+    pub tool: &'a str,
+}
+
+impl<'a> ToolRef<'a> {
+    /// Splits `fs.read` into plugin and tool; `None` when there is no dot.
+    pub fn parse(name: &'a str) -> Option<Self> {
+        let (plugin, tool) = name.split_once('.')?;
+        (!plugin.is_empty() && !tool.is_empty()).then_some(Self { plugin, tool })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_refs_split_at_the_first_dot() {
+        assert_eq!(
+            ToolRef::parse("fs.read"),
+            Some(ToolRef {
+                plugin: "fs",
+                tool: "read"
+            })
+        );
+        assert_eq!(ToolRef::parse("read"), None);
+        assert_eq!(ToolRef::parse(".read"), None);
+        assert_eq!(ToolRef::parse("fs."), None);
+    }
+}

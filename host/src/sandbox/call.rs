@@ -1,0 +1,189 @@
+//! One call into a plugin: a fresh store and instance, grants wired in as
+//! WASI, limits armed, and every way it can end turned into a typed result.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{Store, Trap};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+use super::error::CallError;
+use super::host_api::{EventSink, LogLevel, PluginEvent};
+use super::limits::{Limits, MemoryCap};
+use crate::grants::Grants;
+
+/// How often the deadline clock ticks. A call overrunning its time limit is
+/// stopped within about one tick.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// How much of a plugin's stdout and stderr is kept.
+const CAPTURE_LIMIT: usize = 64 << 10;
+
+/// What a call is allowed, besides the tool name and input.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// What the call may touch.
+    pub grants: Grants,
+    /// Memory, time and output limits.
+    pub limits: Limits,
+    /// The agent session making the call, if any.
+    pub session_id: Option<String>,
+    /// Where log lines and progress reports go.
+    pub events: Option<EventSink>,
+}
+
+/// The state of one store: the plugin's WASI view of the world and the
+/// host's bookkeeping for the call.
+pub struct CallState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    pub(super) memory: MemoryCap,
+    pub(super) plugin: Arc<str>,
+    pub(super) events: Option<EventSink>,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// A store ready for one call, with the plugin's captured output.
+pub(super) struct PreparedCall {
+    pub store: Store<CallState>,
+    stdout: MemoryOutputPipe,
+    stderr: MemoryOutputPipe,
+    limits: Limits,
+}
+
+impl PreparedCall {
+    /// Builds a fresh store for `plugin` with the call's grants and limits.
+    pub fn new(
+        engine: &wasmtime::Engine,
+        plugin: &Arc<str>,
+        options: &CallOptions,
+    ) -> Result<Self, CallError> {
+        let stdout = MemoryOutputPipe::new(CAPTURE_LIMIT);
+        let stderr = MemoryOutputPipe::new(CAPTURE_LIMIT);
+        let mut wasi = WasiCtxBuilder::new();
+        // File operations are short local-disk calls: serving them on the
+        // calling thread avoids a hop to tokio's blocking pool per operation,
+        // which dominates the cost of a small tool call.
+        wasi.allow_blocking_current_thread(true)
+            .stdout(stdout.clone())
+            .stderr(stderr.clone());
+        options
+            .grants
+            .apply(&mut wasi)
+            .map_err(|e| CallError::Setup {
+                plugin: plugin.to_string(),
+                reason: e.to_string(),
+            })?;
+        let state = CallState {
+            wasi: wasi.build(),
+            table: ResourceTable::new(),
+            memory: MemoryCap::new(options.limits.memory),
+            plugin: plugin.clone(),
+            events: options.events.clone(),
+        };
+        let mut store = Store::new(engine, state);
+        store.limiter(|state| &mut state.memory);
+        let ticks = options
+            .limits
+            .timeout
+            .as_millis()
+            .div_ceil(EPOCH_TICK.as_millis())
+            .max(1);
+        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
+        store.epoch_deadline_trap();
+        Ok(Self {
+            store,
+            stdout,
+            stderr,
+            limits: options.limits,
+        })
+    }
+
+    /// The wall-clock bound for the whole call. The epoch deadline stops
+    /// running code; this also covers time spent waiting in the host.
+    pub fn wall_clock_limit(&self) -> Duration {
+        self.limits.timeout + EPOCH_TICK * 5
+    }
+
+    /// Turns the way a call ended into its result, forwarding what the
+    /// plugin printed as debug log lines.
+    pub fn settle<R>(
+        self,
+        outcome: Result<wasmtime::Result<R>, tokio::time::error::Elapsed>,
+    ) -> Result<R, CallError> {
+        let plugin = self.store.data().plugin.to_string();
+        let stderr = String::from_utf8_lossy(&self.stderr.contents()).into_owned();
+        self.forward_output(&stderr);
+        let err = match outcome {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(err)) => err,
+            Err(_elapsed) => {
+                return Err(CallError::Timeout {
+                    plugin,
+                    limit: self.limits.timeout,
+                });
+            }
+        };
+        if self.store.data().memory.was_hit() {
+            return Err(CallError::MemoryLimit {
+                plugin,
+                limit: self.limits.memory,
+            });
+        }
+        match err.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => Err(CallError::Timeout {
+                plugin,
+                limit: self.limits.timeout,
+            }),
+            Some(trap) => {
+                let reason = if stderr.contains("panicked at") {
+                    "it panicked".to_string()
+                } else {
+                    format!("{trap}")
+                };
+                Err(CallError::Crashed {
+                    plugin,
+                    reason,
+                    stderr,
+                })
+            }
+            None => Err(CallError::Crashed {
+                plugin,
+                reason: format!("{err:#}"),
+                stderr,
+            }),
+        }
+    }
+
+    fn forward_output(&self, stderr: &str) {
+        let Some(sink) = &self.store.data().events else {
+            return;
+        };
+        let plugin = &self.store.data().plugin;
+        let stdout = self.stdout.contents();
+        for (stream, text) in [
+            ("stdout", String::from_utf8_lossy(&stdout).as_ref()),
+            ("stderr", stderr),
+        ] {
+            if !text.trim().is_empty() {
+                sink(
+                    plugin,
+                    PluginEvent::Log {
+                        level: LogLevel::Debug,
+                        message: format!("{stream}: {}", text.trim_end()),
+                    },
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! The one wasmtime `Engine` of the process, and its fingerprint.
+
+use std::hash::{Hash, Hasher};
+
+use sha2::{Digest, Sha256};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig};
+
+use super::error::LoadError;
+use super::limits::Limits;
+
+/// How many plugin instances may be alive at once. Calls are short and each
+/// gets a fresh instance; this bounds the pool's reservations.
+pub const MAX_CONCURRENT_INSTANCES: u32 = 64;
+
+/// Builds the engine: component model, epoch interruption for deadlines,
+/// and a pooling allocator so a fresh instance per call is cheap.
+pub fn build_engine() -> Result<Engine, LoadError> {
+    let mut config = Config::new();
+    config
+        .wasm_component_model(true)
+        .epoch_interruption(true)
+        .cranelift_opt_level(OptLevel::Speed)
+        .memory_init_cow(true);
+
+    let instances = MAX_CONCURRENT_INSTANCES;
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_component_instances(instances)
+        // A component made by wasm-component-ld holds a handful of core
+        // instances (the program plus adapter shims).
+        .total_core_instances(instances * 8)
+        .max_core_instances_per_component(32)
+        .total_memories(instances * 2)
+        .total_tables(instances * 8)
+        .total_stacks(instances)
+        .max_memory_size(usize::try_from(Limits::MAX_MEMORY).unwrap_or(usize::MAX))
+        // Interpreted languages (Python, JavaScript) carry large instances.
+        .max_core_instance_size(8 << 20)
+        .max_component_instance_size(8 << 20)
+        // Keep a few pages of each memory resident between instances so
+        // resetting a slot is cheap.
+        .linear_memory_keep_resident(64 << 10)
+        .table_keep_resident(16 << 10);
+    config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+
+    Engine::new(&config).map_err(|e| LoadError::Engine(format!("{e:#}")))
+}
+
+/// A short, stable fingerprint of everything that makes compiled code from
+/// this engine incompatible with another: wasmtime's version, the target
+/// and the compilation settings. Part of every compile-cache key.
+pub fn fingerprint(engine: &Engine) -> String {
+    let mut hasher = DigestHasher(Sha256::new());
+    env!("CARGO_PKG_VERSION").hash(&mut hasher);
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    let digest = hasher.0.finalize();
+    hex(&digest[..8])
+}
+
+/// Feeds `Hash` output into a SHA-256, which unlike `DefaultHasher` is
+/// specified and therefore stable from one build to the next.
+struct DigestHasher(Sha256);
+
+impl Hasher for DigestHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    fn finish(&self) -> u64 {
+        0
+    }
+}
+
+/// Lowercase hexadecimal.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes.iter().fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// The SHA-256 of `bytes`, in hexadecimal.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}

@@ -1,0 +1,164 @@
+//! The limits every call runs under: memory, wall-clock time, result size.
+
+use std::time::Duration;
+
+/// Resource limits for one call of a plugin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The most linear memory, in bytes, all of the instance's memories may
+    /// hold together.
+    pub memory: u64,
+    /// The wall-clock time a call may take, instantiation included.
+    pub timeout: Duration,
+    /// The largest result, in bytes, a call may return.
+    pub output: usize,
+}
+
+impl Limits {
+    /// The largest memory cap a plugin may be given (the pool reserves this
+    /// much address space per instance).
+    pub const MAX_MEMORY: u64 = 4 << 30;
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            memory: 256 << 20,
+            timeout: Duration::from_secs(30),
+            output: 1 << 20,
+        }
+    }
+}
+
+/// Parses a size such as `256MiB`, `64M`, `1GiB` or `1048576` into bytes.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a size; write it like 256MiB or 1GiB"))?;
+    let factor: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        other => {
+            return Err(format!(
+                "unknown size unit `{other}` in `{text}`; use KiB, MiB or GiB"
+            ));
+        }
+    };
+    number
+        .checked_mul(factor)
+        .ok_or_else(|| format!("`{text}` is too large"))
+}
+
+/// Parses a duration such as `30s`, `500ms`, `2m` or `10` (seconds).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration; write it like 30s or 500ms"))?;
+    match unit.trim() {
+        "" | "s" => Ok(Duration::from_secs(number)),
+        "ms" => Ok(Duration::from_millis(number)),
+        "m" | "min" => Ok(Duration::from_secs(number.saturating_mul(60))),
+        other => Err(format!(
+            "unknown time unit `{other}` in `{text}`; use ms, s or m"
+        )),
+    }
+}
+
+/// Keeps a store's linear memories under a cap and remembers whether the
+/// guest ran into it, so the host can say so instead of reporting a crash.
+#[derive(Debug)]
+pub struct MemoryCap {
+    cap: usize,
+    used: usize,
+    hit: bool,
+}
+
+impl MemoryCap {
+    /// A cap of `bytes` bytes.
+    pub fn new(bytes: u64) -> Self {
+        Self {
+            cap: usize::try_from(bytes).unwrap_or(usize::MAX),
+            used: 0,
+            hit: false,
+        }
+    }
+
+    /// Whether a growth was refused because of the cap.
+    pub fn was_hit(&self) -> bool {
+        self.hit
+    }
+}
+
+impl wasmtime::ResourceLimiter for MemoryCap {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let after = self.used - current.min(self.used) + desired;
+        if after > self.cap {
+            self.hit = true;
+            return Ok(false);
+        }
+        self.used = after;
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        // Tables hold pointers; a million entries is far beyond any real plugin.
+        Ok(desired <= 1_000_000)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_units() {
+        assert_eq!(parse_size("256MiB").unwrap(), 256 << 20);
+        assert_eq!(parse_size("64m").unwrap(), 64 << 20);
+        assert_eq!(parse_size("1GiB").unwrap(), 1 << 30);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert!(parse_size("lots").is_err());
+        assert!(parse_size("12 parsecs").is_err());
+    }
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("7").unwrap(), Duration::from_secs(7));
+        assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn the_cap_refuses_growth_past_it_and_remembers() {
+        use wasmtime::ResourceLimiter;
+        let mut cap = MemoryCap::new(1 << 20);
+        assert!(cap.memory_growing(0, 512 << 10, None).unwrap());
+        assert!(cap.memory_growing(512 << 10, 1 << 20, None).unwrap());
+        assert!(!cap.was_hit());
+        assert!(!cap.memory_growing(1 << 20, 2 << 20, None).unwrap());
+        assert!(cap.was_hit());
+    }
+}

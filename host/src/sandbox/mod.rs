@@ -1,0 +1,247 @@
+//! The WebAssembly sandbox: one engine, compiled components cached on disk,
+//! and a fresh, limited instance for every call.
+//!
+//! A plugin can reach only what its [`Grants`](crate::grants::Grants) wire
+//! into its WASI context; it gets no environment variables, no network and
+//! no sockets. Whatever it does — loop forever, allocate without end, panic,
+//! return a flood — ends as a [`CallError`], never as a failure of the host.
+
+mod bindings;
+mod call;
+pub mod compile_cache;
+pub mod engine;
+pub mod error;
+pub mod host_api;
+pub mod limits;
+pub mod tool;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use wasmtime::Engine;
+use wasmtime::component::{HasSelf, Linker};
+
+use bindings::{ToolPlugin, ToolPluginPre};
+pub use call::{CallOptions, CallState, EPOCH_TICK};
+pub use compile_cache::{CacheOutcome, CompileCache};
+pub use error::{CallError, LoadError};
+pub use host_api::{EventSink, LogLevel, PluginEvent};
+pub use limits::Limits;
+pub use tool::{Content, ToolOutput, ToolSpec};
+
+use call::PreparedCall;
+
+/// A component compiled and linked, ready to be instantiated per call.
+pub struct LoadedComponent {
+    name: Arc<str>,
+    sha256: String,
+    pre: ToolPluginPre<CallState>,
+    outcome: CacheOutcome,
+}
+
+impl LoadedComponent {
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The SHA-256 of the component's bytes.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+
+    /// Whether it came from the compile cache or was compiled now.
+    pub fn cache_outcome(&self) -> CacheOutcome {
+        self.outcome
+    }
+}
+
+/// The engine, the linker with everything the host provides, and the
+/// compile cache.
+pub struct Sandbox {
+    engine: Engine,
+    linker: Linker<CallState>,
+    cache: CompileCache,
+    _ticker: EpochTicker,
+}
+
+impl Sandbox {
+    /// Sets up the engine, with compiled components cached in `cache_dir`.
+    pub fn new(cache_dir: PathBuf) -> Result<Self, LoadError> {
+        let engine = engine::build_engine()?;
+        let mut linker = Linker::new(&engine);
+        let link_error = |e: wasmtime::Error| LoadError::Engine(format!("{e:#}"));
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(link_error)?;
+        ToolPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
+            .map_err(link_error)?;
+        let cache = CompileCache::new(cache_dir, &engine);
+        let ticker = EpochTicker::start(engine.clone())
+            .map_err(|e| LoadError::Engine(format!("cannot start the deadline clock: {e}")))?;
+        Ok(Self {
+            engine,
+            linker,
+            cache,
+            _ticker: ticker,
+        })
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// The compile cache.
+    pub fn compile_cache(&self) -> &CompileCache {
+        &self.cache
+    }
+
+    /// Loads a plugin component from its bytes: from the compile cache when
+    /// possible, otherwise compiling and caching it. `sha256` may be given
+    /// when already known (embedded components); `origin` names the bytes in
+    /// errors (a file path, or "the built-in fs plugin").
+    pub fn load(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        sha256: Option<&str>,
+        origin: &str,
+    ) -> Result<LoadedComponent, LoadError> {
+        let sha256 = match sha256 {
+            Some(known) => known.to_string(),
+            None => engine::sha256_hex(wasm),
+        };
+        let (component, outcome) = self.cache.load(&self.engine, wasm, &sha256, origin)?;
+        let incompatible = |reason: String| LoadError::Incompatible {
+            origin: origin.to_string(),
+            reason,
+        };
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| incompatible(format!("{e:#}")))?;
+        let pre = ToolPluginPre::new(pre).map_err(|e| {
+            incompatible(format!(
+                "it does not export the tool interface capstan:plugin/tool@0.1.0 ({e:#})"
+            ))
+        })?;
+        Ok(LoadedComponent {
+            name: Arc::from(name),
+            sha256,
+            pre,
+            outcome,
+        })
+    }
+
+    /// Asks a component which tools it offers. Runs with no grants.
+    pub async fn describe(&self, component: &LoadedComponent) -> Result<Vec<ToolSpec>, CallError> {
+        let options = CallOptions {
+            limits: Limits {
+                timeout: Duration::from_secs(10),
+                ..Limits::default()
+            },
+            ..CallOptions::default()
+        };
+        let mut call = PreparedCall::new(&self.engine, &component.name, &options)?;
+        let limit = call.wall_clock_limit();
+        let work = async {
+            let plugin = component.pre.instantiate_async(&mut call.store).await?;
+            plugin.capstan_plugin_tool().call_describe(&mut call.store).await
+        };
+        let outcome = tokio::time::timeout(limit, work).await;
+        let specs = call.settle(outcome)?;
+        specs
+            .into_iter()
+            .map(ToolSpec::from_wit)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|reason| CallError::Crashed {
+                plugin: component.name.to_string(),
+                reason: format!("it described its tools wrongly: {reason}"),
+                stderr: String::new(),
+            })
+    }
+
+    /// Calls tool `tool` of a component with a JSON `input`, in a fresh
+    /// instance with the given grants and limits.
+    pub async fn call_tool(
+        &self,
+        component: &LoadedComponent,
+        tool: &str,
+        input: &str,
+        options: &CallOptions,
+    ) -> Result<ToolOutput, CallError> {
+        let mut call = PreparedCall::new(&self.engine, &component.name, options)?;
+        let limit = call.wall_clock_limit();
+        let context = bindings::capstan::plugin::types::CallContext {
+            call_id: new_call_id(),
+            workspace: options.grants.workspace_guest_path().map(str::to_string),
+            session_id: options.session_id.clone(),
+        };
+        let work = async {
+            let plugin = component.pre.instantiate_async(&mut call.store).await?;
+            plugin
+                .capstan_plugin_tool()
+                .call_call(&mut call.store, tool, input, &context)
+                .await
+        };
+        let outcome = tokio::time::timeout(limit, work).await;
+        let plugin = component.name.to_string();
+        use bindings::exports::capstan::plugin::tool::ToolError as WitError;
+        match call.settle(outcome)? {
+            Ok(output) => {
+                let size = tool::wit_output_size(&output);
+                if size > options.limits.output {
+                    return Err(CallError::OutputTooLarge {
+                        plugin,
+                        size: size as u64,
+                        limit: options.limits.output as u64,
+                    });
+                }
+                Ok(ToolOutput::from_wit(output))
+            }
+            Err(WitError::InvalidInput(m)) => Err(CallError::InvalidInput(m)),
+            Err(WitError::Denied(m)) => Err(CallError::Denied(m)),
+            Err(WitError::Failed(m)) => Err(CallError::Failed(m)),
+        }
+    }
+}
+
+/// A call id unique within the process and unlikely to repeat across runs.
+fn new_call_id() -> String {
+    use std::sync::atomic::AtomicU64;
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("call-{:x}-{}-{n}", nanos, std::process::id())
+}
+
+/// Advances the engine's epoch every [`EPOCH_TICK`] so deadlines fire.
+struct EpochTicker {
+    stop: Arc<AtomicBool>,
+}
+
+impl EpochTicker {
+    fn start(engine: Engine) -> std::io::Result<Self> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        std::thread::Builder::new()
+            .name("capstan-epoch".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    engine.increment_epoch();
+                }
+            })?;
+        Ok(Self { stop })
+    }
+}
+
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,112 @@
+//! Write [capstan](https://github.com/capstan-dev/capstan) tools in Rust.
+//!
+//! A tool is a typed input struct and a function. The SDK exports them as a
+//! WebAssembly component implementing the `capstan:plugin/tool` interface:
+//! it generates each tool's JSON Schema from the input type, parses and
+//! checks the JSON the model sends (an error names the offending field), and
+//! turns your result or error into what the host expects.
+//!
+//! ```no_run
+//! use capstan_sdk::prelude::*;
+//!
+//! /// Input of the `greet` tool.
+//! #[derive(Deserialize, JsonSchema)]
+//! #[serde(deny_unknown_fields)]
+//! struct Greet {
+//!     /// Who to greet.
+//!     name: String,
+//! }
+//!
+//! fn greet(input: Greet, _ctx: &Context) -> Result<String, ToolError> {
+//!     Ok(format!("Hello, {}!", input.name))
+//! }
+//!
+//! fn tools() -> Vec<Tool> {
+//!     vec![Tool::new("greet", "Greets someone by name.", greet).read_only()]
+//! }
+//!
+//! capstan_sdk::export_tools!(tools);
+//! ```
+//!
+//! Build it with `cargo build --release --target wasm32-wasip2`; the `.wasm`
+//! file in `target/wasm32-wasip2/release/` is the component.
+
+mod context;
+mod error;
+mod output;
+mod tool;
+
+pub mod log;
+
+pub use context::Context;
+pub use error::ToolError;
+pub use output::{Content, Output};
+pub use tool::Tool;
+
+pub use schemars;
+pub use serde;
+pub use serde_json;
+
+/// Everything a tool author usually needs, in one import.
+pub mod prelude {
+    pub use crate::{Content, Context, Output, Tool, ToolError};
+    pub use schemars::JsonSchema;
+    pub use serde::{Deserialize, Serialize};
+}
+
+/// Bindings generated from the `capstan:plugin` WIT package.
+///
+/// Tool authors do not need these; they are public so that the
+/// [`export_tools!`] macro can reach them from the author's crate.
+#[doc(hidden)]
+#[allow(missing_docs, unsafe_code, clippy::all)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "wit",
+        world: "tool-plugin",
+        pub_export_macro: true,
+        export_macro_name: "__export_tool_plugin",
+        default_bindings_module: "capstan_sdk::bindings",
+    });
+}
+
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::tool::{call, describe};
+}
+
+/// Exports the tools returned by a function as this crate's component.
+///
+/// The function takes no arguments and returns `Vec<Tool>`; it is called on
+/// every request (each call runs in a fresh instance anyway), so keep it
+/// cheap: build the list, do no I/O.
+///
+/// ```ignore
+/// capstan_sdk::export_tools!(tools);
+/// ```
+#[macro_export]
+macro_rules! export_tools {
+    ($tools:path) => {
+        #[doc(hidden)]
+        struct __CapstanToolPlugin;
+
+        impl $crate::bindings::exports::capstan::plugin::tool::Guest for __CapstanToolPlugin {
+            fn describe() -> ::std::vec::Vec<$crate::bindings::exports::capstan::plugin::tool::ToolSpec> {
+                $crate::__private::describe(&$tools())
+            }
+
+            fn call(
+                name: ::std::string::String,
+                input: ::std::string::String,
+                ctx: $crate::bindings::capstan::plugin::types::CallContext,
+            ) -> ::std::result::Result<
+                $crate::bindings::exports::capstan::plugin::tool::ToolOutput,
+                $crate::bindings::exports::capstan::plugin::tool::ToolError,
+            > {
+                $crate::__private::call(&$tools(), &name, &input, ctx)
+            }
+        }
+
+        $crate::bindings::__export_tool_plugin!(__CapstanToolPlugin with_types_in $crate::bindings);
+    };
+}
