@@ -147,7 +147,11 @@ fn stderr_tail(stderr: &str) -> String {
     if trimmed.is_empty() {
         return String::new();
     }
-    let lines: Vec<&str> = trimmed.lines().collect();
+    // Rust's hint about RUST_BACKTRACE cannot be acted on inside the sandbox.
+    let lines: Vec<&str> = trimmed
+        .lines()
+        .filter(|l| !l.starts_with("note: run with `RUST_BACKTRACE"))
+        .collect();
     let tail = &lines[lines.len().saturating_sub(12)..];
     format!("\n  plugin stderr:\n    {}", tail.join("\n    "))
 }

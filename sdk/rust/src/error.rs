@@ -40,7 +40,7 @@ impl ToolError {
     pub fn from_io(err: &io::Error, what: impl fmt::Display) -> Self {
         match err.kind() {
             io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => Self::Denied(
-                format!("{what}: access denied by the sandbox ({err}); the folder may not be granted, or granted read-only"),
+                format!("{what}: refused by the sandbox: this plugin was not granted that access (a path outside its folders, a write to a read-only folder, or the network)"),
             ),
             io::ErrorKind::NotFound => Self::Failed(format!("{what}: no such file or folder")),
             _ => match err.raw_os_error() {

@@ -1,0 +1,151 @@
+//! Shared pieces of the end-to-end tests: a temporary home and workspace per
+//! test, the real `capstan` binary, and fixture plugins built from source.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command as StdCommand;
+use std::sync::{Mutex, OnceLock};
+
+use assert_cmd::Command;
+use tempfile::TempDir;
+
+/// The repository's root folder.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// Cargo's target folder for this build.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"))
+}
+
+/// A compile cache shared by all tests, so each component is compiled once
+/// per build rather than once per test. Entries are content-addressed and
+/// written atomically, so sharing is safe.
+pub fn shared_compile_cache() -> PathBuf {
+    target_dir().join("test-compile-cache")
+}
+
+/// Builds the fixture plugin `tests/fixtures/NAME` for wasm32-wasip2 (once
+/// per test process) and returns the component's path.
+pub fn fixture(name: &str) -> PathBuf {
+    static BUILT: OnceLock<Mutex<Vec<(String, PathBuf)>>> = OnceLock::new();
+    let built = BUILT.get_or_init(|| Mutex::new(Vec::new()));
+    let mut built = built.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, path)) = built.iter().find(|(n, _)| n == name) {
+        return path.clone();
+    }
+    let target = target_dir().join("wasm-fixtures");
+    let manifest = repo_root().join("tests/fixtures").join(name).join("Cargo.toml");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = StdCommand::new(cargo)
+        .args(["build", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
+        .arg(&manifest)
+        .arg("--target-dir")
+        .arg(&target)
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .env_remove("CARGO_TARGET_DIR")
+        .output()
+        .expect("run cargo to build a fixture");
+    assert!(
+        output.status.success(),
+        "building fixture {name} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let path = target
+        .join("wasm32-wasip2/release")
+        .join(format!("{}.wasm", name.replace('-', "_")));
+    assert!(path.is_file(), "fixture {name} built no {}", path.display());
+    built.push((name.to_string(), path.clone()));
+    path
+}
+
+/// A temporary home and workspace for one test.
+pub struct Env {
+    /// `$CAPSTAN_HOME` (and `$HOME`) for the test.
+    pub home: TempDir,
+    /// The workspace folder the tools see.
+    pub ws: TempDir,
+    /// A folder beside the workspace that tools must not reach.
+    pub outside: TempDir,
+}
+
+impl Env {
+    /// A fresh, empty home and workspace.
+    pub fn new() -> Self {
+        Self {
+            home: tempfile::tempdir().unwrap(),
+            ws: tempfile::tempdir().unwrap(),
+            outside: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// The workspace's canonical path (as tools see it).
+    pub fn ws_path(&self) -> PathBuf {
+        self.ws.path().canonicalize().unwrap()
+    }
+
+    /// The `capstan` binary, run in the workspace with the test's home.
+    pub fn capstan(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_capstan"));
+        cmd.current_dir(self.ws.path())
+            .env("CAPSTAN_HOME", self.home.path())
+            .env("HOME", self.home.path())
+            .env("CAPSTAN_CACHE_DIR", shared_compile_cache())
+            .env_remove("XDG_DATA_HOME")
+            .env_remove("XDG_CACHE_HOME");
+        cmd
+    }
+
+    /// `capstan tool call NAME INPUT` with extra arguments.
+    pub fn call(&self, name: &str, input: &str, extra: &[&str]) -> Command {
+        let mut cmd = self.capstan();
+        cmd.args(["tool", "call", name, input]).args(extra);
+        cmd
+    }
+
+    /// Writes a file in the workspace, creating folders.
+    pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.ws.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+
+    /// Writes a file in the folder outside the workspace and returns its
+    /// absolute path.
+    pub fn write_outside(&self, rel: &str, content: &str) -> PathBuf {
+        let path = self.outside.path().canonicalize().unwrap().join(rel);
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+
+    /// A path to `rel` in the outside folder written relative to the
+    /// workspace with `..`.
+    pub fn dotdot_outside(&self, rel: &str) -> String {
+        let name = self.outside.path().file_name().unwrap().to_str().unwrap();
+        format!("../{name}/{rel}")
+    }
+
+    /// Reads a file in the workspace.
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.ws.path().join(rel)).unwrap()
+    }
+}
+
+/// The text a finished command printed on stdout.
+pub fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// The text a finished command printed on stderr.
+pub fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
