@@ -1,0 +1,131 @@
+//! Loading a file whole and telling text from binary.
+//!
+//! Every WASI call is a call into the host, so a file is opened once and read
+//! with as few reads as possible, and nothing is asked about it (no stat) on
+//! the happy path.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+/// How many leading bytes are searched for a NUL byte, the mark of a binary
+/// file (the same rule git and ripgrep use).
+const BINARY_PROBE_BYTES: usize = 8 * 1024;
+
+/// The buffer a file is first read into. Most source files fit, so they are
+/// read in one call plus the call that sees the end of the file.
+const FIRST_READ_CAPACITY: usize = 16 * 1024;
+
+/// What a file holds.
+#[derive(Debug)]
+pub enum Contents {
+    /// UTF-8 text without NUL bytes in its first 8 KiB.
+    Text(String),
+    /// Anything else.
+    Binary {
+        /// The file's size in bytes.
+        size: usize,
+    },
+}
+
+/// Why a file could not be loaded.
+#[derive(Debug)]
+pub enum LoadError {
+    /// The path is a folder.
+    Folder,
+    /// Opening or reading failed.
+    Io(io::Error),
+}
+
+/// Reads the file at `path` whole and says whether it is text.
+pub fn load(path: &Path) -> Result<Contents, LoadError> {
+    let bytes = read_whole(path)?;
+    Ok(classify(bytes))
+}
+
+/// Decides whether `bytes` are text, keeping them without a copy if so.
+pub fn classify(bytes: Vec<u8>) -> Contents {
+    let probe = &bytes[..bytes.len().min(BINARY_PROBE_BYTES)];
+    if probe.contains(&0) {
+        return Contents::Binary { size: bytes.len() };
+    }
+    match String::from_utf8(bytes) {
+        Ok(text) => Contents::Text(text),
+        Err(err) => Contents::Binary {
+            size: err.as_bytes().len(),
+        },
+    }
+}
+
+fn read_whole(path: &Path) -> Result<Vec<u8>, LoadError> {
+    let file = File::open(path).map_err(|err| match err.kind() {
+        io::ErrorKind::IsADirectory => LoadError::Folder,
+        _ => LoadError::Io(err),
+    })?;
+    let mut bytes = Vec::with_capacity(FIRST_READ_CAPACITY);
+    // `File::read_to_end` asks the host for the file's size first; through
+    // `Take` the reads start at once, which saves a host call per file.
+    match (&file).take(u64::MAX).read_to_end(&mut bytes) {
+        Ok(_) => Ok(bytes),
+        // Opening a folder may succeed; reading it then fails, with an error
+        // kind that varies by platform, so ask only after a failure.
+        Err(err) => match file.metadata() {
+            Ok(meta) if meta.is_dir() => Err(LoadError::Folder),
+            _ => Err(LoadError::Io(err)),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf8_without_nul_is_text() {
+        assert!(
+            matches!(classify(b"fn main() {}\n".to_vec()), Contents::Text(t) if t == "fn main() {}\n")
+        );
+        assert!(matches!(
+            classify("héllo".as_bytes().to_vec()),
+            Contents::Text(_)
+        ));
+        assert!(matches!(classify(Vec::new()), Contents::Text(t) if t.is_empty()));
+    }
+
+    #[test]
+    fn a_nul_byte_early_means_binary() {
+        let mut bytes = b"\x89PNG\r\n".to_vec();
+        bytes.push(0);
+        assert!(matches!(classify(bytes), Contents::Binary { size: 7 }));
+    }
+
+    #[test]
+    fn invalid_utf8_means_binary() {
+        assert!(matches!(
+            classify(vec![b'a', 0xff, b'b']),
+            Contents::Binary { size: 3 }
+        ));
+    }
+
+    #[test]
+    fn a_nul_byte_past_the_probe_is_not_searched_for() {
+        let mut bytes = vec![b'a'; BINARY_PROBE_BYTES];
+        bytes.push(0);
+        assert!(matches!(classify(bytes), Contents::Text(_)));
+    }
+
+    #[test]
+    fn loading_a_folder_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(matches!(load(dir.path()), Err(LoadError::Folder)));
+    }
+
+    #[test]
+    fn loading_reads_files_larger_than_the_first_buffer() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.txt");
+        let text = "line of text\n".repeat(10_000);
+        std::fs::write(&path, &text).unwrap();
+        assert!(matches!(load(&path), Ok(Contents::Text(t)) if t == text));
+    }
+}
