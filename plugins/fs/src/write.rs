@@ -44,7 +44,13 @@ fn write(input: WriteInput, ctx: &Context) -> Result<String, ToolError> {
         Err(err) if err.kind() == io::ErrorKind::NotFound => false,
         Err(err) => return Err(ToolError::from_io(&err, format!("cannot write {shown}"))),
     };
-    if !existed && let Some(folder) = target.path.parent() {
+    // Only a missing folder is created: `create_dir_all` reports a folder
+    // that exists in a read-only workspace as a failure to create it, which
+    // would blame the wrong thing.
+    if !existed
+        && let Some(folder) = target.path.parent()
+        && !fs::metadata(folder).is_ok_and(|meta| meta.is_dir())
+    {
         fs::create_dir_all(folder).map_err(|err| {
             ToolError::from_io(
                 &err,
