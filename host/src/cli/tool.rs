@@ -238,8 +238,7 @@ async fn list(args: ListArgs, verbose: bool) -> Result<Exit, Failure> {
     for (plugin, spec) in &rows {
         let name = format!("{plugin}.{}", spec.name);
         let mode = if spec.read_only { "read-only" } else { "writes" };
-        let summary = spec.description.lines().next().unwrap_or_default();
-        println!("{name:width$}  {mode:9}  {summary}");
+        println!("{name:width$}  {mode:9}  {}", first_sentence(&spec.description));
     }
     Ok(Exit::Success)
 }
@@ -318,6 +317,15 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
             }
             Ok(exit)
         }
+    }
+}
+
+/// The first sentence of a description, for one-line listings.
+fn first_sentence(text: &str) -> &str {
+    let line = text.lines().next().unwrap_or_default();
+    match line.find(". ") {
+        Some(end) => &line[..=end],
+        None => line,
     }
 }
 

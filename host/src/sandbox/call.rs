@@ -21,6 +21,20 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// How much of a plugin's stdout and stderr is kept.
 const CAPTURE_LIMIT: usize = 64 << 10;
 
+/// Where the host serves a plugin's file operations.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FileIo {
+    /// On the thread running the call. File operations are short local-disk
+    /// calls, and this avoids a hop to another thread per operation, which
+    /// otherwise dominates the cost of a small tool call. The default.
+    #[default]
+    CurrentThread,
+    /// On tokio's blocking pool, one hop per operation. Slower, but a call
+    /// stuck in a file operation (a FIFO, a hung network mount) cannot hold
+    /// up the thread, so its deadline still ends it.
+    BlockingPool,
+}
+
 /// What a call is allowed, besides the tool name and input.
 #[derive(Clone, Default)]
 pub struct CallOptions {
@@ -67,14 +81,12 @@ impl PreparedCall {
         engine: &wasmtime::Engine,
         plugin: &Arc<str>,
         options: &CallOptions,
+        file_io: FileIo,
     ) -> Result<Self, CallError> {
         let stdout = MemoryOutputPipe::new(CAPTURE_LIMIT);
         let stderr = MemoryOutputPipe::new(CAPTURE_LIMIT);
         let mut wasi = WasiCtxBuilder::new();
-        // File operations are short local-disk calls: serving them on the
-        // calling thread avoids a hop to tokio's blocking pool per operation,
-        // which dominates the cost of a small tool call.
-        wasi.allow_blocking_current_thread(true)
+        wasi.allow_blocking_current_thread(file_io == FileIo::CurrentThread)
             .stdout(stdout.clone())
             .stderr(stderr.clone());
         options

@@ -24,7 +24,7 @@ use wasmtime::Engine;
 use wasmtime::component::{HasSelf, Linker};
 
 use bindings::{ToolPlugin, ToolPluginPre};
-pub use call::{CallOptions, CallState, EPOCH_TICK};
+pub use call::{CallOptions, CallState, EPOCH_TICK, FileIo};
 pub use compile_cache::{CacheOutcome, CompileCache};
 pub use error::{CallError, LoadError};
 pub use host_api::{EventSink, LogLevel, PluginEvent};
@@ -64,6 +64,7 @@ pub struct Sandbox {
     engine: Engine,
     linker: Linker<CallState>,
     cache: CompileCache,
+    file_io: FileIo,
     _ticker: EpochTicker,
 }
 
@@ -83,8 +84,14 @@ impl Sandbox {
             engine,
             linker,
             cache,
+            file_io: FileIo::default(),
             _ticker: ticker,
         })
+    }
+
+    /// Chooses where plugins' file operations are served.
+    pub fn set_file_io(&mut self, file_io: FileIo) {
+        self.file_io = file_io;
     }
 
     /// The engine.
@@ -143,7 +150,7 @@ impl Sandbox {
             },
             ..CallOptions::default()
         };
-        let mut call = PreparedCall::new(&self.engine, &component.name, &options)?;
+        let mut call = PreparedCall::new(&self.engine, &component.name, &options, self.file_io)?;
         let limit = call.wall_clock_limit();
         let work = async {
             let plugin = component.pre.instantiate_async(&mut call.store).await?;
@@ -171,7 +178,7 @@ impl Sandbox {
         input: &str,
         options: &CallOptions,
     ) -> Result<ToolOutput, CallError> {
-        let mut call = PreparedCall::new(&self.engine, &component.name, options)?;
+        let mut call = PreparedCall::new(&self.engine, &component.name, options, self.file_io)?;
         let limit = call.wall_clock_limit();
         let context = bindings::capstan::plugin::types::CallContext {
             call_id: new_call_id(),

@@ -1,0 +1,191 @@
+//! `just bench`: the runtime's figures, each beside a baseline measured in
+//! the same run.
+//!
+//! - a fresh-instance call of `fs.read` on a small file, in-process, against
+//!   spawning `cat` on the same file (target: p50 ≤ 50 µs);
+//! - the same call with file operations served on tokio's blocking pool;
+//! - compiling the `fs` component once, and loading it from the compile
+//!   cache (target: ≤ 5 ms);
+//! - a whole `capstan tool call fs.read ...` process, against `cat`
+//!   (target: p50 ≤ 20 ms).
+//!
+//! Run with `cargo bench -p capstan --bench runtime`; set `BENCH_SAMPLES` to
+//! scale the number of samples (default 3000 in-process calls).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use capstan::grants::Grants;
+use capstan::plugin::builtin;
+use capstan::sandbox::{CacheOutcome, CallOptions, FileIo, LoadedComponent, Sandbox};
+
+fn main() {
+    let samples: usize = std::env::var("BENCH_SAMPLES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3000);
+    let process_samples = (samples / 10).max(20);
+
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&ws).unwrap();
+    let small: String = (1..=40).map(|i| format!("line {i} of a small file\n")).collect();
+    std::fs::write(ws.join("small.txt"), &small).unwrap();
+    let input = r#"{"path":"small.txt"}"#;
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let fs_plugin = builtin::find("fs").unwrap();
+
+    // Compile once, then load from the cache.
+    let cache = home.join("cache/compiled");
+    let mut sandbox = Sandbox::new(cache.clone()).unwrap();
+    let started = Instant::now();
+    let fs = sandbox
+        .load("fs", fs_plugin.wasm, Some(fs_plugin.sha256), "fs")
+        .unwrap();
+    let first_compile = started.elapsed();
+    assert_eq!(fs.cache_outcome(), CacheOutcome::Compiled);
+    let cached_load = measure(50, || {
+        let loaded = sandbox
+            .load("fs", fs_plugin.wasm, Some(fs_plugin.sha256), "fs")
+            .unwrap();
+        assert_eq!(loaded.cache_outcome(), CacheOutcome::Hit);
+    });
+
+    let options = CallOptions {
+        grants: Grants::workspace(&ws, false).unwrap(),
+        ..CallOptions::default()
+    };
+    let call = |sandbox: &Sandbox, fs: &LoadedComponent| {
+        let out = rt
+            .block_on(sandbox.call_tool(fs, "read", input, &options))
+            .unwrap();
+        assert!(out.to_text().contains("line 40 of a small file"));
+    };
+    for _ in 0..200 {
+        call(&sandbox, &fs);
+    }
+    let in_process = measure(samples, || call(&sandbox, &fs));
+    sandbox.set_file_io(FileIo::BlockingPool);
+    for _ in 0..200 {
+        call(&sandbox, &fs);
+    }
+    let blocking_pool = measure(samples, || call(&sandbox, &fs));
+
+    let cat = measure(process_samples, || {
+        let out = Command::new("cat").arg(ws.join("small.txt")).output().unwrap();
+        assert_eq!(out.stdout.len(), small.len());
+    });
+
+    let capstan = env!("CARGO_BIN_EXE_capstan");
+    let whole = |ws: &Path| {
+        let out = Command::new(capstan)
+            .args(["tool", "call", "fs.read", input])
+            .current_dir(ws)
+            .env("CAPSTAN_HOME", &home)
+            .env_remove("CAPSTAN_CACHE_DIR")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    whole(&ws);
+    let process = measure(process_samples, || whole(&ws));
+
+    let wasm_kib = fs_plugin.wasm.len() as f64 / 1024.0;
+    println!();
+    println!("capstan runtime benchmark ({} build)", profile());
+    println!("{:<52} {:>10} {:>10} {:>8}", "", "p50", "p90", "samples");
+    row("fs.read, fresh instance, in-process", &in_process);
+    row("  same, file I/O on tokio's blocking pool", &blocking_pool);
+    row("cat small.txt, a native process (baseline)", &cat);
+    row("capstan tool call fs.read, whole process", &process);
+    row("fs component, load from the compile cache", &cached_load);
+    println!(
+        "{:<52} {:>10}",
+        format!("fs component ({wasm_kib:.0} KiB), first compile"),
+        fmt(first_compile)
+    );
+    println!();
+    println!(
+        "in-process sandboxed fs.read is {:.1}x faster than spawning cat (p50)",
+        ratio(cat.p50, in_process.p50)
+    );
+    println!(
+        "serving file I/O on the calling thread is {:.1}x faster than the blocking pool (p50)",
+        ratio(blocking_pool.p50, in_process.p50)
+    );
+    println!(
+        "a whole capstan process takes {:.1}x the time of spawning cat (p50)",
+        ratio(process.p50, cat.p50)
+    );
+    println!(
+        "loading from the compile cache is {:.0}x faster than the first compile",
+        ratio(first_compile, cached_load.p50)
+    );
+    println!();
+    target("fresh-instance fs.read p50", in_process.p50, Duration::from_micros(50));
+    target("cached component load p50", cached_load.p50, Duration::from_millis(5));
+    target("whole-process tool call p50", process.p50, Duration::from_millis(20));
+}
+
+struct Stats {
+    p50: Duration,
+    p90: Duration,
+    samples: usize,
+}
+
+fn measure(samples: usize, mut f: impl FnMut()) -> Stats {
+    let mut times: Vec<Duration> = (0..samples)
+        .map(|_| {
+            let started = Instant::now();
+            f();
+            started.elapsed()
+        })
+        .collect();
+    times.sort();
+    Stats {
+        p50: times[samples / 2],
+        p90: times[samples * 9 / 10],
+        samples,
+    }
+}
+
+fn row(label: &str, stats: &Stats) {
+    println!(
+        "{label:<52} {:>10} {:>10} {:>8}",
+        fmt(stats.p50),
+        fmt(stats.p90),
+        stats.samples
+    );
+}
+
+fn target(label: &str, value: Duration, limit: Duration) {
+    let verdict = if value <= limit { "met" } else { "MISSED" };
+    println!("target {label} <= {}: {} ({verdict})", fmt(limit), fmt(value));
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64()
+}
+
+fn fmt(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 1000.0 {
+        format!("{us:.1} µs")
+    } else if us < 1e6 {
+        format!("{:.2} ms", us / 1e3)
+    } else {
+        format!("{:.2} s", us / 1e6)
+    }
+}
+
+fn profile() -> &'static str {
+    if cfg!(debug_assertions) { "debug" } else { "release" }
+}
