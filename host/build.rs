@@ -45,8 +45,14 @@ fn run() -> Result<(), String> {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     for (name, _) in PLUGINS {
-        println!("cargo:rerun-if-changed={}", root.join("plugins").join(name).join("src").display());
-        println!("cargo:rerun-if-changed={}", root.join("plugins").join(name).join("Cargo.toml").display());
+        println!(
+            "cargo:rerun-if-changed={}",
+            root.join("plugins").join(name).join("src").display()
+        );
+        println!(
+            "cargo:rerun-if-changed={}",
+            root.join("plugins").join(name).join("Cargo.toml").display()
+        );
     }
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
 
@@ -59,7 +65,13 @@ fn run() -> Result<(), String> {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let mut command = Command::new(cargo);
     command
-        .args(["build", "--release", "--target", WASM_TARGET, "--manifest-path"])
+        .args([
+            "build",
+            "--release",
+            "--target",
+            WASM_TARGET,
+            "--manifest-path",
+        ])
         .arg(root.join("plugins/Cargo.toml"))
         .arg("--target-dir")
         .arg(&target_dir);

@@ -27,7 +27,11 @@ fn files_outside_the_workspace_do_not_exist() {
         "/proc/self/environ".to_string(),
     ] {
         let out = env
-            .call("misbehave.raw-read", &format!(r#"{{"path":"{path}"}}"#), &[&misbehave()])
+            .call(
+                "misbehave.raw-read",
+                &format!(r#"{{"path":"{path}"}}"#),
+                &[&misbehave()],
+            )
             .output()
             .unwrap();
         assert!(!out.status.success(), "{path} was readable");
@@ -120,9 +124,13 @@ fn writing_needs_a_writable_grant() {
     assert!(!target.exists());
 
     // Control: the same write with --allow-write lands.
-    env.call("misbehave.raw-write", &input, &[&misbehave(), "--allow-write"])
-        .assert()
-        .success();
+    env.call(
+        "misbehave.raw-write",
+        &input,
+        &[&misbehave(), "--allow-write"],
+    )
+    .assert()
+    .success();
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "hello");
 
     // And an existing file cannot be changed without the grant.

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use capstan::grants::Grants;
 use capstan::plugin::Catalog;
-use capstan::sandbox::{CacheOutcome, CallError, CallOptions, LoadError, Limits, Sandbox};
+use capstan::sandbox::{CacheOutcome, CallError, CallOptions, Limits, LoadError, Sandbox};
 use support::{Env, fixture, shared_compile_cache, stderr};
 
 struct Host {
@@ -129,11 +129,16 @@ async fn a_flood_of_output_is_capped() {
         output: 1000,
         ..Limits::default()
     };
-    let err = host
-        .misbehave("flood", r#"{"bytes":5000}"#, limits)
-        .await;
+    let err = host.misbehave("flood", r#"{"bytes":5000}"#, limits).await;
     assert!(
-        matches!(err, CallError::OutputTooLarge { size: 5000, limit: 1000, .. }),
+        matches!(
+            err,
+            CallError::OutputTooLarge {
+                size: 5000,
+                limit: 1000,
+                ..
+            }
+        ),
         "{err:?}"
     );
     host.assert_still_serving().await;
@@ -158,8 +163,16 @@ fn broken_component_files_are_refused_clearly() {
     let env = Env::new();
     let component = std::fs::read(fixture("misbehave")).unwrap();
     let cases: [(&str, Vec<u8>, &str); 4] = [
-        ("text.wasm", b"this is not wasm at all".to_vec(), "is not a WebAssembly file"),
-        ("core.wasm", b"\0asm\x01\0\0\0".to_vec(), "is a core WebAssembly module"),
+        (
+            "text.wasm",
+            b"this is not wasm at all".to_vec(),
+            "is not a WebAssembly file",
+        ),
+        (
+            "core.wasm",
+            b"\0asm\x01\0\0\0".to_vec(),
+            "is a core WebAssembly module",
+        ),
         (
             "truncated.wasm",
             component[..component.len() / 2].to_vec(),
@@ -179,7 +192,11 @@ fn broken_component_files_are_refused_clearly() {
             .unwrap();
         assert_eq!(out.status.code(), Some(1), "{name}: {}", stderr(&out));
         assert!(stderr(&out).contains(expected), "{name}: {}", stderr(&out));
-        assert!(!stderr(&out).contains("panicked"), "{name}: {}", stderr(&out));
+        assert!(
+            !stderr(&out).contains("panicked"),
+            "{name}: {}",
+            stderr(&out)
+        );
     }
 }
 
@@ -250,16 +267,22 @@ fn misbehaviour_through_the_cli_exits_with_code_6() {
     let plugin = format!("--plugin={}", fixture("misbehave").display());
     let cases: [(&str, &str, &[&str], &str); 4] = [
         ("misbehave.spin", "{}", &["--timeout=300ms"], "time limit"),
-        ("misbehave.bomb", "{}", &["--memory=32MiB"], "32 MiB of memory"),
+        (
+            "misbehave.bomb",
+            "{}",
+            &["--memory=32MiB"],
+            "32 MiB of memory",
+        ),
         ("misbehave.panic", r#"{"message":"oh no"}"#, &[], "oh no"),
-        ("misbehave.flood", r#"{"bytes":2000000}"#, &[], "more than the 1 MiB allowed"),
+        (
+            "misbehave.flood",
+            r#"{"bytes":2000000}"#,
+            &[],
+            "more than the 1 MiB allowed",
+        ),
     ];
     for (tool, input, extra, expected) in cases {
-        let out = env
-            .call(tool, input, extra)
-            .arg(&plugin)
-            .output()
-            .unwrap();
+        let out = env.call(tool, input, extra).arg(&plugin).output().unwrap();
         assert_eq!(out.status.code(), Some(6), "{tool}: {}", stderr(&out));
         assert!(stderr(&out).contains(expected), "{tool}: {}", stderr(&out));
     }
@@ -273,5 +296,7 @@ fn plugin_warnings_reach_the_user() {
         .assert()
         .success()
         .stdout("done\n")
-        .stderr(predicates::str::contains("[misbehave] warning: careful now"));
+        .stderr(predicates::str::contains(
+            "[misbehave] warning: careful now",
+        ));
 }

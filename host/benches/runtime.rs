@@ -33,7 +33,9 @@ fn main() {
     let ws = dir.path().join("ws");
     let home = dir.path().join("home");
     std::fs::create_dir_all(&ws).unwrap();
-    let small: String = (1..=40).map(|i| format!("line {i} of a small file\n")).collect();
+    let small: String = (1..=40)
+        .map(|i| format!("line {i} of a small file\n"))
+        .collect();
     std::fs::write(ws.join("small.txt"), &small).unwrap();
     let input = r#"{"path":"small.txt"}"#;
 
@@ -80,7 +82,10 @@ fn main() {
     let blocking_pool = measure(samples, || call(&sandbox, &fs));
 
     let cat = measure(process_samples, || {
-        let out = Command::new("cat").arg(ws.join("small.txt")).output().unwrap();
+        let out = Command::new("cat")
+            .arg(ws.join("small.txt"))
+            .output()
+            .unwrap();
         assert_eq!(out.stdout.len(), small.len());
     });
 
@@ -93,7 +98,11 @@ fn main() {
             .env_remove("CAPSTAN_CACHE_DIR")
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     };
     whole(&ws);
     let process = measure(process_samples, || whole(&ws));
@@ -130,9 +139,21 @@ fn main() {
         ratio(first_compile, cached_load.p50)
     );
     println!();
-    target("fresh-instance fs.read p50", in_process.p50, Duration::from_micros(50));
-    target("cached component load p50", cached_load.p50, Duration::from_millis(5));
-    target("whole-process tool call p50", process.p50, Duration::from_millis(20));
+    target(
+        "fresh-instance fs.read p50",
+        in_process.p50,
+        Duration::from_micros(50),
+    );
+    target(
+        "cached component load p50",
+        cached_load.p50,
+        Duration::from_millis(5),
+    );
+    target(
+        "whole-process tool call p50",
+        process.p50,
+        Duration::from_millis(20),
+    );
 }
 
 struct Stats {
@@ -168,7 +189,11 @@ fn row(label: &str, stats: &Stats) {
 
 fn target(label: &str, value: Duration, limit: Duration) {
     let verdict = if value <= limit { "met" } else { "MISSED" };
-    println!("target {label} <= {}: {} ({verdict})", fmt(limit), fmt(value));
+    println!(
+        "target {label} <= {}: {} ({verdict})",
+        fmt(limit),
+        fmt(value)
+    );
 }
 
 fn ratio(a: Duration, b: Duration) -> f64 {
@@ -187,5 +212,9 @@ fn fmt(d: Duration) -> String {
 }
 
 fn profile() -> &'static str {
-    if cfg!(debug_assertions) { "debug" } else { "release" }
+    if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    }
 }

@@ -26,7 +26,11 @@ pub struct NoHome;
 impl Home {
     /// The folders, from the environment.
     pub fn from_env() -> Result<Self, NoHome> {
-        let var = |name: &str| env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let var = |name: &str| {
+            env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
         let (data, cache) = if let Some(root) = var("CAPSTAN_HOME") {
             (root.clone(), root.join("cache"))
         } else {

@@ -42,10 +42,19 @@ pub fn fixture(name: &str) -> PathBuf {
         return path.clone();
     }
     let target = target_dir().join("wasm-fixtures");
-    let manifest = repo_root().join("tests/fixtures").join(name).join("Cargo.toml");
+    let manifest = repo_root()
+        .join("tests/fixtures")
+        .join(name)
+        .join("Cargo.toml");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let output = StdCommand::new(cargo)
-        .args(["build", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
+        .args([
+            "build",
+            "--release",
+            "--target",
+            "wasm32-wasip2",
+            "--manifest-path",
+        ])
         .arg(&manifest)
         .arg("--target-dir")
         .arg(&target)

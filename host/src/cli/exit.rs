@@ -60,8 +60,11 @@ impl From<Exit> for ExitCode {
     }
 }
 
-/// The table shown at the end of `--help`.
-pub const EXIT_CODES_HELP: &str = "\
+/// The table shown at the end of `--help` (a macro so it can be joined to
+/// other help text with `concat!`).
+macro_rules! exit_codes_help {
+    () => {
+        "\
 Exit codes:
   0  success
   1  capstan could not do its job (broken component, unusable folder, ...)
@@ -69,4 +72,7 @@ Exit codes:
   3  the tool rejected its input
   4  denied by the sandbox (e.g. a write without --allow-write)
   5  the tool ran and failed (e.g. file not found)
-  6  the plugin crashed, timed out, or hit a memory or output limit";
+  6  the plugin crashed, timed out, or hit a memory or output limit"
+    };
+}
+pub(crate) use exit_codes_help;

@@ -20,7 +20,7 @@ pub use exit::Exit;
     about,
     long_about = None,
     arg_required_else_help = true,
-    after_help = exit::EXIT_CODES_HELP,
+    after_help = exit::exit_codes_help!(),
 )]
 pub struct Cli {
     /// Show plugin log lines, cache use and timings on stderr.

@@ -27,11 +27,13 @@ pub enum ToolCommand {
     /// The tool sees the workspace folder (the current folder unless
     /// --workspace says otherwise), read-only unless --allow-write is given,
     /// and nothing else: no other files, no environment, no network.
-    #[command(after_help = "Examples:
+    #[command(after_help = concat!("Examples:
   capstan tool call fs.read '{\"path\":\"src/main.rs\",\"offset\":10,\"limit\":40}'
   capstan tool call fs.edit '{\"path\":\"a.txt\",\"old\":\"foo\",\"new\":\"bar\"}' --allow-write
   capstan tool call fs.grep '{\"pattern\":\"fn main\",\"glob\":\"**/*.rs\"}'
-  echo '{\"path\":\".\"}' | capstan tool call fs.ls")]
+  echo '{\"path\":\".\"}' | capstan tool call fs.ls
+
+", super::exit::exit_codes_help!()))]
     Call(CallArgs),
 }
 
@@ -94,12 +96,25 @@ fn parse_memory(text: &str) -> Result<u64, String> {
 
 /// Runs a `tool` subcommand.
 pub async fn run(command: ToolCommand, verbose: bool) -> Exit {
-    let result = match command {
-        ToolCommand::List(args) => list(args, verbose).await,
-        ToolCommand::Call(args) => call(args, verbose).await,
+    let (result, json_errors) = match command {
+        ToolCommand::List(args) => (list(args, verbose).await, None),
+        ToolCommand::Call(args) => {
+            let json = args.json.then(|| args.name.clone());
+            (call(args, verbose).await, json)
+        }
     };
     result.unwrap_or_else(|failure| {
-        eprintln!("error: {}", failure.message);
+        match json_errors {
+            Some(tool) => println!(
+                "{}",
+                json!({
+                    "ok": false,
+                    "tool": tool,
+                    "error": { "kind": failure.exit.kind(), "message": failure.message },
+                })
+            ),
+            None => eprintln!("error: {}", failure.message),
+        }
         failure.exit
     })
 }
@@ -237,8 +252,15 @@ async fn list(args: ListArgs, verbose: bool) -> Result<Exit, Failure> {
         .unwrap_or(0);
     for (plugin, spec) in &rows {
         let name = format!("{plugin}.{}", spec.name);
-        let mode = if spec.read_only { "read-only" } else { "writes" };
-        println!("{name:width$}  {mode:9}  {}", first_sentence(&spec.description));
+        let mode = if spec.read_only {
+            "read-only"
+        } else {
+            "writes"
+        };
+        println!(
+            "{name:width$}  {mode:9}  {}",
+            first_sentence(&spec.description)
+        );
     }
     Ok(Exit::Success)
 }
@@ -262,7 +284,10 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
     let component = setup.load(&plugin)?;
     let specs = setup.describe(&component).await?;
     let Some(spec) = specs.iter().find(|s| s.name == tool) else {
-        let known = specs.iter().map(|s| format!("{plugin}.{}", s.name)).collect();
+        let known = specs
+            .iter()
+            .map(|s| format!("{plugin}.{}", s.name))
+            .collect();
         let err = CallError::UnknownTool {
             name: args.name.clone(),
             known,
@@ -389,7 +414,10 @@ fn read_input(arg: Option<&str>) -> Result<String, Failure> {
         _ => {
             let mut text = String::new();
             std::io::stdin().read_to_string(&mut text).map_err(|e| {
-                Failure::new(Exit::Error, format!("cannot read the input from stdin: {e}"))
+                Failure::new(
+                    Exit::Error,
+                    format!("cannot read the input from stdin: {e}"),
+                )
             })?;
             if text.trim().is_empty() {
                 "{}".to_string()

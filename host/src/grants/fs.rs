@@ -32,7 +32,7 @@ pub struct FsGrant {
 #[derive(Debug, thiserror::Error)]
 pub enum GrantError {
     /// The folder does not exist or cannot be resolved.
-    #[error("cannot grant access to {}: {source}", path.display())]
+    #[error("cannot grant access to {}: {}", path.display(), explain(source))]
     Unresolvable {
         /// The path asked for.
         path: PathBuf,
@@ -59,6 +59,23 @@ pub enum GrantError {
         /// Why.
         reason: String,
     },
+}
+
+/// Says why a path could not be resolved, in words rather than an errno.
+fn explain(err: &std::io::Error) -> String {
+    match err.kind() {
+        std::io::ErrorKind::NotFound => "no such folder".to_string(),
+        std::io::ErrorKind::PermissionDenied => {
+            "permission denied (capstan itself may not open it)".to_string()
+        }
+        _ => {
+            let text = err.to_string();
+            match text.find(" (os error") {
+                Some(end) => text[..end].to_string(),
+                None => text,
+            }
+        }
+    }
 }
 
 impl FsGrant {

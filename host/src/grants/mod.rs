@@ -24,7 +24,11 @@ pub struct Grants {
 impl Grants {
     /// Grants access to `workspace` only, writable or not.
     pub fn workspace(dir: &std::path::Path, writable: bool) -> Result<Self, GrantError> {
-        let access = if writable { Access::ReadWrite } else { Access::Read };
+        let access = if writable {
+            Access::ReadWrite
+        } else {
+            Access::Read
+        };
         Ok(Self {
             fs: Vec::new(),
             workspace: Some(FsGrant::new(dir, access)?),

@@ -101,9 +101,9 @@ impl CompileCache {
                 source,
             }
         };
-        let artifact = component
-            .serialize()
-            .map_err(|e| LoadError::Engine(format!("cannot serialize a compiled component: {e:#}")))?;
+        let artifact = component.serialize().map_err(|e| {
+            LoadError::Engine(format!("cannot serialize a compiled component: {e:#}"))
+        })?;
         fs::create_dir_all(&self.dir).map_err(io("cannot create the compile cache", &self.dir))?;
         let mut temp = tempfile::NamedTempFile::new_in(&self.dir)
             .map_err(io("cannot create a file in", &self.dir))?;
@@ -113,12 +113,11 @@ impl CompileCache {
             .and_then(|()| temp.write_all(&artifact))
             .and_then(|()| temp.flush())
             .map_err(io("cannot write", temp.path()))?;
-        temp.persist(path)
-            .map_err(|e| LoadError::Io {
-                action: "cannot store",
-                path: path.to_path_buf(),
-                source: e.error,
-            })?;
+        temp.persist(path).map_err(|e| LoadError::Io {
+            action: "cannot store",
+            path: path.to_path_buf(),
+            source: e.error,
+        })?;
         Ok(())
     }
 

@@ -154,7 +154,10 @@ impl Sandbox {
         let limit = call.wall_clock_limit();
         let work = async {
             let plugin = component.pre.instantiate_async(&mut call.store).await?;
-            plugin.capstan_plugin_tool().call_describe(&mut call.store).await
+            plugin
+                .capstan_plugin_tool()
+                .call_describe(&mut call.store)
+                .await
         };
         let outcome = tokio::time::timeout(limit, work).await;
         let specs = call.settle(outcome)?;

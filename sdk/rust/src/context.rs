@@ -111,7 +111,13 @@ mod tests {
 
     #[test]
     fn paths_leaving_the_workspace_are_denied() {
-        for path in ["../x", "src/../../x", "/etc/passwd", "/home/u/project2/a", "/proc/self/environ"] {
+        for path in [
+            "../x",
+            "src/../../x",
+            "/etc/passwd",
+            "/home/u/project2/a",
+            "/proc/self/environ",
+        ] {
             let err = ctx().resolve(path).unwrap_err();
             assert!(matches!(err, ToolError::Denied(_)), "{path}: {err:?}");
         }

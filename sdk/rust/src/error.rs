@@ -39,15 +39,17 @@ impl ToolError {
     /// path or the kind of access was not granted.
     pub fn from_io(err: &io::Error, what: impl fmt::Display) -> Self {
         match err.kind() {
-            io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => Self::Denied(
-                format!("{what}: refused by the sandbox: this plugin was not granted that access (a path outside its folders, a write to a read-only folder, or the network)"),
-            ),
+            io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
+                Self::Denied(format!(
+                    "{what}: refused by the sandbox: this plugin was not granted that access (a path outside its folders, a write to a read-only folder, or the network)"
+                ))
+            }
             io::ErrorKind::NotFound => Self::Failed(format!("{what}: no such file or folder")),
             _ => match err.raw_os_error() {
                 // ENOTCAPABLE: the path lies outside every granted folder.
-                Some(76) => Self::Denied(format!(
-                    "{what}: outside the folders this tool was granted"
-                )),
+                Some(76) => {
+                    Self::Denied(format!("{what}: outside the folders this tool was granted"))
+                }
                 _ => Self::Failed(format!("{what}: {err}")),
             },
         }
