@@ -123,6 +123,47 @@ fn read_caps_long_output_and_long_lines_with_notes() {
 }
 
 #[test]
+fn read_gets_every_byte_of_files_around_read_sizes() {
+    // Files are read in pieces (16 KiB first, then 64 KiB); sizes at and
+    // around those boundaries must come back whole.
+    let env = Env::new();
+    for size in [
+        16 * 1024 - 1,
+        16 * 1024,
+        16 * 1024 + 1,
+        80 * 1024,
+        128 * 1024 + 5,
+    ] {
+        // Lines of 8 bytes ("nnnnnnn\n"), the last one possibly partial.
+        let text: String = (0..size / 8)
+            .map(|i| format!("{i:07}\n"))
+            .chain(std::iter::once("t".repeat(size % 8)))
+            .collect();
+        assert_eq!(text.len(), size);
+        env.write("sized.txt", &text);
+        let out = run(
+            &env,
+            "fs.read",
+            r#"{"path":"sized.txt","limit":100000}"#,
+            &[],
+        );
+        assert_exit(&out, 0);
+        let shown = stdout(&out);
+        let last_full = size / 8 - 1;
+        assert!(
+            shown.contains(&format!("\t{last_full:07}\n")),
+            "size {size}: line {last_full} missing"
+        );
+        if size % 8 != 0 {
+            assert!(
+                shown.contains(&"t".repeat(size % 8)),
+                "size {size}: tail missing"
+            );
+        }
+    }
+}
+
+#[test]
 fn read_refuses_a_binary_file_clearly() {
     let env = Env::new();
     env.write("x.png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR");

@@ -90,6 +90,23 @@ async fn an_endless_loop_is_stopped_at_the_deadline() {
 }
 
 #[tokio::test]
+async fn a_plugin_waiting_in_the_host_is_stopped_at_the_deadline() {
+    let host = Host::new();
+    let limits = Limits {
+        timeout: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let started = std::time::Instant::now();
+    let err = host.misbehave("sleep", r#"{"bytes":3600}"#, limits).await;
+    assert!(matches!(err, CallError::Timeout { .. }), "{err:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "the deadline did not stop the sleeper"
+    );
+    host.assert_still_serving().await;
+}
+
+#[tokio::test]
 async fn a_memory_bomb_is_stopped_at_the_cap() {
     let host = Host::new();
     let limits = Limits {
@@ -236,6 +253,13 @@ fn a_damaged_compile_cache_entry_is_recompiled() {
     assert_eq!(repaired.cache_outcome(), CacheOutcome::Compiled);
     let healed = sandbox.load("misbehave", &wasm, None, "fixture").unwrap();
     assert_eq!(healed.cache_outcome(), CacheOutcome::Hit);
+
+    // A missing digest means the artifact cannot be trusted either.
+    let mut digest = entry.as_os_str().to_owned();
+    digest.push(".b3");
+    std::fs::remove_file(&digest).unwrap();
+    let undigested = sandbox.load("misbehave", &wasm, None, "fixture").unwrap();
+    assert_eq!(undigested.cache_outcome(), CacheOutcome::Compiled);
 
     std::fs::write(&entry, b"short").unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -10,7 +10,8 @@
 //!   (target: p50 ≤ 20 ms).
 //!
 //! Run with `cargo bench -p capstan --bench runtime`; set `BENCH_SAMPLES` to
-//! scale the number of samples (default 3000 in-process calls).
+//! scale the number of samples (default 3000 in-process calls), and
+//! `BENCH_CALLS_ONLY=1` to run only the in-process call loop (for a profiler).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
@@ -75,6 +76,11 @@ fn main() {
         call(&sandbox, &fs);
     }
     let in_process = measure(samples, || call(&sandbox, &fs));
+    if std::env::var_os("BENCH_CALLS_ONLY").is_some() {
+        // For profilers: the in-process call loop and nothing else.
+        row("fs.read, fresh instance, in-process", &in_process);
+        return;
+    }
     sandbox.set_file_io(FileIo::BlockingPool);
     for _ in 0..200 {
         call(&sandbox, &fs);

@@ -7,7 +7,10 @@
 
 pub mod fs;
 
-use wasmtime_wasi::WasiCtxBuilder;
+use std::sync::{Arc, OnceLock};
+
+use wasmtime_wasi::filesystem::WasiFilesystemCtx;
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder};
 
 pub use fs::{Access, FsGrant, GrantError};
 
@@ -19,6 +22,23 @@ pub struct Grants {
     /// The folder that counts as the workspace, if any: its guest path is
     /// passed to the plugin in the call context.
     pub workspace: Option<FsGrant>,
+    opened: OpenedFolders,
+}
+
+/// The granted folders, opened once and shared by every call made with
+/// these grants (and their clones): a preopen is a handle to a folder, and
+/// each call's instance gets its own reference to it, so opening the folder
+/// again per call would only cost time.
+#[derive(Clone, Default)]
+struct OpenedFolders(Arc<OnceLock<(bool, WasiFilesystemCtx)>>);
+
+impl std::fmt::Debug for OpenedFolders {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let opened = self.0.get().is_some();
+        f.debug_struct("OpenedFolders")
+            .field("opened", &opened)
+            .finish()
+    }
 }
 
 impl Grants {
@@ -30,8 +50,8 @@ impl Grants {
             Access::Read
         };
         Ok(Self {
-            fs: Vec::new(),
             workspace: Some(FsGrant::new(dir, access)?),
+            ..Self::default()
         })
     }
 
@@ -45,11 +65,28 @@ impl Grants {
         self.workspace.as_ref().map(FsGrant::guest_path)
     }
 
-    /// Wires every grant into a WASI context under construction.
-    pub fn apply(&self, wasi: &mut WasiCtxBuilder) -> Result<(), GrantError> {
-        for grant in self.workspace.iter().chain(&self.fs) {
-            grant.apply(wasi)?;
-        }
+    /// Wires every grant into a fresh WASI context. `blocking_file_io` says
+    /// whether file operations may be served on the calling thread.
+    pub fn apply(&self, wasi: &mut WasiCtx, blocking_file_io: bool) -> Result<(), GrantError> {
+        *wasi.filesystem() = match self.opened.0.get() {
+            Some((mode, folders)) if *mode == blocking_file_io => folders.clone(),
+            _ => {
+                let folders = self.open_folders(blocking_file_io)?;
+                // The first mode asked for is kept; calls in another mode
+                // (only benchmarks switch) open their folders each time.
+                let _ = self.opened.0.set((blocking_file_io, folders.clone()));
+                folders
+            }
+        };
         Ok(())
+    }
+
+    fn open_folders(&self, blocking_file_io: bool) -> Result<WasiFilesystemCtx, GrantError> {
+        let mut builder = WasiCtxBuilder::new();
+        builder.allow_blocking_current_thread(blocking_file_io);
+        for grant in self.workspace.iter().chain(&self.fs) {
+            grant.apply(&mut builder)?;
+        }
+        Ok(builder.build().filesystem().clone())
     }
 }

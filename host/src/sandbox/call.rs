@@ -85,19 +85,19 @@ impl PreparedCall {
     ) -> Result<Self, CallError> {
         let stdout = MemoryOutputPipe::new(CAPTURE_LIMIT);
         let stderr = MemoryOutputPipe::new(CAPTURE_LIMIT);
-        let mut wasi = WasiCtxBuilder::new();
-        wasi.allow_blocking_current_thread(file_io == FileIo::CurrentThread)
+        let mut wasi = WasiCtxBuilder::new()
             .stdout(stdout.clone())
-            .stderr(stderr.clone());
+            .stderr(stderr.clone())
+            .build();
         options
             .grants
-            .apply(&mut wasi)
+            .apply(&mut wasi, file_io == FileIo::CurrentThread)
             .map_err(|e| CallError::Setup {
                 plugin: plugin.to_string(),
                 reason: e.to_string(),
             })?;
         let state = CallState {
-            wasi: wasi.build(),
+            wasi,
             table: ResourceTable::new(),
             memory: MemoryCap::new(options.limits.memory),
             plugin: plugin.clone(),

@@ -1,25 +1,23 @@
 //! Compiled components on disk, so Cranelift runs once per component.
 //!
-//! An entry is keyed by the component's SHA-256 and the engine fingerprint.
-//! Its file starts with a magic line and the SHA-256 of the artifact that
-//! follows; the hash is checked on every load, so a truncated or altered file
-//! is recompiled rather than handed to wasmtime. Entries are written to a
-//! temporary file and renamed into place, so readers never see half a file
-//! and concurrent processes can share one cache.
+//! An entry is keyed by the component's SHA-256 and the engine fingerprint:
+//! `<sha256>-<engine>.cwasm` holds the artifact exactly as wasmtime wrote
+//! it, so it can be mapped into memory rather than copied, and
+//! `<sha256>-<engine>.cwasm.b3` holds its BLAKE3 digest. The digest is
+//! checked on every load, so a truncated or altered artifact is recompiled
+//! rather than handed to wasmtime. Both files are written to temporary files
+//! and renamed into place, so readers never see half a file and concurrent
+//! processes can share one cache.
 
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use super::engine::fingerprint;
 use super::error::LoadError;
-
-const MAGIC: &[u8; 16] = b"capstan-cwasm-1\n";
-const HEADER_LEN: usize = MAGIC.len() + 32;
 
 /// Where a component came from when loading it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,80 +62,95 @@ impl CompileCache {
         origin: &str,
     ) -> Result<(Component, CacheOutcome), LoadError> {
         let path = self.entry_path(sha256);
-        if let Some(component) = self.read_entry(engine, &path) {
+        if let Some(component) = read_entry(engine, &path) {
             return Ok((component, CacheOutcome::Hit));
         }
         let component = compile(engine, wasm, origin)?;
-        // A cache that cannot be written only costs time; say so once and go on.
+        // A cache that cannot be written only costs time; say so and go on.
         if let Err(err) = self.write_entry(&path, &component) {
             eprintln!("capstan: warning: {err}; the component will be compiled again next time");
         }
         Ok((component, CacheOutcome::Compiled))
     }
 
-    /// Reads and checks an entry. Anything wrong with it (missing, damaged,
-    /// built by another engine) means "not cached".
-    fn read_entry(&self, engine: &Engine, path: &Path) -> Option<Component> {
-        let bytes = fs::read(path).ok()?;
-        let artifact = checked_artifact(&bytes)?;
-        // SAFETY: wasmtime requires that deserialized bytes were produced by
-        // `Component::serialize` of a compatible engine. This file is written
-        // only by `write_entry` below from `Component::serialize`, its name
-        // carries the engine fingerprint, and `checked_artifact` verified the
-        // SHA-256 recorded when it was written, so the bytes are the ones we
-        // produced. wasmtime additionally checks the engine compatibility
-        // header and returns an error (not UB) on a mismatch.
-        #[allow(unsafe_code)]
-        let component = unsafe { Component::deserialize(engine, artifact) };
-        component.ok()
-    }
-
     fn write_entry(&self, path: &Path, component: &Component) -> Result<(), LoadError> {
-        let io = |action, path: &Path| {
-            let path = path.to_path_buf();
-            move |source| LoadError::Io {
-                action,
-                path,
-                source,
-            }
-        };
         let artifact = component.serialize().map_err(|e| {
             LoadError::Engine(format!("cannot serialize a compiled component: {e:#}"))
         })?;
-        fs::create_dir_all(&self.dir).map_err(io("cannot create the compile cache", &self.dir))?;
-        let mut temp = tempfile::NamedTempFile::new_in(&self.dir)
-            .map_err(io("cannot create a file in", &self.dir))?;
-        let digest = Sha256::digest(&artifact);
-        temp.write_all(MAGIC)
-            .and_then(|()| temp.write_all(&digest))
-            .and_then(|()| temp.write_all(&artifact))
-            .and_then(|()| temp.flush())
-            .map_err(io("cannot write", temp.path()))?;
-        temp.persist(path).map_err(|e| LoadError::Io {
-            action: "cannot store",
-            path: path.to_path_buf(),
-            source: e.error,
+        fs::create_dir_all(&self.dir).map_err(|source| LoadError::Io {
+            action: "cannot create the compile cache",
+            path: self.dir.clone(),
+            source,
         })?;
-        Ok(())
+        let digest = blake3::hash(&artifact).to_hex();
+        // The artifact first: a digest never names an artifact not yet there.
+        write_atomically(&self.dir, path, &artifact)?;
+        write_atomically(&self.dir, &digest_path(path), digest.as_bytes())
     }
 
     /// Removes the entry for a component, if there is one.
     pub fn remove(&self, component_sha256: &str) -> std::io::Result<()> {
-        match fs::remove_file(self.entry_path(component_sha256)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-            _ => Ok(()),
+        let path = self.entry_path(component_sha256);
+        for file in [digest_path(&path), path] {
+            match fs::remove_file(file) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
         }
+        Ok(())
     }
 }
 
-/// The artifact inside an entry, if the magic and the hash check out.
-fn checked_artifact(bytes: &[u8]) -> Option<&[u8]> {
-    if bytes.len() < HEADER_LEN || &bytes[..MAGIC.len()] != MAGIC {
+/// The file holding an artifact's digest.
+fn digest_path(artifact: &Path) -> PathBuf {
+    let mut name = artifact.as_os_str().to_owned();
+    name.push(".b3");
+    PathBuf::from(name)
+}
+
+/// Reads and checks an entry. Anything wrong with it (missing, damaged,
+/// built by another engine) means "not cached".
+fn read_entry(engine: &Engine, path: &Path) -> Option<Component> {
+    let recorded = fs::read_to_string(digest_path(path)).ok()?;
+    let artifact = fs::read(path).ok()?;
+    if blake3::hash(&artifact).to_hex().as_str() != recorded.trim() {
         return None;
     }
-    let (header, artifact) = bytes.split_at(HEADER_LEN);
-    let recorded = &header[MAGIC.len()..];
-    (Sha256::digest(artifact).as_slice() == recorded).then_some(artifact)
+    drop(artifact);
+    // SAFETY: wasmtime requires that a deserialized file was produced by
+    // `Component::serialize` of a compatible engine. Only `write_entry`
+    // writes these files, from `Component::serialize`; the name carries the
+    // engine fingerprint; and the BLAKE3 digest recorded when it was written
+    // was checked just above, so the file holds the bytes we produced.
+    // Replacing it between the check and the mapping takes write access to
+    // the user's own cache folder. wasmtime also checks the engine
+    // compatibility header and returns an error (not UB) on a mismatch.
+    #[allow(unsafe_code)]
+    let component = unsafe { Component::deserialize_file(engine, path) };
+    component.ok()
+}
+
+/// Writes `bytes` to `path` through a temporary file in `dir`.
+fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
+    let io = |action, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| LoadError::Io {
+            action,
+            path,
+            source,
+        }
+    };
+    let mut temp =
+        tempfile::NamedTempFile::new_in(dir).map_err(io("cannot create a file in", dir))?;
+    temp.write_all(bytes)
+        .and_then(|()| temp.flush())
+        .map_err(io("cannot write", temp.path()))?;
+    temp.persist(path).map_err(|e| LoadError::Io {
+        action: "cannot store",
+        path: path.to_path_buf(),
+        source: e.error,
+    })?;
+    Ok(())
 }
 
 /// Validates and compiles a component, telling apart the ways it can fail.
@@ -163,26 +176,4 @@ pub fn compile(engine: &Engine, wasm: &[u8], origin: &str) -> Result<Component, 
         origin: origin.to_string(),
         reason: format!("{e:#}"),
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn damaged_entries_are_rejected() {
-        let artifact = b"compiled code";
-        let mut entry = MAGIC.to_vec();
-        entry.extend_from_slice(&Sha256::digest(artifact));
-        entry.extend_from_slice(artifact);
-        assert_eq!(checked_artifact(&entry), Some(&artifact[..]));
-
-        let mut flipped = entry.clone();
-        let last = flipped.len() - 1;
-        flipped[last] ^= 1;
-        assert_eq!(checked_artifact(&flipped), None);
-        assert_eq!(checked_artifact(&entry[..entry.len() - 1]), None);
-        assert_eq!(checked_artifact(&entry[..10]), None);
-        assert_eq!(checked_artifact(b""), None);
-    }
 }

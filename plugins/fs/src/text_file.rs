@@ -1,20 +1,14 @@
 //! Loading a file whole and telling text from binary.
 //!
-//! Every WASI call is a call into the host, so a file is opened once and read
-//! with as few reads as possible, and nothing is asked about it (no stat) on
-//! the happy path.
+//! Every WASI call is a call into the host, so files are read with
+//! `capstan_sdk::fs::read`: one open, one stat, one read.
 
-use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::path::Path;
 
 /// How many leading bytes are searched for a NUL byte, the mark of a binary
 /// file (the same rule git and ripgrep use).
 const BINARY_PROBE_BYTES: usize = 8 * 1024;
-
-/// The buffer a file is first read into. Most source files fit, so they are
-/// read in one call plus the call that sees the end of the file.
-const FIRST_READ_CAPACITY: usize = 16 * 1024;
 
 /// What a file holds.
 #[derive(Debug)]
@@ -58,22 +52,10 @@ pub fn classify(bytes: Vec<u8>) -> Contents {
 }
 
 fn read_whole(path: &Path) -> Result<Vec<u8>, LoadError> {
-    let file = File::open(path).map_err(|err| match err.kind() {
+    capstan_sdk::fs::read(path).map_err(|err| match err.kind() {
         io::ErrorKind::IsADirectory => LoadError::Folder,
         _ => LoadError::Io(err),
-    })?;
-    let mut bytes = Vec::with_capacity(FIRST_READ_CAPACITY);
-    // `File::read_to_end` asks the host for the file's size first; through
-    // `Take` the reads start at once, which saves a host call per file.
-    match (&file).take(u64::MAX).read_to_end(&mut bytes) {
-        Ok(_) => Ok(bytes),
-        // Opening a folder may succeed; reading it then fails, with an error
-        // kind that varies by platform, so ask only after a failure.
-        Err(err) => match file.metadata() {
-            Ok(meta) if meta.is_dir() => Err(LoadError::Folder),
-            _ => Err(LoadError::Io(err)),
-        },
-    }
+    })
 }
 
 #[cfg(test)]

@@ -36,6 +36,7 @@ mod error;
 mod output;
 mod tool;
 
+pub mod fs;
 pub mod log;
 
 pub use context::Context;

@@ -1,5 +1,7 @@
 //! Declaring tools and dispatching calls to them.
 
+use std::borrow::Cow;
+
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
@@ -14,8 +16,8 @@ type Handler = Box<dyn Fn(&str, &Context) -> Result<Output, ToolError>>;
 /// One tool: a name, a description for the model, behaviour hints, and a
 /// function from a typed input to a result.
 pub struct Tool {
-    name: String,
-    description: String,
+    name: Cow<'static, str>,
+    description: Cow<'static, str>,
     hints: ToolHints,
     schema: fn() -> serde_json::Value,
     handler: Handler,
@@ -28,15 +30,19 @@ impl Tool {
     /// [`JsonSchema`]; doc comments on fields become descriptions the model
     /// reads) and is parsed from the call's JSON (through serde). Add
     /// `#[serde(deny_unknown_fields)]` to reject fields the tool does not know.
-    pub fn new<I, O, F>(name: &str, description: &str, handler: F) -> Self
+    pub fn new<I, O, F>(
+        name: impl Into<Cow<'static, str>>,
+        description: impl Into<Cow<'static, str>>,
+        handler: F,
+    ) -> Self
     where
         I: DeserializeOwned + JsonSchema,
         O: Into<Output>,
         F: Fn(I, &Context) -> Result<O, ToolError> + 'static,
     {
         Self {
-            name: name.to_string(),
-            description: description.to_string(),
+            name: name.into(),
+            description: description.into(),
             hints: ToolHints::empty(),
             schema: schema_of::<I>,
             handler: Box::new(move |input, ctx| {
@@ -129,8 +135,8 @@ pub fn describe(tools: &[Tool]) -> Vec<ToolSpec> {
     tools
         .iter()
         .map(|t| ToolSpec {
-            name: t.name.clone(),
-            description: t.description.clone(),
+            name: t.name.to_string(),
+            description: t.description.to_string(),
             input_schema: t.input_schema().to_string(),
             hints: t.hints,
         })
@@ -146,7 +152,7 @@ pub fn call(
 ) -> Result<ToolOutput, WitToolError> {
     let ctx = Context::from(ctx);
     let Some(tool) = tools.iter().find(|t| t.name == name) else {
-        let known: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+        let known: Vec<&str> = tools.iter().map(|t| t.name()).collect();
         return Err(ToolError::invalid_input(format!(
             "unknown tool `{name}`; this plugin offers: {}",
             known.join(", ")

@@ -1,0 +1,133 @@
+//! File reading tuned for the sandbox.
+//!
+//! Every WASI call is a call into the host. `std::fs::read` goes through
+//! wasi-libc and a stream, which costs several extra calls per file;
+//! [`read`] speaks WASI directly: one open and, for a file under 16 KiB,
+//! one read. On other targets (native unit tests) it is `std::fs::read`.
+//! Either way the whole file ends up in memory, so the plugin's memory
+//! limit bounds the size of a file it can read.
+
+use std::io;
+use std::path::Path;
+
+/// Reads a whole file, following symbolic links that stay inside the
+/// granted folders. Errors have the usual [`io::ErrorKind`]s: `NotFound`,
+/// `PermissionDenied` (outside the grants), `IsADirectory`.
+pub fn read(path: &Path) -> io::Result<Vec<u8>> {
+    imp::read(path)
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+mod imp {
+    use super::*;
+
+    pub fn read(path: &Path) -> io::Result<Vec<u8>> {
+        let bytes = std::fs::read(path);
+        match bytes {
+            Err(err) if path.is_dir() => Err(io::Error::new(io::ErrorKind::IsADirectory, err)),
+            other => other,
+        }
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+mod imp {
+    use super::*;
+    use wasip2::filesystem::preopens::get_directories;
+    use wasip2::filesystem::types::{
+        Descriptor, DescriptorFlags, DescriptorType, ErrorCode, OpenFlags, PathFlags,
+    };
+
+    /// The first read's size: most source files fit, and asking the host
+    /// for more would have it allocate and clear a larger buffer. A host
+    /// returns fewer bytes than asked only at the end of a file, unless it
+    /// caps reads below this (wasmtime caps them at 64 KiB).
+    const FIRST_READ: u64 = 16 << 10;
+
+    /// The size of later reads, once a file turned out to be larger.
+    const CHUNK: u64 = 64 << 10;
+
+    pub fn read(path: &Path) -> io::Result<Vec<u8>> {
+        let text = path
+            .to_str()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path is not UTF-8"))?;
+        let preopens = get_directories();
+        let (dir, relative) = preopen_for(&preopens, text).ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "outside the folders this plugin was granted",
+            )
+        })?;
+        let file = dir
+            .open_at(
+                PathFlags::SYMLINK_FOLLOW,
+                relative,
+                OpenFlags::empty(),
+                DescriptorFlags::READ,
+            )
+            .map_err(to_io)?;
+        // No stat first: a short first read means the whole file is in, and
+        // a folder is recognised when reading it fails. That saves a call
+        // per file. A longer file is read on until the host reports its end.
+        let (first, end) = file.read(FIRST_READ, 0).map_err(|e| read_error(&file, e))?;
+        if end || (first.len() as u64) < FIRST_READ {
+            return Ok(first);
+        }
+        let mut bytes = first;
+        loop {
+            let (chunk, end) = file
+                .read(CHUNK, bytes.len() as u64)
+                .map_err(|e| read_error(&file, e))?;
+            if end || chunk.is_empty() {
+                return Ok(bytes);
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+    }
+
+    /// A failed read of a folder says "bad descriptor"; say "is a folder".
+    fn read_error(file: &Descriptor, code: ErrorCode) -> io::Error {
+        match file.get_type() {
+            Ok(DescriptorType::Directory) => {
+                io::Error::new(io::ErrorKind::IsADirectory, "is a folder")
+            }
+            _ => to_io(code),
+        }
+    }
+
+    /// The granted folder holding `path` (the longest match), and the rest
+    /// of the path relative to it.
+    fn preopen_for<'a>(
+        preopens: &'a [(Descriptor, String)],
+        path: &'a str,
+    ) -> Option<(&'a Descriptor, &'a str)> {
+        preopens
+            .iter()
+            .filter_map(|(dir, root)| {
+                let rest = path.strip_prefix(root.trim_end_matches('/'))?;
+                let rest = if rest.is_empty() {
+                    "."
+                } else {
+                    rest.strip_prefix('/')?
+                };
+                Some((root.len(), dir, if rest.is_empty() { "." } else { rest }))
+            })
+            .max_by_key(|(len, _, _)| *len)
+            .map(|(_, dir, rest)| (dir, rest))
+    }
+
+    fn to_io(code: ErrorCode) -> io::Error {
+        let kind = match code {
+            ErrorCode::NoEntry => io::ErrorKind::NotFound,
+            ErrorCode::Access | ErrorCode::NotPermitted | ErrorCode::ReadOnly => {
+                io::ErrorKind::PermissionDenied
+            }
+            ErrorCode::IsDirectory => io::ErrorKind::IsADirectory,
+            ErrorCode::NotDirectory => io::ErrorKind::NotADirectory,
+            ErrorCode::InsufficientMemory => io::ErrorKind::OutOfMemory,
+            ErrorCode::IllegalByteSequence | ErrorCode::Invalid => io::ErrorKind::InvalidInput,
+            _ => io::ErrorKind::Other,
+        };
+        io::Error::new(kind, code.message())
+    }
+}
