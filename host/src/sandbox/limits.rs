@@ -30,17 +30,21 @@ impl Default for Limits {
     }
 }
 
-/// Parses a size such as `256MiB`, `64M`, `1GiB` or `1048576` into bytes.
-pub fn parse_size(text: &str) -> Result<u64, String> {
+/// Splits `256MiB` into 256 and `MiB` (the unit may be empty).
+fn number_and_unit(text: &str) -> Option<(u64, &str)> {
     let text = text.trim();
     let split = text
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a size; write it like 256MiB or 1GiB"))?;
-    let factor: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+    Some((number.parse().ok()?, unit.trim()))
+}
+
+/// Parses a size such as `256MiB`, `64M`, `1GiB` or `1048576` into bytes.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let (number, unit) = number_and_unit(text)
+        .ok_or_else(|| format!("`{text}` is not a size; write it like 256MiB or 1GiB"))?;
+    let factor: u64 = match unit.to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kb" | "kib" => 1 << 10,
         "m" | "mb" | "mib" => 1 << 20,
@@ -58,15 +62,9 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
 
 /// Parses a duration such as `30s`, `500ms`, `2m` or `10` (seconds).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a duration; write it like 30s or 500ms"))?;
-    match unit.trim() {
+    let (number, unit) = number_and_unit(text)
+        .ok_or_else(|| format!("`{text}` is not a duration; write it like 30s or 500ms"))?;
+    match unit {
         "" | "s" => Ok(Duration::from_secs(number)),
         "ms" => Ok(Duration::from_millis(number)),
         "m" | "min" => Ok(Duration::from_secs(number.saturating_mul(60))),

@@ -5,7 +5,7 @@ use std::io;
 use capstan_sdk::prelude::*;
 
 use crate::atomic;
-use crate::text_file::{self, Contents, LoadError};
+use crate::text_file::{self, Refusals};
 use crate::workspace_path;
 
 /// Input of `fs.edit`.
@@ -50,27 +50,14 @@ fn edit(input: EditInput, ctx: &Context) -> Result<String, ToolError> {
     }
     let target = workspace_path::resolve(ctx, "path", &input.path)?;
     let shown = &target.shown;
-    let text = match text_file::load(&target.path) {
-        Ok(Contents::Text(text)) => text,
-        Ok(Contents::Binary { size }) => {
-            return Err(ToolError::failed(format!(
-                "{shown} is a binary file ({size} bytes); fs.edit changes text files only"
-            )));
-        }
-        Err(LoadError::Folder) => {
-            return Err(ToolError::failed(format!(
-                "{shown} is a folder; fs.edit changes a file"
-            )));
-        }
-        Err(LoadError::Io(err)) if err.kind() == io::ErrorKind::NotFound => {
-            return Err(ToolError::failed(format!(
-                "{shown} does not exist; to create a file, use fs.write"
-            )));
-        }
-        Err(LoadError::Io(err)) => {
-            return Err(ToolError::from_io(&err, format!("cannot read {shown}")));
-        }
-    };
+    let text = text_file::load_text(
+        &target,
+        &Refusals {
+            binary: "fs.edit changes text files only",
+            folder: "fs.edit changes a file",
+            missing: Some("to create a file, use fs.write"),
+        },
+    )?;
     let (edited, replaced) = match replace(&text, &input.old, &input.new, input.replace_all) {
         Ok(done) => done,
         Err(Miss::NotFound) => {

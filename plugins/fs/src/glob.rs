@@ -7,6 +7,7 @@ use std::path::Path;
 use capstan_sdk::prelude::*;
 use globset::{GlobBuilder, GlobMatcher};
 
+use crate::input_field;
 use crate::walk;
 use crate::workspace_path;
 
@@ -43,15 +44,7 @@ pub fn tool() -> Tool {
 }
 
 fn glob(input: GlobInput, ctx: &Context) -> Result<String, ToolError> {
-    let limit = match input.limit {
-        Some(0) => {
-            return Err(ToolError::invalid_input(
-                "field `limit`: must be at least 1",
-            ));
-        }
-        Some(limit) => limit,
-        None => DEFAULT_LIMIT,
-    };
+    let limit = input_field::at_least_one("limit", input.limit, DEFAULT_LIMIT)?;
     let workspace = ctx.workspace()?;
     let root = workspace_path::resolve(ctx, "path", input.path.as_deref().unwrap_or("."))?;
     let pattern = relative_pattern(&input.pattern, &root.path)?;

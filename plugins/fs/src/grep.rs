@@ -8,6 +8,7 @@ use capstan_sdk::prelude::*;
 use globset::{GlobBuilder, GlobMatcher};
 use regex::{Regex, RegexBuilder};
 
+use crate::input_field;
 use crate::lines::{self, MAX_OUTPUT_BYTES};
 use crate::text_file::{self, Contents, LoadError};
 use crate::walk::{self, FileKind};
@@ -58,15 +59,8 @@ pub fn tool() -> Tool {
 }
 
 fn grep(input: GrepInput, ctx: &Context) -> Result<String, ToolError> {
-    let max_results = match input.max_results {
-        Some(0) => {
-            return Err(ToolError::invalid_input(
-                "field `max_results`: must be at least 1",
-            ));
-        }
-        Some(max) => max,
-        None => DEFAULT_MAX_RESULTS,
-    };
+    let max_results =
+        input_field::at_least_one("max_results", input.max_results, DEFAULT_MAX_RESULTS)?;
     let search = Search::new(&input.pattern, input.case_insensitive)?;
     let filter = input.glob.as_deref().map(FileFilter::new).transpose()?;
     let workspace = ctx.workspace()?;

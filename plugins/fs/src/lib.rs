@@ -10,6 +10,7 @@ mod atomic;
 mod edit;
 mod glob;
 mod grep;
+mod input_field;
 mod lines;
 mod ls;
 mod read;

@@ -2,8 +2,9 @@
 
 use capstan_sdk::prelude::*;
 
+use crate::input_field;
 use crate::lines::{self, MAX_OUTPUT_BYTES};
-use crate::text_file::{self, Contents, LoadError};
+use crate::text_file::{self, Refusals};
 use crate::workspace_path;
 
 /// Lines shown when the input gives no `limit`.
@@ -50,34 +51,17 @@ fn read(input: ReadInput, ctx: &Context) -> Result<String, ToolError> {
         Some(offset) => offset,
         None => 1,
     };
-    let limit = match input.limit {
-        Some(0) => {
-            return Err(ToolError::invalid_input(
-                "field `limit`: must be at least 1",
-            ));
-        }
-        Some(limit) => limit,
-        None => DEFAULT_LIMIT,
-    };
+    let limit = input_field::at_least_one("limit", input.limit, DEFAULT_LIMIT)?;
     let target = workspace_path::resolve(ctx, "path", &input.path)?;
-    let shown = &target.shown;
-    let text = match text_file::load(&target.path) {
-        Ok(Contents::Text(text)) => text,
-        Ok(Contents::Binary { size }) => {
-            return Err(ToolError::failed(format!(
-                "{shown} is a binary file ({size} bytes); fs.read shows text files only"
-            )));
-        }
-        Err(LoadError::Folder) => {
-            return Err(ToolError::failed(format!(
-                "{shown} is a folder; use fs.ls to list it"
-            )));
-        }
-        Err(LoadError::Io(err)) => {
-            return Err(ToolError::from_io(&err, format!("cannot read {shown}")));
-        }
-    };
-    number_lines(&text, shown, first, limit, MAX_OUTPUT_BYTES)
+    let text = text_file::load_text(
+        &target,
+        &Refusals {
+            binary: "fs.read shows text files only",
+            folder: "use fs.ls to list it",
+            missing: None,
+        },
+    )?;
+    number_lines(&text, &target.shown, first, limit, MAX_OUTPUT_BYTES)
 }
 
 /// Shows `limit` lines of `text` from line `first`, numbered, in at most

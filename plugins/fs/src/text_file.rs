@@ -4,6 +4,10 @@
 //! `capstan_sdk::fs::read`: one open, one stat, one read.
 
 use std::io;
+
+use capstan_sdk::ToolError;
+
+use crate::workspace_path::InputPath;
 use std::path::Path;
 
 /// How many leading bytes are searched for a NUL byte, the mark of a binary
@@ -29,6 +33,41 @@ pub enum LoadError {
     Folder,
     /// Opening or reading failed.
     Io(io::Error),
+}
+
+/// What a tool says when a path is not a text file it can use. Each text
+/// follows "PATH is a binary file (N bytes); ", "PATH is a folder; " or
+/// "PATH does not exist; ".
+pub struct Refusals {
+    /// Why a binary file will not do.
+    pub binary: &'static str,
+    /// What to do with a folder instead.
+    pub folder: &'static str,
+    /// What to do about a missing file, if the tool has advice.
+    pub missing: Option<&'static str>,
+}
+
+/// Loads the text file `target` for a tool, refusing anything else in the
+/// tool's own words.
+pub fn load_text(target: &InputPath, refusals: &Refusals) -> Result<String, ToolError> {
+    let shown = &target.shown;
+    match load(&target.path) {
+        Ok(Contents::Text(text)) => Ok(text),
+        Ok(Contents::Binary { size }) => Err(ToolError::failed(format!(
+            "{shown} is a binary file ({size} bytes); {}",
+            refusals.binary
+        ))),
+        Err(LoadError::Folder) => Err(ToolError::failed(format!(
+            "{shown} is a folder; {}",
+            refusals.folder
+        ))),
+        Err(LoadError::Io(err)) => match refusals.missing {
+            Some(advice) if err.kind() == io::ErrorKind::NotFound => Err(ToolError::failed(
+                format!("{shown} does not exist; {advice}"),
+            )),
+            _ => Err(ToolError::from_io(&err, format!("cannot read {shown}"))),
+        },
+    }
 }
 
 /// Reads the file at `path` whole and says whether it is text.
