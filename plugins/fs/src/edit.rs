@@ -1,7 +1,5 @@
 //! `fs.edit`: replace an exact piece of text in a file.
 
-use std::io;
-
 use capstan_sdk::prelude::*;
 
 use crate::atomic;
