@@ -9,11 +9,13 @@
 //!   instance per call;
 //! - [`grants`]: what a call may touch, one module per capability;
 //! - [`plugin`]: which plugins exist and where their components come from;
+//! - [`model`]: the conversation types and the language-model providers;
 //! - [`home`]: where data and caches live;
 //! - [`cli`]: the command line.
 
 pub mod cli;
 pub mod grants;
 pub mod home;
+pub mod model;
 pub mod plugin;
 pub mod sandbox;
