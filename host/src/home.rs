@@ -59,6 +59,11 @@ impl Home {
         &self.data
     }
 
+    /// Where session transcripts are kept, one folder per workspace.
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.data.join("sessions")
+    }
+
     /// Where compiled components are kept.
     pub fn compile_cache_dir(&self) -> PathBuf {
         self.cache.join("compiled")

@@ -10,6 +10,7 @@
 //! - [`grants`]: what a call may touch, one module per capability;
 //! - [`plugin`]: which plugins exist and where their components come from;
 //! - [`model`]: the conversation types and the language-model providers;
+//! - [`session`]: session transcripts and resuming them;
 //! - [`home`]: where data and caches live;
 //! - [`cli`]: the command line.
 
@@ -19,3 +20,4 @@ pub mod home;
 pub mod model;
 pub mod plugin;
 pub mod sandbox;
+pub mod session;

@@ -1,0 +1,89 @@
+//! The records a transcript is made of: one JSON object per line, tagged
+//! with its `type` and the time it was written.
+
+use serde::{Deserialize, Serialize};
+
+use crate::model::{Message, StopReason, Usage};
+
+/// The transcript format this capstan writes; the start record carries it.
+/// A reader meeting a higher number skips the record types it does not know.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One line of a transcript.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// When it was written, in milliseconds since the Unix epoch.
+    pub ts_ms: u64,
+    /// What happened.
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// What a record says happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    /// The session began; always the first record.
+    Start {
+        /// The transcript format, [`SCHEMA_VERSION`] when written.
+        schema_version: u32,
+        /// The session's id (also the file's name).
+        session_id: String,
+        /// The canonical workspace path.
+        workspace: String,
+        /// The model's id.
+        model: String,
+        /// The provider's name.
+        provider: String,
+        /// The capstan version that wrote it.
+        capstan_version: String,
+    },
+    /// The session was taken up again, possibly with another model.
+    Resumed {
+        /// The model's id.
+        model: String,
+        /// The provider's name.
+        provider: String,
+        /// The capstan version now writing.
+        capstan_version: String,
+    },
+    /// The user said something.
+    User {
+        /// The message.
+        message: Message,
+    },
+    /// The model answered.
+    Assistant {
+        /// The message.
+        message: Message,
+        /// Why the model stopped, if known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        stop_reason: Option<StopReason>,
+    },
+    /// Results of tool calls, sent back on the user's side.
+    ToolResults {
+        /// The message.
+        message: Message,
+    },
+    /// Tokens one model answer used.
+    Usage {
+        /// The count.
+        usage: Usage,
+    },
+    /// The turn was interrupted (Ctrl-C, an error) before it finished.
+    Interrupted {
+        /// Why, in words.
+        reason: String,
+    },
+    /// A damaged line (a write cut short when the process was killed) was
+    /// found when the session was resumed; readers skip that line.
+    DamagedLine {
+        /// The damaged line's number, counting from 1.
+        line: usize,
+    },
+    /// The session ended normally.
+    End,
+    /// A record type from a newer capstan; skipped when read.
+    #[serde(other)]
+    Unknown,
+}

@@ -1,0 +1,186 @@
+//! Writing a transcript: a new one (created with `create_new`, so two
+//! sessions never share a file) or a resumed one (reopened for appending).
+//! Each record is one `write_all` of one whole line, then a flush.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+
+use super::load::{self, LoadedSession};
+use super::record::{Event, Record, SCHEMA_VERSION};
+use super::{SessionError, Sessions, new_session_id, now_ms};
+use crate::model::{Message, StopReason, Usage};
+
+/// How many fresh ids to try before giving up on creating a transcript;
+/// a clash needs two sessions drawing the same 64 random bits.
+const CREATE_ATTEMPTS: usize = 8;
+
+/// An open transcript that records are appended to.
+#[derive(Debug)]
+pub struct TranscriptWriter {
+    id: String,
+    path: PathBuf,
+    file: File,
+}
+
+impl Sessions {
+    /// Starts a new session: creates its transcript and writes the start
+    /// record.
+    pub fn create(&self, model: &str, provider: &str) -> Result<TranscriptWriter, SessionError> {
+        fs::create_dir_all(self.dir()).map_err(|source| SessionError::Io {
+            action: "create the sessions folder",
+            path: self.dir().to_path_buf(),
+            source,
+        })?;
+        let mut attempt = 0;
+        let (id, path, file) = loop {
+            attempt += 1;
+            let id = new_session_id();
+            let path = self.transcript_path(&id);
+            match OpenOptions::new().append(true).create_new(true).open(&path) {
+                Ok(file) => break (id, path, file),
+                Err(e) if e.kind() == ErrorKind::AlreadyExists && attempt < CREATE_ATTEMPTS => {}
+                Err(source) => {
+                    return Err(SessionError::Io {
+                        action: "create the session transcript",
+                        path,
+                        source,
+                    });
+                }
+            }
+        };
+        let mut writer = TranscriptWriter { id, path, file };
+        writer.append(Event::Start {
+            schema_version: SCHEMA_VERSION,
+            session_id: writer.id.clone(),
+            workspace: self.workspace().to_string_lossy().into_owned(),
+            model: model.to_string(),
+            provider: provider.to_string(),
+            capstan_version: env!("CARGO_PKG_VERSION").to_string(),
+        })?;
+        Ok(writer)
+    }
+
+    /// Takes up session `id` again: reads its conversation back, reopens
+    /// the transcript for appending and records that it was resumed. A line
+    /// cut short at the end (the process was killed mid-write) is closed off
+    /// and marked damaged, so the file stays readable; nothing is deleted.
+    pub fn resume(
+        &self,
+        id: &str,
+        model: &str,
+        provider: &str,
+    ) -> Result<(TranscriptWriter, LoadedSession), SessionError> {
+        let path = self.transcript_path(id);
+        let loaded = load::load(&path)?;
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(|source| SessionError::Io {
+                action: "reopen the session transcript",
+                path: path.clone(),
+                source,
+            })?;
+        let mut writer = TranscriptWriter {
+            id: id.to_string(),
+            path,
+            file,
+        };
+        if !loaded.ends_with_newline {
+            writer.write_line("\n")?;
+        }
+        if let Some(line) = loaded.damaged_tail_line {
+            writer.append(Event::DamagedLine { line })?;
+        }
+        writer.append(Event::Resumed {
+            model: model.to_string(),
+            provider: provider.to_string(),
+            capstan_version: env!("CARGO_PKG_VERSION").to_string(),
+        })?;
+        Ok((writer, loaded))
+    }
+}
+
+impl TranscriptWriter {
+    /// The session's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The transcript file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Records a message from the user.
+    pub fn record_user(&mut self, message: &Message) -> Result<(), SessionError> {
+        self.append(Event::User {
+            message: message.clone(),
+        })
+    }
+
+    /// Records the model's answer and why it stopped.
+    pub fn record_assistant(
+        &mut self,
+        message: &Message,
+        stop_reason: Option<StopReason>,
+    ) -> Result<(), SessionError> {
+        self.append(Event::Assistant {
+            message: message.clone(),
+            stop_reason,
+        })
+    }
+
+    /// Records the results of tool calls sent back to the model.
+    pub fn record_tool_results(&mut self, message: &Message) -> Result<(), SessionError> {
+        self.append(Event::ToolResults {
+            message: message.clone(),
+        })
+    }
+
+    /// Records the tokens one answer used.
+    pub fn record_usage(&mut self, usage: Usage) -> Result<(), SessionError> {
+        self.append(Event::Usage { usage })
+    }
+
+    /// Records that the turn was interrupted, and why.
+    pub fn record_interrupted(&mut self, reason: &str) -> Result<(), SessionError> {
+        self.append(Event::Interrupted {
+            reason: reason.to_string(),
+        })
+    }
+
+    /// Records that the session ended normally.
+    pub fn record_end(&mut self) -> Result<(), SessionError> {
+        self.append(Event::End)
+    }
+
+    /// Appends one record as one line.
+    fn append(&mut self, event: Event) -> Result<(), SessionError> {
+        let record = Record {
+            ts_ms: now_ms(),
+            event,
+        };
+        // Serialising these types cannot fail (string keys, no maps of
+        // non-string keys), but a failure is still reported, not unwrapped.
+        let mut line = serde_json::to_string(&record).map_err(|e| SessionError::Io {
+            action: "encode a record for the session transcript",
+            path: self.path.clone(),
+            source: std::io::Error::new(ErrorKind::InvalidData, e),
+        })?;
+        line.push('\n');
+        self.write_line(&line)
+    }
+
+    /// Writes a whole line in one call and flushes it.
+    fn write_line(&mut self, line: &str) -> Result<(), SessionError> {
+        self.file
+            .write_all(line.as_bytes())
+            .and_then(|()| self.file.flush())
+            .map_err(|source| SessionError::Io {
+                action: "write to the session transcript",
+                path: self.path.clone(),
+                source,
+            })
+    }
+}
