@@ -6,6 +6,12 @@
 //! Completions) and reports a stream of [`StreamEvent`]s as the answer
 //! arrives.
 
+pub mod anthropic;
+pub mod openai;
+pub mod retry;
+pub mod sse;
+pub mod transport;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
@@ -194,7 +200,9 @@ pub enum ModelError {
         message: String,
     },
     /// The conversation is longer than the model's context window.
-    #[error("the conversation is too long for the model's context: {message}; start a new session or /clear")]
+    #[error(
+        "the conversation is too long for the model's context: {message}; start a new session or /clear"
+    )]
     ContextTooLong {
         /// What the provider said.
         message: String,
