@@ -359,15 +359,7 @@ mod tests {
     }
 
     fn run(dir: &Path, input: &str) -> Result<String, ToolError> {
-        let ctx = Context {
-            workspace: Some(dir.to_path_buf()),
-            ..Context::default()
-        };
-        let out = tool().run(input, &ctx)?;
-        match out.content.as_slice() {
-            [Content::Text(text)] => Ok(text.clone()),
-            other => panic!("expected one text, got {other:?}"),
-        }
+        crate::run_in_workspace::run_text(&tool(), dir, input)
     }
 
     const TEN_LINES: &[u8] =

@@ -14,6 +14,8 @@ mod input_field;
 mod lines;
 mod ls;
 mod read;
+#[cfg(test)]
+mod run_in_workspace;
 mod text_file;
 mod walk;
 mod workspace_path;
