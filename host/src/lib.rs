@@ -14,10 +14,12 @@
 //! - [`home`]: where data and caches live;
 //! - [`cli`]: the command line.
 
+pub mod agent;
 pub mod cli;
 pub mod grants;
 pub mod home;
 pub mod model;
 pub mod plugin;
+pub mod policy;
 pub mod sandbox;
 pub mod session;

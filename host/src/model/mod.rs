@@ -8,6 +8,7 @@
 
 pub mod anthropic;
 pub mod openai;
+pub mod scripted;
 pub mod retry;
 pub mod sse;
 pub mod transport;

@@ -1,0 +1,1 @@
+//! The model's context: the system prompt and the project's instructions.

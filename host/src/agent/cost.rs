@@ -1,0 +1,1 @@
+//! Token and cost accounting.

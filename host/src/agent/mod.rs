@@ -1,0 +1,4 @@
+//! The agent loop.
+
+pub mod context;
+pub mod cost;

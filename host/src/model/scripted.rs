@@ -1,0 +1,1 @@
+//! An offline scripted model.

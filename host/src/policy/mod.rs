@@ -1,0 +1,1 @@
+//! Permissions at run time.
