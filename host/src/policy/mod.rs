@@ -1,1 +1,297 @@
-//! Permissions at run time.
+//! Permissions at run time: before every tool call the agent asks the
+//! [`Policy`] whether the call may run.
+//!
+//! A call is described by [`ToolFacts`]: the tool's name (`PLUGIN.TOOL`), its
+//! hints (read-only, destructive, open-world) and its JSON input. The
+//! [`Decision`] is reached in this order; the first step that applies wins:
+//!
+//! 1. A matching **deny** rule denies, in every mode, bypass included.
+//! 2. In **plan** mode a tool that is not read-only is denied.
+//! 3. A matching **ask** rule asks — except in bypass mode, where it allows.
+//! 4. A matching **allow** rule (settings, command line, or "allow for this
+//!    session") allows.
+//! 5. Otherwise the mode decides. A read-only tool that stays inside the
+//!    workspace (not open-world) runs in every mode. For the rest:
+//!    - default: ask;
+//!    - accept-edits: allow unless open-world, ask if open-world;
+//!    - plan: ask (only read-only open-world tools get this far);
+//!    - bypass: allow.
+//!
+//! Paths outside the workspace get no special treatment here: the sandbox
+//! refuses them whatever the policy says, and relative path rules never
+//! match them (see [`rule`]).
+//!
+//! Rules come from the settings files ([`settings`]), the command line and
+//! the session; [`Rule`] describes their syntax.
+
+pub mod mode;
+pub mod rule;
+pub mod settings;
+
+use std::fmt;
+use std::path::Path;
+
+pub use mode::{Mode, ModeError};
+pub use rule::{Rule, RuleError, RuleKind};
+pub use settings::{ModelSettings, Settings, SettingsError, load, save_local_allow};
+
+/// Where a rule came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Layer {
+    /// The user's config file.
+    User,
+    /// The project's `.capstan/config.toml` (may only narrow).
+    Project,
+    /// The project local config, kept outside the workspace.
+    ProjectLocal,
+    /// `--allow`/`--ask`/`--deny` on the command line.
+    CommandLine,
+    /// Allowed for this session by the user.
+    Session,
+}
+
+impl fmt::Display for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Layer::User => "user config",
+            Layer::Project => "project config (.capstan/config.toml)",
+            Layer::ProjectLocal => "project local config",
+            Layer::CommandLine => "command line",
+            Layer::Session => "this session",
+        })
+    }
+}
+
+/// What the policy needs to know about one tool call.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolFacts<'a> {
+    /// The tool's name, `PLUGIN.TOOL`.
+    pub tool: &'a str,
+    /// The tool only reads.
+    pub read_only: bool,
+    /// The tool may destroy data.
+    pub destructive: bool,
+    /// The tool reaches outside the workspace, such as the network.
+    pub open_world: bool,
+    /// The call's input, a JSON object.
+    pub input: &'a serde_json::Value,
+    /// The workspace folder, against which relative paths are resolved.
+    pub workspace: &'a Path,
+}
+
+/// Whether a call runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// It runs.
+    Allow,
+    /// The user is asked first.
+    Ask,
+    /// It does not run.
+    Deny,
+}
+
+/// What settled a decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecisionSource {
+    /// The permission mode's default.
+    Mode(Mode),
+    /// A rule, as written, and where it came from.
+    Rule {
+        /// The rule's text.
+        rule: String,
+        /// Its layer.
+        layer: Layer,
+    },
+    /// The user allowed it for this session.
+    Session,
+    /// The user answered a prompt.
+    User,
+    /// The run cannot prompt, so a call that needed asking was denied.
+    NonInteractive,
+}
+
+/// The policy's answer for one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// Whether the call runs.
+    pub outcome: Outcome,
+    /// What settled it.
+    pub source: DecisionSource,
+    /// Why, as a sentence for the transcript and, on deny, for the model.
+    pub reason: String,
+}
+
+impl Decision {
+    /// For runs that cannot prompt (`-p`, no terminal): an `Ask` becomes a
+    /// `Deny` whose reason says how to grant the permission; `Allow` and
+    /// `Deny` are unchanged.
+    pub fn without_prompt(self) -> Decision {
+        if self.outcome != Outcome::Ask {
+            return self;
+        }
+        Decision {
+            outcome: Outcome::Deny,
+            source: DecisionSource::NonInteractive,
+            reason: format!(
+                "{} — but this run cannot ask for permission, so the call was denied. \
+                 To let it run, pass `--permission-mode accept-edits` (edits inside the workspace) \
+                 or an allow rule such as `--allow 'fs.write(src/**)'`, \
+                 or add the rule to `allow` under [permissions] in the config",
+                self.reason
+            ),
+        }
+    }
+}
+
+/// The permission mode and rules of a session.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    mode: Mode,
+    rules: Vec<(RuleKind, Rule, Layer)>,
+}
+
+impl Policy {
+    /// A policy with `mode` and `rules`.
+    pub fn new(mode: Mode, rules: Vec<(RuleKind, Rule, Layer)>) -> Self {
+        Self { mode, rules }
+    }
+
+    /// The policy the settings describe; `mode_override` (from the command
+    /// line) wins over the settings' mode.
+    pub fn from_settings(settings: &Settings, mode_override: Option<Mode>) -> Self {
+        Self::new(
+            mode_override.or(settings.mode).unwrap_or_default(),
+            settings.rules.clone(),
+        )
+    }
+
+    /// The current mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Switches mode, as `/mode` does.
+    pub fn set_mode(&mut self, mode: Mode) {
+        self.mode = mode;
+    }
+
+    /// Adds a rule the user allowed for the rest of this session.
+    pub fn allow_for_session(&mut self, rule: Rule) {
+        let exists = self.rules.iter().any(|(kind, r, layer)| {
+            *kind == RuleKind::Allow && *layer == Layer::Session && *r == rule
+        });
+        if !exists {
+            self.rules.push((RuleKind::Allow, rule, Layer::Session));
+        }
+    }
+
+    /// Every rule, with its kind and layer, in the order they were given.
+    pub fn rules(&self) -> impl Iterator<Item = (&RuleKind, &Rule, &Layer)> {
+        self.rules
+            .iter()
+            .map(|(kind, rule, layer)| (kind, rule, layer))
+    }
+
+    /// Whether the call described by `facts` may run; see the module docs
+    /// for the order of the checks.
+    pub fn decide(&self, facts: &ToolFacts) -> Decision {
+        let tool = facts.tool;
+        let matching = |wanted: RuleKind| {
+            self.rules.iter().find(|(kind, rule, _)| {
+                *kind == wanted && rule.matches(tool, facts.input, facts.workspace)
+            })
+        };
+        let by_rule = |outcome: Outcome, rule: &Rule, layer: Layer, reason: String| Decision {
+            outcome,
+            source: if layer == Layer::Session {
+                DecisionSource::Session
+            } else {
+                DecisionSource::Rule {
+                    rule: rule.to_string(),
+                    layer,
+                }
+            },
+            reason,
+        };
+        let by_mode = |outcome: Outcome, reason: String| Decision {
+            outcome,
+            source: DecisionSource::Mode(self.mode),
+            reason,
+        };
+
+        if let Some((_, rule, layer)) = matching(RuleKind::Deny) {
+            return by_rule(
+                Outcome::Deny,
+                rule,
+                *layer,
+                format!("`{tool}` is denied by the rule `{rule}` in the {layer}"),
+            );
+        }
+        if self.mode == Mode::Plan && !facts.read_only {
+            return by_mode(
+                Outcome::Deny,
+                format!(
+                    "plan mode: nothing that changes files runs, so `{tool}` was not run; switch with /mode"
+                ),
+            );
+        }
+        if let Some((_, rule, layer)) = matching(RuleKind::Ask) {
+            if self.mode == Mode::Bypass {
+                return by_mode(
+                    Outcome::Allow,
+                    format!(
+                        "bypass mode: `{tool}` runs without asking, although the rule `{rule}` in the {layer} asks"
+                    ),
+                );
+            }
+            return by_rule(
+                Outcome::Ask,
+                rule,
+                *layer,
+                format!("`{tool}` needs permission: the rule `{rule}` in the {layer} asks first"),
+            );
+        }
+        if let Some((_, rule, layer)) = matching(RuleKind::Allow) {
+            let reason = if *layer == Layer::Session {
+                format!("`{tool}` is allowed for this session by `{rule}`")
+            } else {
+                format!("`{tool}` is allowed by the rule `{rule}` in the {layer}")
+            };
+            return by_rule(Outcome::Allow, rule, *layer, reason);
+        }
+
+        let mode = self.mode;
+        if facts.read_only && !facts.open_world {
+            return by_mode(
+                Outcome::Allow,
+                format!("{mode} mode: `{tool}` only reads inside the workspace"),
+            );
+        }
+        let what = if facts.open_world {
+            "reaches outside the workspace"
+        } else if facts.destructive {
+            "may destroy data"
+        } else {
+            "changes files"
+        };
+        match mode {
+            Mode::Bypass => by_mode(
+                Outcome::Allow,
+                format!("bypass mode: `{tool}` {what} and runs without asking"),
+            ),
+            Mode::AcceptEdits if !facts.open_world => by_mode(
+                Outcome::Allow,
+                format!(
+                    "accept-edits mode: `{tool}` {what} inside the workspace and runs without asking"
+                ),
+            ),
+            Mode::Default | Mode::AcceptEdits | Mode::Plan => by_mode(
+                Outcome::Ask,
+                format!("`{tool}` needs permission: it {what}, and {mode} mode asks first"),
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

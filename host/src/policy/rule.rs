@@ -1,0 +1,507 @@
+//! Permission rules: which tool calls a rule covers.
+//!
+//! Syntax, as in settings files and `--allow`/`--deny`:
+//!
+//! - `fs.write` — one tool; `fs.*` — every tool of plugin `fs`; `*` — every tool.
+//! - `fs.edit(src/**)` — the tool, when the input's `path` matches the glob.
+//!   Relative patterns match paths relative to the workspace (a path outside
+//!   the workspace never matches them); a pattern starting with `/` matches
+//!   the absolute path. `*` does not cross `/`; `**` does.
+//! - `web.fetch(domain:example.com)` — the tool, when the host of the input's
+//!   `url` is `example.com`; `domain:*.example.com` matches its subdomains
+//!   (not `example.com` itself).
+
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+use std::str::FromStr;
+
+use globset::{GlobBuilder, GlobMatcher};
+
+/// What a matching rule does to a tool call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RuleKind {
+    /// The call runs without asking.
+    Allow,
+    /// The user is asked first.
+    Ask,
+    /// The call is refused.
+    Deny,
+}
+
+impl fmt::Display for RuleKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            RuleKind::Allow => "allow",
+            RuleKind::Ask => "ask",
+            RuleKind::Deny => "deny",
+        })
+    }
+}
+
+/// A rule that could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("bad permission rule `{rule}`: {problem}")]
+pub struct RuleError {
+    /// The rule as written.
+    pub rule: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+/// Which tool calls a rule covers: a tool pattern and, optionally, a path
+/// glob or a domain pattern. Parse one with [`str::parse`].
+#[derive(Debug, Clone)]
+pub struct Rule {
+    tool: String,
+    specifier: Option<Specifier>,
+}
+
+/// The part of a rule in parentheses.
+#[derive(Debug, Clone)]
+enum Specifier {
+    /// A glob over the input's `path`.
+    Path {
+        /// As written.
+        pattern: String,
+        /// Compiled from the pattern with a leading `./` removed.
+        matcher: GlobMatcher,
+        /// The pattern starts with `/` and matches absolute paths.
+        absolute: bool,
+    },
+    /// A host pattern over the input's `url`, lowercase.
+    Domain(String),
+}
+
+impl Rule {
+    /// A rule covering every call of one tool (`fs.write`), or of every
+    /// tool matched by a pattern (`fs.*`, `*`).
+    pub fn tool(name: &str) -> Rule {
+        Rule {
+            tool: name.to_string(),
+            specifier: None,
+        }
+    }
+
+    /// The tool pattern: `fs.write`, `fs.*` or `*`.
+    pub fn tool_pattern(&self) -> &str {
+        &self.tool
+    }
+
+    /// Whether the rule covers a call of `tool` with `input`, in `workspace`.
+    pub fn matches(&self, tool: &str, input: &serde_json::Value, workspace: &Path) -> bool {
+        if !tool_matches(&self.tool, tool) {
+            return false;
+        }
+        match &self.specifier {
+            None => true,
+            Some(Specifier::Path {
+                matcher, absolute, ..
+            }) => {
+                let Some(path) = input.get("path").and_then(|p| p.as_str()) else {
+                    return false;
+                };
+                let workspace = normalize(workspace);
+                let full = normalize(&workspace.join(path));
+                if *absolute {
+                    matcher.is_match(slash_path(&full))
+                } else {
+                    match full.strip_prefix(&workspace) {
+                        Ok(relative) if !escapes(relative) => {
+                            matcher.is_match(slash_path(relative))
+                        }
+                        Ok(_) | Err(_) => false,
+                    }
+                }
+            }
+            Some(Specifier::Domain(pattern)) => {
+                let Some(host) = input.get("url").and_then(|u| u.as_str()).and_then(url_host)
+                else {
+                    return false;
+                };
+                domain_matches(pattern, &host)
+            }
+        }
+    }
+}
+
+impl PartialEq for Rule {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for Rule {}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.tool)?;
+        match &self.specifier {
+            None => Ok(()),
+            Some(Specifier::Path { pattern, .. }) => write!(f, "({pattern})"),
+            Some(Specifier::Domain(domain)) => write!(f, "(domain:{domain})"),
+        }
+    }
+}
+
+impl FromStr for Rule {
+    type Err = RuleError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let text = s.trim();
+        let bad = |problem: &str| RuleError {
+            rule: s.to_string(),
+            problem: problem.to_string(),
+        };
+        if text.is_empty() {
+            return Err(bad(
+                "it is empty; write a tool name such as `fs.write`, `fs.*` or `*`",
+            ));
+        }
+        let (tool, inner) = match text.find('(') {
+            None => {
+                if text.contains(')') {
+                    return Err(bad("it has `)` without a matching `(`"));
+                }
+                (text, None)
+            }
+            Some(open) => {
+                let Some(inner) = text[open + 1..].strip_suffix(')') else {
+                    return Err(bad(
+                        "it has `(` without a matching `)` at the end of the rule",
+                    ));
+                };
+                (text[..open].trim_end(), Some(inner))
+            }
+        };
+        check_tool_pattern(tool).map_err(|problem| bad(&problem))?;
+        let specifier = match inner {
+            None => None,
+            Some(inner) => Some(parse_specifier(inner).map_err(|problem| bad(&problem))?),
+        };
+        Ok(Rule {
+            tool: tool.to_string(),
+            specifier,
+        })
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Rule {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Checks `fs.write`, `fs.*`, `*`: dot-separated names of letters, digits,
+/// `_` and `-`, with `*` allowed only as the last part.
+fn check_tool_pattern(tool: &str) -> Result<(), String> {
+    if tool.is_empty() {
+        return Err("the tool name before `(` is missing".to_string());
+    }
+    let parts: Vec<&str> = tool.split('.').collect();
+    for (i, part) in parts.iter().enumerate() {
+        if *part == "*" {
+            if i + 1 != parts.len() {
+                return Err(format!(
+                    "`*` may only stand for the last part of the tool name, as in `fs.*`, not in `{tool}`"
+                ));
+            }
+            continue;
+        }
+        if part.is_empty() {
+            return Err(format!(
+                "the tool name `{tool}` has an empty part; write it as `plugin.tool`"
+            ));
+        }
+        if let Some(c) = part
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+        {
+            return Err(format!(
+                "the tool name `{tool}` contains `{c}`; tool names use letters, digits, `_`, `-` and `.`, and `*` as a whole last part"
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn parse_specifier(inner: &str) -> Result<Specifier, String> {
+    if inner.trim().is_empty() {
+        return Err(
+            "the parentheses are empty; write a path glob such as `src/**` or `domain:example.com`"
+                .to_string(),
+        );
+    }
+    if let Some(domain) = inner.strip_prefix("domain:") {
+        let domain = domain.trim().to_ascii_lowercase();
+        let body = if domain == "*" {
+            ""
+        } else {
+            domain.strip_prefix("*.").unwrap_or(&domain)
+        };
+        if domain != "*" && body.is_empty() {
+            return Err("the domain after `domain:` is missing".to_string());
+        }
+        if let Some(c) = body
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '.'))
+        {
+            return Err(format!(
+                "the domain `{domain}` contains `{c}`; write a host such as `example.com` or `*.example.com`"
+            ));
+        }
+        return Ok(Specifier::Domain(domain));
+    }
+    let absolute = inner.starts_with('/');
+    let mut glob = inner;
+    while let Some(rest) = glob.strip_prefix("./") {
+        glob = rest;
+    }
+    let matcher = GlobBuilder::new(glob)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| format!("the path glob `{inner}` is invalid: {}", e.kind()))?
+        .compile_matcher();
+    Ok(Specifier::Path {
+        pattern: inner.to_string(),
+        matcher,
+        absolute,
+    })
+}
+
+fn tool_matches(pattern: &str, tool: &str) -> bool {
+    if pattern == "*" {
+        return true;
+    }
+    match pattern.strip_suffix('*') {
+        Some(prefix) => tool.starts_with(prefix),
+        None => pattern == tool,
+    }
+}
+
+fn domain_matches(pattern: &str, host: &str) -> bool {
+    if pattern == "*" {
+        return true;
+    }
+    match pattern.strip_prefix("*.") {
+        Some(parent) => host
+            .strip_suffix(parent)
+            .is_some_and(|sub| sub.len() > 1 && sub.ends_with('.')),
+        None => pattern == host,
+    }
+}
+
+/// The host of `scheme://[user@]host[:port]/…`, lowercase, without a trailing dot.
+pub(crate) fn url_host(url: &str) -> Option<String> {
+    let rest = url.trim();
+    let rest = rest.split_once("://").map_or(rest, |(_, after)| after);
+    let authority = rest.split(['/', '\\', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if let Some(v6) = host_port.strip_prefix('[') {
+        v6.split(']').next().unwrap_or_default()
+    } else {
+        host_port.split(':').next().unwrap_or_default()
+    };
+    let host = host.trim_end_matches('.').to_ascii_lowercase();
+    (!host.is_empty()).then_some(host)
+}
+
+/// Removes `.` and resolves `..` without touching the file system.
+pub(crate) fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                // `/..` is `/`.
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => out.push(".."),
+            },
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Whether a normalized relative path climbs out of its base.
+fn escapes(path: &Path) -> bool {
+    path.components().any(|c| matches!(c, Component::ParentDir))
+}
+
+/// The path with `/` between its parts, as globs expect.
+fn slash_path(path: &Path) -> String {
+    let parts: Vec<String> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::RootDir => Some(String::new()),
+            Component::Normal(part) => Some(part.to_string_lossy().into_owned()),
+            Component::Prefix(prefix) => Some(prefix.as_os_str().to_string_lossy().into_owned()),
+            Component::CurDir | Component::ParentDir => None,
+        })
+        .collect();
+    if parts == [String::new()] {
+        "/".to_string()
+    } else {
+        parts.join("/")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rule(text: &str) -> Rule {
+        text.parse().unwrap()
+    }
+
+    fn ws() -> &'static Path {
+        Path::new("/work/proj")
+    }
+
+    fn path_input(path: &str) -> serde_json::Value {
+        json!({ "path": path })
+    }
+
+    #[test]
+    fn tool_patterns() {
+        let none = json!({});
+        assert!(rule("fs.write").matches("fs.write", &none, ws()));
+        assert!(!rule("fs.write").matches("fs.writer", &none, ws()));
+        assert!(!rule("fs.write").matches("fs.read", &none, ws()));
+        assert!(rule("fs.*").matches("fs.read", &none, ws()));
+        assert!(!rule("fs.*").matches("fsx.read", &none, ws()));
+        assert!(!rule("fs.*").matches("web.fetch", &none, ws()));
+        assert!(rule("*").matches("web.fetch", &none, ws()));
+        assert!(Rule::tool("fs.write").matches("fs.write", &none, ws()));
+        assert_eq!(Rule::tool("fs.write"), rule("fs.write"));
+    }
+
+    #[test]
+    fn path_globs_relative_to_the_workspace() {
+        let r = rule("fs.edit(src/**)");
+        assert!(r.matches("fs.edit", &path_input("src/a.rs"), ws()));
+        assert!(r.matches("fs.edit", &path_input("./src/a.rs"), ws()));
+        assert!(r.matches("fs.edit", &path_input("src/deep/er/a.rs"), ws()));
+        assert!(r.matches("fs.edit", &path_input("docs/../src/a.rs"), ws()));
+        assert!(r.matches("fs.edit", &path_input("/work/proj/src/a.rs"), ws()));
+        assert!(r.matches("fs.edit", &path_input("/work/./proj/src/a.rs"), ws()));
+        assert!(!r.matches("fs.edit", &path_input("lib/a.rs"), ws()));
+        assert!(!r.matches("fs.edit", &path_input("/elsewhere/src/a.rs"), ws()));
+        assert!(!r.matches("fs.edit", &path_input("../proj2/src/a.rs"), ws()));
+        assert!(!r.matches("fs.write", &path_input("src/a.rs"), ws()));
+        // No `path` field: a path rule does not match.
+        assert!(!r.matches("fs.edit", &json!({ "file": "src/a.rs" }), ws()));
+        assert!(!r.matches("fs.edit", &json!({ "path": 3 }), ws()));
+    }
+
+    #[test]
+    fn relative_patterns_never_match_outside_the_workspace() {
+        let r = rule("fs.read(**)");
+        assert!(r.matches("fs.read", &path_input("x"), ws()));
+        assert!(!r.matches("fs.read", &path_input("../x"), ws()));
+        assert!(!r.matches("fs.read", &path_input("src/../../x"), ws()));
+        assert!(!r.matches("fs.read", &path_input("/etc/passwd"), ws()));
+    }
+
+    #[test]
+    fn single_star_does_not_cross_folders() {
+        let r = rule("fs.write(*.md)");
+        assert!(r.matches("fs.write", &path_input("README.md"), ws()));
+        assert!(!r.matches("fs.write", &path_input("docs/a.md"), ws()));
+        let env = rule("fs.write(.env)");
+        assert!(env.matches("fs.write", &path_input("./.env"), ws()));
+        assert!(!env.matches("fs.write", &path_input("sub/.env"), ws()));
+        let dot = rule("fs.write(./src/*.rs)");
+        assert!(dot.matches("fs.write", &path_input("src/main.rs"), ws()));
+        assert_eq!(dot.to_string(), "fs.write(./src/*.rs)");
+    }
+
+    #[test]
+    fn absolute_patterns_match_absolute_paths() {
+        let r = rule("fs.read(/etc/**)");
+        assert!(r.matches("fs.read", &path_input("/etc/passwd"), ws()));
+        assert!(r.matches("fs.read", &path_input("../../../etc/hosts"), ws()));
+        assert!(!r.matches("fs.read", &path_input("etc/passwd"), ws()));
+        let inside = rule("fs.read(/work/proj/src/*)");
+        assert!(inside.matches("fs.read", &path_input("src/a.rs"), ws()));
+    }
+
+    #[test]
+    fn domain_rules() {
+        let url = |u: &str| json!({ "url": u });
+        let exact = rule("web.fetch(domain:example.com)");
+        assert!(exact.matches("web.fetch", &url("https://example.com/a?b"), ws()));
+        assert!(exact.matches("web.fetch", &url("HTTP://Example.COM:8080"), ws()));
+        assert!(exact.matches("web.fetch", &url("https://user:pw@example.com/"), ws()));
+        assert!(!exact.matches("web.fetch", &url("https://www.example.com/"), ws()));
+        assert!(!exact.matches("web.fetch", &url("https://example.com.evil.io/"), ws()));
+        assert!(!exact.matches("web.fetch", &url("https://example.com@evil.io/"), ws()));
+        assert!(!exact.matches("web.fetch", &url("https://evil.io\\@example.com/"), ws()));
+        assert!(!exact.matches("web.fetch", &url("https://evil.io/example.com"), ws()));
+        assert!(!exact.matches("web.fetch", &json!({}), ws()));
+        let sub = rule("web.*(domain:*.Example.com)");
+        assert_eq!(sub.to_string(), "web.*(domain:*.example.com)");
+        assert!(sub.matches("web.get", &url("https://api.example.com/"), ws()));
+        assert!(sub.matches("web.get", &url("https://a.b.example.com/"), ws()));
+        assert!(!sub.matches("web.get", &url("https://example.com/"), ws()));
+        assert!(!sub.matches("web.get", &url("https://badexample.com/"), ws()));
+        assert_eq!(url_host("http://[::1]:80/x").as_deref(), Some("::1"));
+    }
+
+    #[test]
+    fn relative_workspace_and_root_climbing() {
+        let r = rule("fs.read(**)");
+        assert!(r.matches("fs.read", &path_input("a/b"), Path::new(".")));
+        assert!(!r.matches("fs.read", &path_input("../x"), Path::new(".")));
+        assert!(!r.matches("fs.read", &path_input("../x"), Path::new("proj")));
+        assert_eq!(normalize(Path::new("/../etc/./x/..")), Path::new("/etc"));
+        assert_eq!(normalize(Path::new("a/../../b")), Path::new("../b"));
+    }
+
+    #[test]
+    fn round_trips() {
+        for text in [
+            "fs.write",
+            "fs.*",
+            "*",
+            "fs.edit(src/**)",
+            "fs.read(/etc/**)",
+            "web.fetch(domain:example.com)",
+            "web.*(domain:*.example.com)",
+            "my-plugin.do_thing(a/{b,c}/*.rs)",
+        ] {
+            let parsed = rule(text);
+            assert_eq!(parsed.to_string(), text);
+            assert_eq!(rule(&parsed.to_string()), parsed);
+        }
+        assert_eq!(rule("  fs.write  ").to_string(), "fs.write");
+    }
+
+    #[test]
+    fn bad_rules_say_what_is_wrong() {
+        for (text, needle) in [
+            ("", "empty"),
+            ("   ", "empty"),
+            ("fs.edit(src/**", "without a matching `)`"),
+            ("fs.edit)", "without a matching `(`"),
+            ("fs.edit(src)x", "without a matching `)`"),
+            ("fs.edit()", "parentheses are empty"),
+            ("fs.edit(src/[a)", "glob"),
+            ("fs wri/te", "contains ` `"),
+            ("fs.*.x", "`*` may only"),
+            ("fs..write", "empty part"),
+            ("(src/**)", "tool name"),
+            ("web.fetch(domain:)", "domain"),
+            ("web.fetch(domain:exa mple.com)", "contains ` `"),
+        ] {
+            let err = text.parse::<Rule>().unwrap_err();
+            let message = err.to_string();
+            assert!(message.contains(&format!("`{text}`")), "{message}");
+            assert!(message.contains(needle), "{text}: {message}");
+        }
+    }
+}

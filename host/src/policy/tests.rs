@@ -1,0 +1,276 @@
+//! Tests of [`Policy::decide`] and [`Decision::without_prompt`].
+
+use super::*;
+use serde_json::{Value, json};
+
+const WS: &str = "/work/proj";
+
+#[derive(Clone, Copy)]
+enum Kind {
+    ReadOnly,
+    Writing,
+    OpenWorld,
+    OpenWorldRead,
+}
+
+fn decide_with(policy: &Policy, tool: &str, kind: Kind, input: &Value) -> Decision {
+    let (read_only, destructive, open_world) = match kind {
+        Kind::ReadOnly => (true, false, false),
+        Kind::Writing => (false, true, false),
+        Kind::OpenWorld => (false, false, true),
+        Kind::OpenWorldRead => (true, false, true),
+    };
+    policy.decide(&ToolFacts {
+        tool,
+        read_only,
+        destructive,
+        open_world,
+        input,
+        workspace: Path::new(WS),
+    })
+}
+
+fn decide(policy: &Policy, tool: &str, kind: Kind) -> Decision {
+    decide_with(policy, tool, kind, &json!({ "path": "src/a.rs" }))
+}
+
+fn rules(list: &[(RuleKind, &str)]) -> Vec<(RuleKind, Rule, Layer)> {
+    list.iter()
+        .map(|(kind, text)| (*kind, text.parse().unwrap(), Layer::User))
+        .collect()
+}
+
+#[test]
+fn every_mode_by_kind_of_tool() {
+    use Kind::*;
+    use Outcome::{Allow as A, Ask as Q, Deny as D};
+    let table = [
+        // mode, read-only, writing, open-world (writing), open-world (read-only)
+        (Mode::Default, [A, Q, Q, Q]),
+        (Mode::AcceptEdits, [A, A, Q, Q]),
+        (Mode::Plan, [A, D, D, Q]),
+        (Mode::Bypass, [A, A, A, A]),
+    ];
+    for (mode, expected) in table {
+        let policy = Policy::new(mode, Vec::new());
+        for (kind, want) in [ReadOnly, Writing, OpenWorld, OpenWorldRead]
+            .into_iter()
+            .zip(expected)
+        {
+            let d = decide(&policy, "x.y", kind);
+            assert_eq!(d.outcome, want, "{mode}: {}", d.reason);
+            assert_eq!(d.source, DecisionSource::Mode(mode));
+            assert!(d.reason.contains("`x.y`"), "{}", d.reason);
+        }
+    }
+}
+
+#[test]
+fn plan_mode_reason_says_how_to_switch() {
+    let d = decide(
+        &Policy::new(Mode::Plan, Vec::new()),
+        "fs.write",
+        Kind::Writing,
+    );
+    assert!(
+        d.reason
+            .starts_with("plan mode: nothing that changes files runs")
+    );
+    assert!(d.reason.contains("/mode"));
+}
+
+#[test]
+fn deny_beats_allow_and_bypass() {
+    let policy = Policy::new(
+        Mode::Bypass,
+        rules(&[
+            (RuleKind::Allow, "fs.write"),
+            (RuleKind::Deny, "fs.write(.env)"),
+        ]),
+    );
+    let env = json!({ "path": "./.env" });
+    let d = decide_with(&policy, "fs.write", Kind::Writing, &env);
+    assert_eq!(d.outcome, Outcome::Deny);
+    assert_eq!(
+        d.source,
+        DecisionSource::Rule {
+            rule: "fs.write(.env)".into(),
+            layer: Layer::User
+        }
+    );
+    assert!(d.reason.contains("`fs.write(.env)`"), "{}", d.reason);
+    assert!(d.reason.contains("user config"), "{}", d.reason);
+    // Another path is allowed by the rule.
+    let d = decide(&policy, "fs.write", Kind::Writing);
+    assert_eq!(d.outcome, Outcome::Allow);
+    assert!(matches!(d.source, DecisionSource::Rule { .. }));
+}
+
+#[test]
+fn deny_even_for_read_only_tools() {
+    let policy = Policy::new(
+        Mode::Default,
+        rules(&[(RuleKind::Deny, "fs.read(secrets/**)")]),
+    );
+    let input = json!({ "path": "secrets/key" });
+    assert_eq!(
+        decide_with(&policy, "fs.read", Kind::ReadOnly, &input).outcome,
+        Outcome::Deny
+    );
+}
+
+#[test]
+fn allow_rule_does_not_beat_plan_mode() {
+    let policy = Policy::new(Mode::Plan, rules(&[(RuleKind::Allow, "fs.*")]));
+    assert_eq!(
+        decide(&policy, "fs.write", Kind::Writing).outcome,
+        Outcome::Deny
+    );
+}
+
+#[test]
+fn ask_rule_asks_except_in_bypass() {
+    let list = rules(&[(RuleKind::Ask, "fs.read"), (RuleKind::Allow, "fs.*")]);
+    for mode in [Mode::Default, Mode::AcceptEdits, Mode::Plan] {
+        let d = decide(&Policy::new(mode, list.clone()), "fs.read", Kind::ReadOnly);
+        assert_eq!(d.outcome, Outcome::Ask, "{mode}");
+        assert!(matches!(d.source, DecisionSource::Rule { .. }));
+    }
+    let d = decide(&Policy::new(Mode::Bypass, list), "fs.read", Kind::ReadOnly);
+    assert_eq!(d.outcome, Outcome::Allow);
+    assert_eq!(d.source, DecisionSource::Mode(Mode::Bypass));
+}
+
+#[test]
+fn allow_rules_with_paths_and_domains() {
+    let policy = Policy::new(
+        Mode::Default,
+        rules(&[
+            (RuleKind::Allow, "fs.edit(src/**)"),
+            (RuleKind::Allow, "web.fetch(domain:*.rust-lang.org)"),
+        ]),
+    );
+    let edit =
+        |path: &str| decide_with(&policy, "fs.edit", Kind::Writing, &json!({ "path": path }));
+    assert_eq!(edit("src/a.rs").outcome, Outcome::Allow);
+    assert_eq!(edit("./src/a.rs").outcome, Outcome::Allow);
+    assert_eq!(edit("/work/proj/src/a.rs").outcome, Outcome::Allow);
+    assert_eq!(edit("../x/src/a.rs").outcome, Outcome::Ask);
+    assert_eq!(edit("src/../../proj/src/a.rs").outcome, Outcome::Allow);
+    assert_eq!(edit("src/../../proj2/src/a.rs").outcome, Outcome::Ask);
+    assert_eq!(edit("/other/src/a.rs").outcome, Outcome::Ask);
+    let fetch = |url: &str| {
+        decide_with(
+            &policy,
+            "web.fetch",
+            Kind::OpenWorld,
+            &json!({ "url": url }),
+        )
+    };
+    assert_eq!(
+        fetch("https://doc.rust-lang.org/std").outcome,
+        Outcome::Allow
+    );
+    assert_eq!(fetch("https://rust-lang.org/").outcome, Outcome::Ask);
+    assert_eq!(
+        fetch("https://doc.rust-lang.org.evil.io/").outcome,
+        Outcome::Ask
+    );
+}
+
+#[test]
+fn session_allow() {
+    let mut policy = Policy::new(Mode::Default, Vec::new());
+    assert_eq!(
+        decide(&policy, "fs.write", Kind::Writing).outcome,
+        Outcome::Ask
+    );
+    policy.allow_for_session(Rule::tool("fs.write"));
+    policy.allow_for_session(Rule::tool("fs.write"));
+    assert_eq!(policy.rules().count(), 1);
+    let (kind, rule, layer) = policy.rules().next().unwrap();
+    assert_eq!(
+        (*kind, rule.to_string(), *layer),
+        (RuleKind::Allow, "fs.write".into(), Layer::Session)
+    );
+    let d = decide(&policy, "fs.write", Kind::Writing);
+    assert_eq!(d.outcome, Outcome::Allow);
+    assert_eq!(d.source, DecisionSource::Session);
+    assert_eq!(
+        decide(&policy, "fs.edit", Kind::Writing).outcome,
+        Outcome::Ask
+    );
+}
+
+#[test]
+fn session_allow_does_not_beat_deny() {
+    let mut policy = Policy::new(Mode::Default, rules(&[(RuleKind::Deny, "fs.write")]));
+    policy.allow_for_session(Rule::tool("fs.write"));
+    assert_eq!(
+        decide(&policy, "fs.write", Kind::Writing).outcome,
+        Outcome::Deny
+    );
+}
+
+#[test]
+fn mode_can_change() {
+    let mut policy = Policy::new(Mode::Default, Vec::new());
+    policy.set_mode(Mode::AcceptEdits);
+    assert_eq!(policy.mode(), Mode::AcceptEdits);
+    assert_eq!(
+        decide(&policy, "fs.write", Kind::Writing).outcome,
+        Outcome::Allow
+    );
+}
+
+#[test]
+fn without_prompt_turns_ask_into_deny() {
+    let policy = Policy::new(Mode::Default, Vec::new());
+    let asked = decide(&policy, "fs.write", Kind::Writing);
+    assert_eq!(asked.outcome, Outcome::Ask);
+    let d = asked.without_prompt();
+    assert_eq!(d.outcome, Outcome::Deny);
+    assert_eq!(d.source, DecisionSource::NonInteractive);
+    assert!(d.reason.contains("`fs.write`"), "{}", d.reason);
+    assert!(
+        d.reason.contains("--permission-mode accept-edits"),
+        "{}",
+        d.reason
+    );
+    assert!(d.reason.contains("--allow"), "{}", d.reason);
+
+    let allowed = decide(&policy, "fs.read", Kind::ReadOnly);
+    assert_eq!(allowed.clone().without_prompt(), allowed);
+    let denied = decide(
+        &Policy::new(Mode::Plan, Vec::new()),
+        "fs.write",
+        Kind::Writing,
+    );
+    assert_eq!(denied.clone().without_prompt(), denied);
+}
+
+#[test]
+fn from_settings_command_line_mode_wins() {
+    let settings = Settings {
+        mode: Some(Mode::Plan),
+        rules: rules(&[(RuleKind::Deny, "web.*")]),
+        ..Settings::default()
+    };
+    let policy = Policy::from_settings(&settings, None);
+    assert_eq!(policy.mode(), Mode::Plan);
+    assert_eq!(policy.rules().count(), 1);
+    assert_eq!(
+        Policy::from_settings(&settings, Some(Mode::Bypass)).mode(),
+        Mode::Bypass
+    );
+    assert_eq!(
+        Policy::from_settings(&Settings::default(), None).mode(),
+        Mode::Default
+    );
+}
+
+#[test]
+fn layers_display() {
+    assert_eq!(Layer::User.to_string(), "user config");
+    assert_eq!(Layer::Session.to_string(), "this session");
+}
