@@ -41,9 +41,11 @@ fmt:
     cargo fmt --all --manifest-path plugins/Cargo.toml
     cargo fmt --all --manifest-path tests/fixtures/misbehave/Cargo.toml
 
-# Measure: fresh-instance call, compile and cached load, whole-process call.
+# Measure: fresh-instance call, compile and cached load, whole-process call;
+# the agent loop's overhead per turn and its startup.
 bench: setup
     cargo bench -p capstan --bench runtime
+    cargo bench -p capstan --bench agent
 
 # Try the tools on a sample project (no API key needed).
 demo: build

@@ -1,4 +1,811 @@
-//! The agent loop.
+//! The agent loop: send the conversation to the model, stream its answer,
+//! run the tool calls it asks for (each in a fresh sandbox, after the
+//! permission policy and perhaps the user said yes), send the results back,
+//! and repeat until the model ends its turn.
+//!
+//! Whatever happens to a tool call — an error, a denial, a trap, a timeout,
+//! an interrupt — it ends as a result the model sees, so no request ever
+//! carries a tool call without its result. Everything is written to the
+//! session's transcript as it happens.
+//!
+//! - [`toolbox`]: the plugins' tools, named for the model, and calling them;
+//! - [`scheduler`]: which calls run together, and capping results;
+//! - [`interrupt`]: the user's Ctrl-C;
+//! - [`context`]: the system prompt and project instructions;
+//! - [`cost`]: tokens and cost.
 
 pub mod context;
 pub mod cost;
+pub mod interrupt;
+pub mod scheduler;
+pub mod toolbox;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use serde_json::Value;
+
+use crate::home::Home;
+use crate::model::{
+    Block, Message, ModelError, Provider, Request, Role, StopReason, StreamEvent, Usage,
+};
+use crate::policy::{Decision, DecisionSource, Mode, Outcome, Policy, Rule, ToolFacts};
+use crate::session::record::Event;
+use crate::session::{SessionError, TranscriptWriter};
+
+pub use cost::SessionCost;
+pub use interrupt::Interrupt;
+pub use toolbox::{AgentTool, Toolbox, ToolboxError};
+
+/// The result given for a tool call the user interrupted.
+pub const INTERRUPTED_RESULT: &str = "The user interrupted this tool call before it finished; it may not have run at all. Wait for the user's next instruction.";
+
+/// How the session runs.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    /// The model's id.
+    pub model: String,
+    /// The most tokens one answer may have.
+    pub max_tokens: u32,
+    /// The most model requests one turn may make.
+    pub max_turns: u32,
+    /// The most read-only tool calls run at once.
+    pub max_parallel: usize,
+    /// The most bytes of a tool's result sent to the model.
+    pub result_cap: usize,
+    /// The system prompt.
+    pub system: String,
+}
+
+impl AgentConfig {
+    /// Defaults for `model` with a system prompt.
+    pub fn new(model: impl Into<String>, system: impl Into<String>) -> Self {
+        Self {
+            model: model.into(),
+            max_tokens: 8192,
+            max_turns: 50,
+            max_parallel: 8,
+            result_cap: 64 << 10,
+            system: system.into(),
+        }
+    }
+}
+
+/// Something that happened during a turn, for the front end to show.
+#[derive(Debug)]
+pub enum AgentEvent<'a> {
+    /// A request to the model is on its way.
+    Thinking,
+    /// More of the model's text.
+    Text(&'a str),
+    /// The model began writing a tool call.
+    PreparingTool {
+        /// The tool's full name, or the model's name for it if unknown.
+        tool: &'a str,
+    },
+    /// The request is retried after a failure.
+    Retrying {
+        /// The attempt about to be made.
+        attempt: u32,
+        /// The wait first.
+        after: Duration,
+        /// What went wrong.
+        reason: &'a str,
+    },
+    /// The model's answer is complete.
+    Answer(&'a Message),
+    /// The permission decision for a call.
+    Permission {
+        /// The call's id.
+        id: &'a str,
+        /// The tool.
+        tool: &'a str,
+        /// The decision.
+        decision: &'a Decision,
+    },
+    /// A tool call starts running.
+    ToolStarted {
+        /// The call's id.
+        id: &'a str,
+        /// The tool's full name.
+        tool: &'a str,
+        /// Its input.
+        input: &'a Value,
+    },
+    /// A tool call is done (or was refused, or interrupted).
+    ToolFinished {
+        /// The call's id.
+        id: &'a str,
+        /// The tool's full name (the model's name if unknown).
+        tool: &'a str,
+        /// Its input.
+        input: &'a Value,
+        /// Whether it failed.
+        is_error: bool,
+        /// The result sent to the model.
+        output: &'a str,
+        /// How long it ran.
+        duration: Duration,
+    },
+    /// The results going back to the model.
+    ToolResults(&'a Message),
+    /// Tokens one answer used.
+    Usage(Usage),
+    /// Something the user should know that is not an error of the turn.
+    Notice(&'a str),
+}
+
+/// A tool call that needs the user's say-so.
+#[derive(Debug)]
+pub struct PermissionRequest<'a> {
+    /// The tool.
+    pub tool: &'a AgentTool,
+    /// Its input.
+    pub input: &'a Value,
+    /// Why the policy asks.
+    pub reason: &'a str,
+    /// The permission mode.
+    pub mode: Mode,
+}
+
+/// What the user answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PermissionAnswer {
+    /// Run this call.
+    AllowOnce,
+    /// Run this tool without asking for the rest of the session.
+    AllowSession,
+    /// Run this tool without asking, in this project, from now on.
+    AllowAlways,
+    /// Don't run it; the reason, if given, goes to the model.
+    Deny {
+        /// What the user said.
+        reason: Option<String>,
+    },
+    /// Don't run it, and stop the turn.
+    Interrupt,
+}
+
+/// Where the session shows what happens and asks for permission.
+pub trait Frontend: Send {
+    /// Shows an event.
+    fn event(&mut self, event: AgentEvent<'_>);
+
+    /// Whether the user can be asked (a terminal is attached).
+    fn can_prompt(&self) -> bool {
+        false
+    }
+
+    /// Asks the user about a call. Only called when [`Self::can_prompt`].
+    fn ask(&mut self, request: &PermissionRequest<'_>) -> PermissionAnswer {
+        let _ = request;
+        PermissionAnswer::Deny { reason: None }
+    }
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TurnEnd {
+    /// The model finished, for this reason.
+    Finished(StopReason),
+    /// The user interrupted it.
+    Interrupted,
+    /// It made `max_turns` requests without finishing.
+    MaxTurns(u32),
+}
+
+/// What a turn did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnReport {
+    /// How it ended.
+    pub end: TurnEnd,
+    /// The text of the model's last answer.
+    pub text: String,
+    /// How many requests it made to the model.
+    pub requests: u32,
+    /// How many tool calls the model asked for.
+    pub tool_calls: u32,
+    /// Tokens it used.
+    pub usage: Usage,
+}
+
+/// Why a turn failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// The model's provider failed.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// The transcript could not be written.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+}
+
+/// One agent session: the conversation, the model, the tools and the
+/// permission policy.
+pub struct Agent {
+    provider: Box<dyn Provider>,
+    toolbox: Toolbox,
+    policy: Policy,
+    config: AgentConfig,
+    messages: Vec<Message>,
+    transcript: Option<TranscriptWriter>,
+    cost: SessionCost,
+    workspace: PathBuf,
+    home: Option<Home>,
+}
+
+/// One tool call the model asked for.
+struct Call {
+    id: String,
+    name: String,
+    input: Value,
+}
+
+impl Agent {
+    /// A session with no history. `home` is where "always allow" answers are
+    /// saved; without it they count for the session only.
+    pub fn new(
+        provider: Box<dyn Provider>,
+        toolbox: Toolbox,
+        policy: Policy,
+        config: AgentConfig,
+        workspace: PathBuf,
+        home: Option<Home>,
+    ) -> Self {
+        let cost = SessionCost::new(config.model.clone());
+        Self {
+            provider,
+            toolbox,
+            policy,
+            config,
+            messages: Vec::new(),
+            transcript: None,
+            cost,
+            workspace,
+            home,
+        }
+    }
+
+    /// Writes everything from now on to `transcript`.
+    pub fn set_transcript(&mut self, transcript: TranscriptWriter) {
+        self.transcript = Some(transcript);
+    }
+
+    /// Continues an earlier conversation (already repaired, so every tool
+    /// call has its result), counting its tokens.
+    pub fn restore(&mut self, messages: Vec<Message>, usage: Usage) {
+        self.messages = messages;
+        self.cost.add_previous(usage);
+    }
+
+    /// Forgets the conversation, starting over with `transcript`.
+    pub fn clear(&mut self, transcript: Option<TranscriptWriter>) -> Result<(), AgentError> {
+        if let Some(old) = &mut self.transcript {
+            old.record_end()?;
+        }
+        self.messages.clear();
+        self.transcript = transcript;
+        self.cost = SessionCost::new(self.config.model.clone());
+        Ok(())
+    }
+
+    /// Records that the session ended normally.
+    pub fn finish(&mut self) -> Result<(), AgentError> {
+        if let Some(transcript) = &mut self.transcript {
+            transcript.record_end()?;
+        }
+        Ok(())
+    }
+
+    /// The session's id, if it has a transcript.
+    pub fn session_id(&self) -> Option<&str> {
+        self.transcript.as_ref().map(TranscriptWriter::id)
+    }
+
+    /// The conversation so far.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The tools.
+    pub fn toolbox(&self) -> &Toolbox {
+        &self.toolbox
+    }
+
+    /// The permission policy.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Changes the permission mode.
+    pub fn set_mode(&mut self, mode: Mode) {
+        self.policy.set_mode(mode);
+    }
+
+    /// Tokens and cost so far.
+    pub fn cost(&self) -> &SessionCost {
+        &self.cost
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &AgentConfig {
+        &self.config
+    }
+
+    /// The provider's name.
+    pub fn provider_name(&self) -> &str {
+        self.provider.name()
+    }
+
+    /// Runs one turn: the user's `prompt`, then model answers and tool
+    /// calls until the model ends its turn, the user interrupts, or
+    /// `max_turns` requests were made.
+    pub async fn run_turn(
+        &mut self,
+        prompt: &str,
+        frontend: &mut dyn Frontend,
+        interrupt: &Interrupt,
+    ) -> Result<TurnReport, AgentError> {
+        self.push_user_text(prompt)?;
+        let mut report = TurnReport {
+            end: TurnEnd::Finished(StopReason::EndTurn),
+            text: String::new(),
+            requests: 0,
+            tool_calls: 0,
+            usage: Usage::default(),
+        };
+        loop {
+            if report.requests >= self.config.max_turns {
+                let reason = format!(
+                    "stopped after {} model requests (--max-turns)",
+                    report.requests
+                );
+                self.record(Event::Interrupted { reason })?;
+                report.end = TurnEnd::MaxTurns(report.requests);
+                return Ok(report);
+            }
+            report.requests += 1;
+            let request = Request {
+                model: self.config.model.clone(),
+                system: self.config.system.clone(),
+                messages: self.messages.clone(),
+                tools: self.toolbox.defs(),
+                max_tokens: self.config.max_tokens,
+            };
+            frontend.event(AgentEvent::Thinking);
+            let mut streamed = String::new();
+            let outcome = {
+                let toolbox = &self.toolbox;
+                let mut sink = |event: StreamEvent| match event {
+                    StreamEvent::TextDelta(text) => {
+                        frontend.event(AgentEvent::Text(&text));
+                        streamed.push_str(&text);
+                    }
+                    StreamEvent::ToolUseStarted { name, .. } => {
+                        let tool = toolbox.find(&name).map_or(name.as_str(), |t| &t.name);
+                        frontend.event(AgentEvent::PreparingTool { tool });
+                    }
+                    StreamEvent::ToolUseFinished { .. } => {}
+                    StreamEvent::Retrying {
+                        attempt,
+                        after,
+                        reason,
+                    } => frontend.event(AgentEvent::Retrying {
+                        attempt,
+                        after,
+                        reason: &reason,
+                    }),
+                };
+                tokio::select! {
+                    result = self.provider.stream(&request, &mut sink) => Some(result),
+                    () = interrupt.raised() => None,
+                }
+            };
+            let response = match outcome {
+                None => {
+                    self.keep_partial_answer(streamed)?;
+                    self.record(Event::Interrupted {
+                        reason: "interrupted by the user while the model was answering".into(),
+                    })?;
+                    report.end = TurnEnd::Interrupted;
+                    return Ok(report);
+                }
+                Some(Err(error)) => {
+                    self.keep_partial_answer(streamed)?;
+                    self.record(Event::Interrupted {
+                        reason: error.to_string(),
+                    })?;
+                    return Err(error.into());
+                }
+                Some(Ok(response)) => response,
+            };
+            report.usage.add(response.usage);
+            self.cost.add(response.usage);
+            frontend.event(AgentEvent::Usage(response.usage));
+            if let Some(transcript) = &mut self.transcript {
+                transcript.record_usage(response.usage)?;
+            }
+            let content: Vec<Block> = response
+                .content
+                .into_iter()
+                .filter(|block| !matches!(block, Block::Text { text } if text.is_empty()))
+                .collect();
+            report.text = content
+                .iter()
+                .filter_map(|block| match block {
+                    Block::Text { text } => Some(text.as_str()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("");
+            let calls: Vec<Call> = content
+                .iter()
+                .filter_map(|block| match block {
+                    Block::ToolUse { id, name, input } => Some(Call {
+                        id: id.clone(),
+                        name: name.clone(),
+                        input: input.clone(),
+                    }),
+                    _ => None,
+                })
+                .collect();
+            if content.is_empty() {
+                report.end = TurnEnd::Finished(response.stop_reason);
+                return Ok(report);
+            }
+            let message = Message {
+                role: Role::Assistant,
+                content,
+            };
+            frontend.event(AgentEvent::Answer(&message));
+            if let Some(transcript) = &mut self.transcript {
+                transcript.record_assistant(&message, Some(response.stop_reason.clone()))?;
+            }
+            self.messages.push(message);
+            if calls.is_empty() {
+                report.end = TurnEnd::Finished(response.stop_reason);
+                return Ok(report);
+            }
+            report.tool_calls += u32::try_from(calls.len()).unwrap_or(u32::MAX);
+            let results = self.run_calls(&calls, frontend, interrupt).await?;
+            let message = Message {
+                role: Role::User,
+                content: results,
+            };
+            frontend.event(AgentEvent::ToolResults(&message));
+            if let Some(transcript) = &mut self.transcript {
+                transcript.record_tool_results(&message)?;
+            }
+            self.messages.push(message);
+            if interrupt.is_raised() {
+                self.record(Event::Interrupted {
+                    reason: "interrupted by the user while tools were running".into(),
+                })?;
+                report.end = TurnEnd::Interrupted;
+                return Ok(report);
+            }
+        }
+    }
+
+    /// Adds the user's text, joining it to a user message already last
+    /// (after an interrupted turn) so roles keep alternating.
+    fn push_user_text(&mut self, text: &str) -> Result<(), AgentError> {
+        let block = Block::Text {
+            text: text.to_string(),
+        };
+        let message = Message {
+            role: Role::User,
+            content: vec![block.clone()],
+        };
+        if let Some(transcript) = &mut self.transcript {
+            transcript.record_user(&message)?;
+        }
+        match self.messages.last_mut() {
+            Some(last) if last.role == Role::User => last.content.push(block),
+            _ => self.messages.push(message),
+        }
+        Ok(())
+    }
+
+    /// Keeps the text streamed before an answer broke off, so the
+    /// conversation shows what the user saw.
+    fn keep_partial_answer(&mut self, streamed: String) -> Result<(), AgentError> {
+        if streamed.trim().is_empty() {
+            return Ok(());
+        }
+        let message = Message {
+            role: Role::Assistant,
+            content: vec![Block::Text { text: streamed }],
+        };
+        if let Some(transcript) = &mut self.transcript {
+            transcript.record_assistant(&message, None)?;
+        }
+        self.messages.push(message);
+        Ok(())
+    }
+
+    fn record(&mut self, event: Event) -> Result<(), AgentError> {
+        if let Some(transcript) = &mut self.transcript {
+            transcript.append(event)?;
+        }
+        Ok(())
+    }
+
+    /// Runs an answer's tool calls batch by batch and returns one result
+    /// per call, in call order.
+    async fn run_calls(
+        &mut self,
+        calls: &[Call],
+        frontend: &mut dyn Frontend,
+        interrupt: &Interrupt,
+    ) -> Result<Vec<Block>, AgentError> {
+        let mut results: Vec<Option<(String, bool)>> = vec![None; calls.len()];
+        let read_only: Vec<bool> = calls
+            .iter()
+            .map(|call| {
+                self.toolbox
+                    .find(&call.name)
+                    .is_none_or(|tool| tool.spec.read_only)
+            })
+            .collect();
+        for batch in scheduler::batches(&read_only) {
+            if interrupt.is_raised() {
+                break;
+            }
+            let mut runnable = Vec::new();
+            for index in batch {
+                let call = &calls[index];
+                match self.authorize(call, frontend, interrupt)? {
+                    Ok(tool) => runnable.push((index, tool)),
+                    Err(refusal) => {
+                        let tool = self
+                            .toolbox
+                            .find(&call.name)
+                            .map_or(call.name.clone(), |t| t.name.clone());
+                        frontend.event(AgentEvent::ToolFinished {
+                            id: &call.id,
+                            tool: &tool,
+                            input: &call.input,
+                            is_error: true,
+                            output: &refusal,
+                            duration: Duration::ZERO,
+                        });
+                        results[index] = Some((refusal, true));
+                    }
+                }
+            }
+            if runnable.is_empty() {
+                continue;
+            }
+            for (index, tool) in &runnable {
+                let call = &calls[*index];
+                frontend.event(AgentEvent::ToolStarted {
+                    id: &call.id,
+                    tool: &tool.name,
+                    input: &call.input,
+                });
+            }
+            let toolbox = &self.toolbox;
+            let session_id = self.transcript.as_ref().map(TranscriptWriter::id);
+            let runs = futures_util::stream::iter(runnable.iter().map(|(index, tool)| {
+                let call = &calls[*index];
+                async move {
+                    let (result, duration) = toolbox.call(tool, &call.input, session_id).await;
+                    (*index, tool, result, duration)
+                }
+            }))
+            .buffered(self.config.max_parallel.max(1))
+            .collect::<Vec<_>>();
+            let finished = tokio::select! {
+                finished = runs => finished,
+                () = interrupt.raised() => break,
+            };
+            for (index, tool, result, duration) in finished {
+                let call = &calls[index];
+                let (output, is_error) = match result {
+                    Ok(text) => (scheduler::cap_result(text, self.config.result_cap), false),
+                    Err(error) => (
+                        scheduler::cap_result(error.to_string(), self.config.result_cap),
+                        true,
+                    ),
+                };
+                frontend.event(AgentEvent::ToolFinished {
+                    id: &call.id,
+                    tool: &tool.name,
+                    input: &call.input,
+                    is_error,
+                    output: &output,
+                    duration,
+                });
+                results[index] = Some((output, is_error));
+            }
+        }
+        Ok(calls
+            .iter()
+            .zip(results)
+            .map(|(call, result)| {
+                let (content, is_error) = result.unwrap_or_else(|| {
+                    let tool = self
+                        .toolbox
+                        .find(&call.name)
+                        .map_or(call.name.clone(), |t| t.name.clone());
+                    frontend.event(AgentEvent::ToolFinished {
+                        id: &call.id,
+                        tool: &tool,
+                        input: &call.input,
+                        is_error: true,
+                        output: INTERRUPTED_RESULT,
+                        duration: Duration::ZERO,
+                    });
+                    (INTERRUPTED_RESULT.to_string(), true)
+                });
+                Block::ToolResult {
+                    tool_use_id: call.id.clone(),
+                    content,
+                    is_error,
+                }
+            })
+            .collect())
+    }
+
+    /// Decides whether a call may run: the tool must exist and its input be
+    /// an object, and the policy (or the user) must allow it. Returns the
+    /// tool, or the error result to send back.
+    fn authorize(
+        &mut self,
+        call: &Call,
+        frontend: &mut dyn Frontend,
+        interrupt: &Interrupt,
+    ) -> Result<Result<AgentTool, String>, AgentError> {
+        let Some(tool) = self.toolbox.find(&call.name).cloned() else {
+            let known: Vec<&str> = self
+                .toolbox
+                .tools()
+                .iter()
+                .map(|t| t.model_name.as_str())
+                .collect();
+            return Ok(Err(format!(
+                "There is no tool called `{}`. Available tools: {}.",
+                call.name,
+                known.join(", ")
+            )));
+        };
+        if !call.input.is_object() {
+            return Ok(Err(format!(
+                "The input of {} must be a JSON object matching its schema.",
+                tool.model_name
+            )));
+        }
+        let facts = ToolFacts {
+            tool: &tool.name,
+            read_only: tool.spec.read_only,
+            destructive: tool.spec.destructive,
+            open_world: tool.spec.open_world,
+            input: &call.input,
+            workspace: &self.workspace,
+        };
+        let mut decision = self.policy.decide(&facts);
+        if decision.outcome == Outcome::Ask {
+            decision = if frontend.can_prompt() {
+                let request = PermissionRequest {
+                    tool: &tool,
+                    input: &call.input,
+                    reason: &decision.reason,
+                    mode: self.policy.mode(),
+                };
+                let answer = frontend.ask(&request);
+                self.apply_answer(&tool, answer, frontend, interrupt)
+            } else {
+                decision.without_prompt()
+            };
+        }
+        let (source, rule) = describe_source(&decision.source);
+        self.record(Event::Permission {
+            tool_use_id: call.id.clone(),
+            tool: tool.name.clone(),
+            outcome: match decision.outcome {
+                Outcome::Allow => "allow",
+                Outcome::Ask => "ask",
+                Outcome::Deny => "deny",
+            }
+            .to_string(),
+            source,
+            rule,
+            reason: decision.reason.clone(),
+        })?;
+        frontend.event(AgentEvent::Permission {
+            id: &call.id,
+            tool: &tool.name,
+            decision: &decision,
+        });
+        Ok(match decision.outcome {
+            Outcome::Allow => Ok(tool),
+            Outcome::Ask | Outcome::Deny => Err(format!(
+                "Permission denied: {} Do not retry the same call; adapt, or ask the user.",
+                decision.reason
+            )),
+        })
+    }
+
+    /// Turns the user's answer into a decision, remembering it as asked.
+    fn apply_answer(
+        &mut self,
+        tool: &AgentTool,
+        answer: PermissionAnswer,
+        frontend: &mut dyn Frontend,
+        interrupt: &Interrupt,
+    ) -> Decision {
+        let allow = |source: DecisionSource, reason: String| Decision {
+            outcome: Outcome::Allow,
+            source,
+            reason,
+        };
+        match answer {
+            PermissionAnswer::AllowOnce => allow(
+                DecisionSource::User,
+                "the user allowed this call".to_string(),
+            ),
+            PermissionAnswer::AllowSession => {
+                self.policy.allow_for_session(Rule::tool(&tool.name));
+                allow(
+                    DecisionSource::Session,
+                    format!("the user allowed {} for this session", tool.name),
+                )
+            }
+            PermissionAnswer::AllowAlways => {
+                let rule = Rule::tool(&tool.name);
+                self.policy.allow_for_session(rule.clone());
+                let saved = self.home.as_ref().map(|home| {
+                    crate::policy::settings::save_local_allow(home, &self.workspace, &rule)
+                });
+                let reason = match saved {
+                    Some(Ok(path)) => format!(
+                        "the user always allows {} in this project (saved to {})",
+                        tool.name,
+                        path.display()
+                    ),
+                    Some(Err(error)) => {
+                        let text = format!(
+                            "{} allowed for this session only: the answer could not be saved: {error}",
+                            tool.name
+                        );
+                        frontend.event(AgentEvent::Notice(&text));
+                        text
+                    }
+                    None => format!("the user allowed {} for this session", tool.name),
+                };
+                allow(DecisionSource::User, reason)
+            }
+            PermissionAnswer::Deny { reason } => Decision {
+                outcome: Outcome::Deny,
+                source: DecisionSource::User,
+                reason: match reason {
+                    Some(why) if !why.trim().is_empty() => {
+                        format!("the user denied this call, saying: {}.", why.trim())
+                    }
+                    _ => "the user denied this call.".to_string(),
+                },
+            },
+            PermissionAnswer::Interrupt => {
+                interrupt.raise();
+                Decision {
+                    outcome: Outcome::Deny,
+                    source: DecisionSource::User,
+                    reason: "the user interrupted instead of answering.".to_string(),
+                }
+            }
+        }
+    }
+}
+
+/// The decision's source and rule, as recorded in the transcript.
+fn describe_source(source: &DecisionSource) -> (String, Option<String>) {
+    match source {
+        DecisionSource::Mode(mode) => (format!("mode {mode}"), None),
+        DecisionSource::Rule { rule, layer } => (format!("rule ({layer})"), Some(rule.clone())),
+        DecisionSource::Session => ("session".to_string(), None),
+        DecisionSource::User => ("user".to_string(), None),
+        DecisionSource::NonInteractive => ("non-interactive".to_string(), None),
+    }
+}

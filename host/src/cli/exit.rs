@@ -22,6 +22,13 @@ pub enum Exit {
     ToolFailed = 5,
     /// The plugin crashed, ran out of time or memory, or returned too much.
     PluginCrashed = 6,
+    /// The model's provider refused or failed the request (bad key, unknown
+    /// model, too many retries).
+    Model = 7,
+    /// The agent reached its limit of model requests (`--max-turns`).
+    MaxTurns = 8,
+    /// The user interrupted the session (Ctrl-C).
+    Interrupted = 130,
 }
 
 impl Exit {
@@ -50,6 +57,9 @@ impl Exit {
             Self::Denied => "denied",
             Self::ToolFailed => "tool_failed",
             Self::PluginCrashed => "plugin_crashed",
+            Self::Model => "model_error",
+            Self::MaxTurns => "max_turns",
+            Self::Interrupted => "interrupted",
         }
     }
 }
@@ -72,7 +82,10 @@ Exit codes:
   3  the tool rejected its input
   4  denied by the sandbox (e.g. a write without --allow-write)
   5  the tool ran and failed (e.g. file not found)
-  6  the plugin crashed, timed out, or hit a memory or output limit"
+  6  the plugin crashed, timed out, or hit a memory or output limit
+  7  the model's provider refused or failed the request
+  8  the agent reached its --max-turns limit
+  130  interrupted (Ctrl-C)"
     };
 }
 pub(crate) use exit_codes_help;

@@ -1,34 +1,62 @@
-//! The `capstan` command line.
+//! The `capstan` command line: agent sessions (interactive, or one task
+//! with `-p`), tools called directly, and saved sessions.
 
 mod exit;
+mod print;
+pub mod provider;
+pub mod render;
+mod repl;
+mod session_list;
+pub mod setup;
 mod tool;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
+use std::sync::OnceLock;
+use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 
 pub use exit::Exit;
 
+use crate::agent::Interrupt;
+
 /// capstan: a coding agent whose tools run as sandboxed WebAssembly components.
 ///
 /// Every tool call runs in a fresh WebAssembly sandbox that can reach only
-/// what it was granted: by default the working folder, read-only.
+/// what it was granted: by default the working folder, read-only, with
+/// writes after the user says yes.
 #[derive(Debug, Parser)]
 #[command(
     name = "capstan",
     version,
     about,
     long_about = None,
-    arg_required_else_help = true,
-    after_help = exit::exit_codes_help!(),
+    args_conflicts_with_subcommands = true,
+    after_help = concat!("Examples:
+  capstan                                  interactive session in this folder
+  capstan -p \"rename foo to bar in src/\"   one task, then exit
+  echo \"summarise README.md\" | capstan -p
+  capstan --continue                       resume the latest session here
+  capstan --model scripted:docs/demo/script.json   offline demo, no API key
+
+Models: ANTHROPIC_API_KEY selects Anthropic; OPENAI_BASE_URL (e.g.
+http://127.0.0.1:8080/v1 for llama.cpp, vLLM or Ollama) or OPENAI_API_KEY an
+OpenAI-compatible server. Settings: ~/.config/capstan/config.toml, and the
+project's .capstan/config.toml (which can only narrow permissions).
+
+", exit::exit_codes_help!()),
 )]
 pub struct Cli {
-    /// Show plugin log lines, cache use and timings on stderr.
+    /// Show plugin log lines, cache use, permission decisions and timings.
     #[arg(short, long, global = true)]
     verbose: bool,
 
+    #[command(flatten)]
+    session: setup::SessionArgs,
+
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -36,36 +64,89 @@ enum Command {
     /// List and call tools.
     #[command(subcommand)]
     Tool(tool::ToolCommand),
+    /// Saved sessions.
+    #[command(subcommand)]
+    Session(session_list::SessionCommand),
 }
+
+/// When the process started, for "ready in" figures.
+static PROCESS_START: OnceLock<Instant> = OnceLock::new();
 
 /// Runs the command line and returns the process's exit code.
 pub fn main() -> ExitCode {
+    PROCESS_START.get_or_init(Instant::now);
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
             let _ = err.print();
             return match err.kind() {
                 clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-                    Exit::Success.into()
+                    Exit::Success
                 }
-                _ => Exit::Usage.into(),
-            };
+                _ => Exit::Usage,
+            }
+            .into();
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    // Tool calls run on one thread; sessions get a second, so Ctrl-C is
+    // noticed even while a tool holds the first.
+    let runtime = match &cli.command {
+        Some(_) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        None => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build(),
+    };
+    let runtime = match runtime {
         Ok(rt) => rt,
         Err(err) => {
             eprintln!("error: cannot start the async runtime: {err}");
             return Exit::Error.into();
         }
     };
-    let exit = runtime.block_on(async {
+    let verbose = cli.verbose;
+    let exit = runtime.block_on(async move {
         match cli.command {
-            Command::Tool(command) => tool::run(command, cli.verbose).await,
+            Some(Command::Tool(command)) => tool::run(command, verbose).await,
+            Some(Command::Session(command)) => session_list::run(command),
+            None => {
+                let interactive = !cli.session.print
+                    && std::io::stdin().is_terminal()
+                    && std::io::stderr().is_terminal();
+                if interactive {
+                    repl::run(cli.session, verbose).await
+                } else {
+                    // Without a terminal there is nobody to ask: run the
+                    // prompt (or stdin) as one task.
+                    print::run(cli.session, verbose).await
+                }
+            }
         }
     });
+    // Leave at once: a tool still running after an interrupt must not keep
+    // the process alive.
+    runtime.shutdown_background();
     exit.into()
+}
+
+/// Raises `interrupt` on Ctrl-C; a second Ctrl-C before the turn has wound
+/// down exits at once (the transcript is already written up to that point).
+fn watch_ctrl_c(interrupt: Interrupt) {
+    tokio::spawn(async move {
+        while tokio::signal::ctrl_c().await.is_ok() {
+            if interrupt.is_raised() {
+                eprintln!("\ncapstan: stopped");
+                std::process::exit(i32::from(Exit::Interrupted as u8));
+            }
+            eprintln!("\ncapstan: interrupting… (Ctrl-C again to quit)");
+            interrupt.raise();
+        }
+    });
+}
+
+/// Time since the process started (or since first asked, in tests).
+pub(crate) fn since_start() -> std::time::Duration {
+    PROCESS_START.get_or_init(Instant::now).elapsed()
 }

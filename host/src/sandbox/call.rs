@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use wasmtime::component::ResourceTable;
-use wasmtime::{Store, Trap};
+use wasmtime::{Store, Trap, UpdateDeadline};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
@@ -111,8 +111,21 @@ impl PreparedCall {
             .as_millis()
             .div_ceil(EPOCH_TICK.as_millis())
             .max(1);
-        store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
-        store.epoch_deadline_trap();
+        // Every tick the guest is still running, it yields to the executor:
+        // other tasks run, and a caller that stops waiting (the user pressed
+        // Ctrl-C) drops the call at once. When the budget is spent the call
+        // traps, which `settle` reports as a timeout.
+        let budget = u64::try_from(ticks).unwrap_or(u64::MAX);
+        let mut spent = 0u64;
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            spent += 1;
+            if spent >= budget {
+                Ok(UpdateDeadline::Interrupt)
+            } else {
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
         Ok(Self {
             store,
             stdout,

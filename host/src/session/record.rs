@@ -65,6 +65,24 @@ pub enum Event {
         /// The message.
         message: Message,
     },
+    /// The permission decision for one tool call: who decided, by which
+    /// rule, and what.
+    Permission {
+        /// The tool call's id.
+        tool_use_id: String,
+        /// The tool, as `PLUGIN.TOOL`.
+        tool: String,
+        /// `allow` or `deny` (a question is recorded with its answer).
+        outcome: String,
+        /// What decided: the mode, a rule, the user, the session, or the
+        /// non-interactive fallback.
+        source: String,
+        /// The rule that matched, if one did.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule: Option<String>,
+        /// Why, in words.
+        reason: String,
+    },
     /// Tokens one model answer used.
     Usage {
         /// The count.

@@ -155,8 +155,8 @@ impl TranscriptWriter {
         self.append(Event::End)
     }
 
-    /// Appends one record as one line.
-    fn append(&mut self, event: Event) -> Result<(), SessionError> {
+    /// Appends any record as one line, written and flushed at once.
+    pub fn append(&mut self, event: Event) -> Result<(), SessionError> {
         let record = Record {
             ts_ms: now_ms(),
             event,

@@ -1,0 +1,7 @@
+fn greet(name: &str) -> String {
+    format!("hello, {}", name)
+}
+
+fn main() {
+    println!("{}", greet("world"));
+}

@@ -1,0 +1,290 @@
+//! `just bench`: the agent loop's figures, each beside a baseline measured
+//! in the same run.
+//!
+//! - one turn in which a model answering instantly asks for 5 `fs.read`
+//!   calls at once and then finishes: the loop's whole cost per turn
+//!   (target: p50 ≤ 1 ms), against the same 5 calls made directly;
+//! - startup: a whole `capstan -p` process with the first-party plugins and
+//!   a scripted model that answers at once, and the time it reports from
+//!   start to the first prompt (target: ≤ 50 ms), against spawning `cat`.
+//!
+//! Run with `cargo bench -p capstan --bench agent`; `BENCH_SAMPLES` scales
+//! the number of samples (default 2000 turns).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use capstan::agent::{Agent, AgentConfig, AgentEvent, Frontend, Interrupt, Toolbox, TurnEnd};
+use capstan::model::{
+    Block, EventSink, Message, ModelFuture, Provider, Request, Response, Role, StopReason, Usage,
+};
+use capstan::plugin::Catalog;
+use capstan::policy::{Mode, Policy};
+use capstan::sandbox::{Limits, Sandbox};
+
+/// Answers at once: five reads for a user's prompt, then a closing text.
+struct InstantModel;
+
+impl Provider for InstantModel {
+    fn name(&self) -> &str {
+        "instant"
+    }
+
+    fn stream<'a>(&'a self, request: &'a Request, _events: EventSink<'a>) -> ModelFuture<'a> {
+        let after_tools = request
+            .messages
+            .last()
+            .is_some_and(|m| matches!(m.content.first(), Some(Block::ToolResult { .. })));
+        Box::pin(async move {
+            let (content, stop_reason) = if after_tools {
+                (
+                    vec![Block::Text {
+                        text: "done".into(),
+                    }],
+                    StopReason::EndTurn,
+                )
+            } else {
+                let calls = (0..5)
+                    .map(|i| Block::ToolUse {
+                        id: format!("call_{i}"),
+                        name: "fs__read".into(),
+                        input: serde_json::json!({ "path": format!("file{i}.txt") }),
+                    })
+                    .collect();
+                (calls, StopReason::ToolUse)
+            };
+            Ok(Response {
+                content,
+                stop_reason,
+                usage: Usage::default(),
+            })
+        })
+    }
+}
+
+struct Quiet;
+
+impl Frontend for Quiet {
+    fn event(&mut self, _event: AgentEvent<'_>) {}
+}
+
+fn main() {
+    let samples: usize = std::env::var("BENCH_SAMPLES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
+    let process_samples = (samples / 20).max(20);
+
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&ws).unwrap();
+    for i in 0..5 {
+        let text: String = (1..=40)
+            .map(|n| format!("line {n} of file {i}\n"))
+            .collect();
+        std::fs::write(ws.join(format!("file{i}.txt")), text).unwrap();
+    }
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let sandbox = Sandbox::new(home.join("cache/compiled")).unwrap();
+    let toolbox = rt
+        .block_on(Toolbox::load(
+            sandbox,
+            &Catalog::builtin(),
+            &ws,
+            Limits::default(),
+        ))
+        .unwrap();
+
+    // Baseline: the same five calls, made directly one after another.
+    let read = toolbox.find("fs__read").unwrap().clone();
+    let inputs: Vec<serde_json::Value> = (0..5)
+        .map(|i| serde_json::json!({ "path": format!("file{i}.txt") }))
+        .collect();
+    let direct = |toolbox: &Toolbox| {
+        rt.block_on(async {
+            for input in &inputs {
+                let (result, _) = toolbox.call(&read, input, None).await;
+                assert!(result.unwrap().contains("line 40"));
+            }
+        });
+    };
+    for _ in 0..100 {
+        direct(&toolbox);
+    }
+    let direct_calls = measure(samples, || direct(&toolbox));
+
+    let mut agent = Agent::new(
+        Box::new(InstantModel),
+        toolbox,
+        Policy::new(Mode::Default, Vec::new()),
+        AgentConfig::new("instant", "bench"),
+        ws.clone(),
+        None,
+    );
+    let interrupt = Interrupt::new();
+    let mut turn = |agent: &mut Agent| {
+        agent.clear(None).unwrap();
+        let report = rt
+            .block_on(agent.run_turn("read the files", &mut Quiet, &interrupt))
+            .unwrap();
+        assert_eq!(report.end, TurnEnd::Finished(StopReason::EndTurn));
+        assert_eq!(report.tool_calls, 5);
+        let results = &agent.messages()[2];
+        assert_eq!(results.role, Role::User);
+        assert!(results.content.iter().all(|b| matches!(
+            b,
+            Block::ToolResult { is_error: false, content, .. } if content.contains("line 40")
+        )));
+    };
+    for _ in 0..100 {
+        turn(&mut agent);
+    }
+    let turns = measure(samples, || turn(&mut agent));
+
+    // Startup: whole processes with a scripted model that answers at once.
+    let script = dir.path().join("hello.json");
+    std::fs::write(&script, r#"{"turns":[{"text":"hello"}]}"#).unwrap();
+    let capstan = env!("CARGO_BIN_EXE_capstan");
+    let mut ready_ms = Vec::new();
+    let mut session = |ws: &Path, ready_ms: &mut Vec<f64>| {
+        let out = Command::new(capstan)
+            .args(["-p", "hi", "-v", "--model"])
+            .arg(format!("scripted:{}", script.display()))
+            .current_dir(ws)
+            .env("CAPSTAN_HOME", &home)
+            .env_remove("CAPSTAN_CACHE_DIR")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("hello"));
+        let ready = stderr
+            .lines()
+            .find_map(|l| l.strip_prefix("capstan: session ready in "))
+            .and_then(|l| l.strip_suffix(" ms"))
+            .and_then(|ms| ms.parse::<f64>().ok())
+            .expect("print mode with -v reports when the session is ready");
+        ready_ms.push(ready);
+    };
+    session(&ws, &mut ready_ms);
+    ready_ms.clear();
+    let process = measure(process_samples, || session(&ws, &mut ready_ms));
+    ready_ms.sort_by(f64::total_cmp);
+    let ready_p50 = Duration::from_secs_f64(ready_ms[ready_ms.len() / 2] / 1e3);
+    let cat = measure(process_samples, || {
+        let out = Command::new("cat")
+            .arg(ws.join("file0.txt"))
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    });
+
+    println!();
+    println!("capstan agent benchmark ({} build)", profile());
+    println!("{:<56} {:>10} {:>10} {:>8}", "", "p50", "p90", "samples");
+    row("turn: instant model, 5 parallel fs.read, answer", &turns);
+    row(
+        "  baseline: the same 5 fs.read calls, made directly",
+        &direct_calls,
+    );
+    row("capstan -p with a scripted model, whole process", &process);
+    println!(
+        "{:<56} {:>10}",
+        "  of which: start to first prompt (reported by -v)",
+        fmt(ready_p50)
+    );
+    row("cat, a native process (baseline)", &cat);
+    println!();
+    let overhead = turns.p50.saturating_sub(direct_calls.p50);
+    println!(
+        "a whole turn costs {:.2}x the bare tool calls: {} of loop overhead (p50)",
+        ratio(turns.p50, direct_calls.p50),
+        fmt(overhead)
+    );
+    println!(
+        "a whole capstan -p session takes {:.1}x the time of spawning cat (p50)",
+        ratio(process.p50, cat.p50)
+    );
+    println!();
+    target(
+        "turn with 5 parallel fs.read, model excluded, p50",
+        turns.p50,
+        Duration::from_millis(1),
+    );
+    target(
+        "startup to first prompt p50",
+        ready_p50,
+        Duration::from_millis(50),
+    );
+}
+
+struct Stats {
+    p50: Duration,
+    p90: Duration,
+    samples: usize,
+}
+
+fn measure(samples: usize, mut f: impl FnMut()) -> Stats {
+    let mut times: Vec<Duration> = (0..samples)
+        .map(|_| {
+            let started = Instant::now();
+            f();
+            started.elapsed()
+        })
+        .collect();
+    times.sort();
+    Stats {
+        p50: times[samples / 2],
+        p90: times[samples * 9 / 10],
+        samples,
+    }
+}
+
+fn row(label: &str, stats: &Stats) {
+    println!(
+        "{label:<56} {:>10} {:>10} {:>8}",
+        fmt(stats.p50),
+        fmt(stats.p90),
+        stats.samples
+    );
+}
+
+fn target(label: &str, value: Duration, limit: Duration) {
+    let verdict = if value <= limit { "met" } else { "MISSED" };
+    println!(
+        "target: {label} ≤ {}: {} ({verdict})",
+        fmt(limit),
+        fmt(value)
+    );
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64().max(1e-9)
+}
+
+fn fmt(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 1000.0 {
+        format!("{us:.1} µs")
+    } else if us < 1_000_000.0 {
+        format!("{:.2} ms", us / 1e3)
+    } else {
+        format!("{:.2} s", us / 1e6)
+    }
+}
+
+fn profile() -> &'static str {
+    if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    }
+}

@@ -1,0 +1,201 @@
+//! The tools an agent session offers the model: every plugin's tools,
+//! loaded once, under names the model APIs accept, each call run in a fresh
+//! sandbox with a read-only or a read-write grant of the workspace.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::grants::{GrantError, Grants};
+use crate::model::ToolDef;
+use crate::plugin::{Catalog, CatalogError};
+use crate::sandbox::{
+    CallError, CallOptions, EventSink, Limits, LoadedComponent, Sandbox, ToolSpec,
+};
+
+/// A tool as the session knows it.
+#[derive(Debug, Clone)]
+pub struct AgentTool {
+    /// The name the model calls it by: `fs__read` for `fs.read`, because
+    /// model APIs allow only letters, digits, `_` and `-` in tool names.
+    pub model_name: String,
+    /// The tool's full name, `PLUGIN.TOOL`.
+    pub name: String,
+    /// What the plugin said about it.
+    pub spec: ToolSpec,
+    plugin: usize,
+}
+
+/// Why the tools could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolboxError {
+    /// A plugin could not be loaded.
+    #[error(transparent)]
+    Plugin(#[from] CatalogError),
+    /// A plugin could not describe its tools.
+    #[error("plugin {plugin} could not list its tools: {source}")]
+    Describe {
+        /// The plugin.
+        plugin: String,
+        /// What went wrong.
+        source: CallError,
+    },
+    /// Two tools would have the same name for the model.
+    #[error(
+        "tools {first} and {second} would both be called `{model_name}` by the model; rename one of the plugins"
+    )]
+    NameClash {
+        /// The model's name for both.
+        model_name: String,
+        /// One tool.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// The workspace cannot be granted.
+    #[error(transparent)]
+    Grant(#[from] GrantError),
+}
+
+/// The plugins' tools, the sandbox they run in and the workspace grants.
+pub struct Toolbox {
+    sandbox: Sandbox,
+    components: Vec<LoadedComponent>,
+    tools: Vec<AgentTool>,
+    read: Grants,
+    write: Grants,
+    limits: Limits,
+    events: Option<EventSink>,
+}
+
+/// The name the model uses for tool `PLUGIN.TOOL`.
+pub fn model_name(name: &str) -> String {
+    name.replacen('.', "__", 1)
+}
+
+impl Toolbox {
+    /// Loads every plugin of `catalog` and asks each for its tools. Calls
+    /// will see `workspace`: read-only for tools that say they change
+    /// nothing, read-write for the others.
+    pub async fn load(
+        sandbox: Sandbox,
+        catalog: &Catalog,
+        workspace: &Path,
+        limits: Limits,
+    ) -> Result<Self, ToolboxError> {
+        let read = Grants::workspace(workspace, false)?;
+        let write = Grants::workspace(workspace, true)?;
+        let mut components = Vec::new();
+        let mut tools: Vec<AgentTool> = Vec::new();
+        for plugin in catalog.names() {
+            let component = catalog.load(&sandbox, plugin)?;
+            let specs =
+                sandbox
+                    .describe(&component)
+                    .await
+                    .map_err(|source| ToolboxError::Describe {
+                        plugin: plugin.to_string(),
+                        source,
+                    })?;
+            for spec in specs {
+                let name = format!("{plugin}.{}", spec.name);
+                let model_name = model_name(&name);
+                if let Some(other) = tools.iter().find(|t| t.model_name == model_name) {
+                    return Err(ToolboxError::NameClash {
+                        model_name,
+                        first: other.name.clone(),
+                        second: name,
+                    });
+                }
+                tools.push(AgentTool {
+                    model_name,
+                    name,
+                    spec,
+                    plugin: components.len(),
+                });
+            }
+            components.push(component);
+        }
+        Ok(Self {
+            sandbox,
+            components,
+            tools,
+            read,
+            write,
+            limits,
+            events: None,
+        })
+    }
+
+    /// Sends plugins' log lines and progress reports to `events`.
+    pub fn set_events(&mut self, events: EventSink) {
+        self.events = Some(events);
+    }
+
+    /// Every tool, in plugin order.
+    pub fn tools(&self) -> &[AgentTool] {
+        &self.tools
+    }
+
+    /// The tool the model calls `model_name` (or, leniently, `PLUGIN.TOOL`).
+    pub fn find(&self, model_name: &str) -> Option<&AgentTool> {
+        self.tools
+            .iter()
+            .find(|t| t.model_name == model_name || t.name == model_name)
+    }
+
+    /// The tools as offered to the model.
+    pub fn defs(&self) -> Vec<ToolDef> {
+        self.tools
+            .iter()
+            .map(|tool| ToolDef {
+                name: tool.model_name.clone(),
+                description: tool.spec.description.clone(),
+                input_schema: tool.spec.input_schema.clone(),
+            })
+            .collect()
+    }
+
+    /// The plugins' names and component hashes, for `/plugins`.
+    pub fn plugins(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.components.iter().map(|c| (c.name(), c.sha256()))
+    }
+
+    /// Runs one call of `tool` in a fresh sandbox. A tool that says it
+    /// changes nothing gets the workspace read-only, so the sandbox holds it
+    /// to its word.
+    pub async fn call(
+        &self,
+        tool: &AgentTool,
+        input: &Value,
+        session_id: Option<&str>,
+    ) -> (Result<String, CallError>, Duration) {
+        let started = Instant::now();
+        let grants = if tool.spec.read_only {
+            &self.read
+        } else {
+            &self.write
+        };
+        let options = CallOptions {
+            grants: grants.clone(),
+            limits: self.limits,
+            session_id: session_id.map(str::to_string),
+            events: self.events.clone(),
+        };
+        let Some(component) = self.components.get(tool.plugin) else {
+            let err = CallError::UnknownTool {
+                name: tool.name.clone(),
+                known: Vec::new(),
+            };
+            return (Err(err), started.elapsed());
+        };
+        let input = input.to_string();
+        let result = self
+            .sandbox
+            .call_tool(component, &tool.spec.name, &input, &options)
+            .await
+            .map(|output| output.to_text());
+        (result, started.elapsed())
+    }
+}

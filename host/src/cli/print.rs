@@ -1,0 +1,182 @@
+//! Print mode (`capstan -p`): one task, no questions, a result scripts can
+//! read. A call that would need the user's permission is refused, and the
+//! refusal says how to allow it.
+
+use std::io::{IsTerminal, Read};
+use std::time::Instant;
+
+use serde_json::json;
+
+use super::Exit;
+use super::render::{SilentFrontend, StreamJsonFrontend, TerminalFrontend};
+use super::setup::{self, OutputFormat, SessionArgs};
+use crate::agent::{AgentError, Frontend, Interrupt, TurnEnd};
+
+/// Runs print mode.
+pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
+    let format = args.output_format;
+    let fail = |exit: Exit, message: &str| {
+        report_failure(format, exit, message);
+        exit
+    };
+    let prompt = match read_prompt(args.prompt.as_deref()) {
+        Ok(prompt) => prompt,
+        Err(message) => return fail(Exit::Usage, &message),
+    };
+    let started = Instant::now();
+    let mut session = match setup::build(&args).await {
+        Ok(session) => session,
+        Err(error) => return fail(error.exit, &error.message),
+    };
+    for notice in &session.notices {
+        eprintln!("capstan: {notice}");
+    }
+    if verbose {
+        eprintln!("capstan: model {}", session.model_label);
+        eprintln!("capstan: session ready in {:.1} ms", session.setup_ms);
+    }
+    let session_id = session.agent.session_id().unwrap_or_default().to_string();
+    if format == OutputFormat::StreamJson {
+        let tools: Vec<&str> = session
+            .agent
+            .toolbox()
+            .tools()
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect();
+        StreamJsonFrontend::emit(&json!({
+            "type": "init",
+            "session_id": session_id,
+            "model": session.agent.config().model,
+            "provider": session.agent.provider_name(),
+            "workspace": session.workspace,
+            "permission_mode": session.agent.policy().mode().to_string(),
+            "tools": tools,
+            "resumed": session.resumed,
+        }));
+    }
+    let interrupt = Interrupt::new();
+    super::watch_ctrl_c(interrupt.clone());
+    let mut terminal;
+    let mut stream;
+    let mut silent;
+    let frontend: &mut dyn Frontend = match format {
+        OutputFormat::Text => {
+            terminal = TerminalFrontend::new(false, verbose);
+            &mut terminal
+        }
+        OutputFormat::StreamJson => {
+            stream = StreamJsonFrontend;
+            &mut stream
+        }
+        OutputFormat::Json => {
+            silent = SilentFrontend;
+            &mut silent
+        }
+    };
+    let outcome = session.agent.run_turn(&prompt, frontend, &interrupt).await;
+    if format == OutputFormat::Text {
+        // The answer's text was streamed; end it with a newline.
+        println!();
+    }
+    let _ = session.agent.finish();
+    let cost = session.agent.cost();
+    let usage = cost.usage;
+    let cost_usd = crate::agent::cost::cost_usd(&session.agent.config().model, &usage);
+    let (exit, subtype, result_text, error) = match &outcome {
+        Ok(report) => match &report.end {
+            TurnEnd::Finished(_) => (Exit::Success, "success", report.text.clone(), None),
+            TurnEnd::Interrupted => (
+                Exit::Interrupted,
+                "interrupted",
+                report.text.clone(),
+                Some("interrupted by the user".to_string()),
+            ),
+            TurnEnd::MaxTurns(n) => (
+                Exit::MaxTurns,
+                "error_max_turns",
+                report.text.clone(),
+                Some(format!(
+                    "stopped after {n} model requests without finishing; raise --max-turns or split the task"
+                )),
+            ),
+        },
+        Err(error) => {
+            let exit = match error {
+                AgentError::Model(_) => Exit::Model,
+                AgentError::Session(_) => Exit::Error,
+            };
+            (exit, "error", String::new(), Some(error.to_string()))
+        }
+    };
+    let (requests, tool_calls) = match &outcome {
+        Ok(report) => (report.requests, report.tool_calls),
+        Err(_) => (0, 0),
+    };
+    match format {
+        OutputFormat::Text => {
+            if let Some(error) = &error {
+                eprintln!("error: {error}");
+            }
+        }
+        OutputFormat::Json | OutputFormat::StreamJson => {
+            let value = json!({
+                "type": "result",
+                "subtype": subtype,
+                "is_error": exit != Exit::Success,
+                "result": result_text,
+                "error": error,
+                "session_id": session_id,
+                "model": session.agent.config().model,
+                "num_requests": requests,
+                "num_tool_calls": tool_calls,
+                "duration_ms": started.elapsed().as_secs_f64() * 1e3,
+                "usage": usage,
+                "total_cost_usd": cost_usd,
+            });
+            StreamJsonFrontend::emit(&value);
+        }
+    }
+    exit
+}
+
+/// The task: the argument, or all of stdin.
+fn read_prompt(arg: Option<&str>) -> Result<String, String> {
+    let text = match arg {
+        Some(text) if text != "-" => text.to_string(),
+        _ => {
+            if arg.is_none() && std::io::stdin().is_terminal() {
+                return Err(
+                    "-p needs a prompt: give it as an argument or on stdin, e.g. capstan -p \"summarise README.md\""
+                        .to_string(),
+                );
+            }
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| format!("cannot read the prompt from stdin: {e}"))?;
+            text
+        }
+    };
+    if text.trim().is_empty() {
+        return Err(
+            "the prompt is empty; say what to do, e.g. capstan -p \"summarise README.md\""
+                .to_string(),
+        );
+    }
+    Ok(text)
+}
+
+/// Reports a failure before the turn ran, in the chosen format.
+fn report_failure(format: OutputFormat, exit: Exit, message: &str) {
+    match format {
+        OutputFormat::Text => eprintln!("error: {message}"),
+        OutputFormat::Json | OutputFormat::StreamJson => StreamJsonFrontend::emit(&json!({
+            "type": "result",
+            "subtype": "error",
+            "is_error": true,
+            "error": message,
+            "error_kind": exit.kind(),
+        })),
+    }
+}

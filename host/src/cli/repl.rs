@@ -1,0 +1,260 @@
+//! The interactive session: a prompt with line editing and history, slash
+//! commands, and turns that stream as they run. Ctrl-C stops the running
+//! turn (every pending tool call gets an "interrupted" result); a second
+//! Ctrl-C, or Ctrl-D at the prompt, exits.
+
+use rustyline::error::ReadlineError;
+
+use super::Exit;
+use super::render::TerminalFrontend;
+use super::setup::{self, Session, SessionArgs};
+use crate::agent::{AgentError, Interrupt, TurnEnd};
+use crate::policy::Mode;
+use crate::session::Sessions;
+
+/// The slash commands, for `/help`.
+const HELP: &str = "\
+Commands:
+  /help            this list
+  /clear           start a new conversation (the old one stays saved)
+  /cost            tokens and cost of this session
+  /mode [MODE]     show or set the permission mode: default, accept-edits, plan, bypass
+  /plugins         the plugins and their tools
+  /exit            leave (Ctrl-D works too)
+Keys: Ctrl-C stops a running turn (twice to quit); end a line with \\ to continue it.";
+
+/// Runs the interactive session.
+pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
+    let mut session = match setup::build(&args).await {
+        Ok(session) => session,
+        Err(error) => {
+            eprintln!("error: {}", error.message);
+            return error.exit;
+        }
+    };
+    let mut frontend = TerminalFrontend::new(true, verbose);
+    banner(&session, &frontend, verbose);
+    let interrupt = Interrupt::new();
+    super::watch_ctrl_c(interrupt.clone());
+
+    let mut editor = match rustyline::DefaultEditor::new() {
+        Ok(editor) => editor,
+        Err(e) => {
+            eprintln!("error: cannot read from the terminal: {e}");
+            return Exit::Error;
+        }
+    };
+    let history = session.home.data_dir().join("history");
+    let _ = editor.load_history(&history);
+
+    if let Some(prompt) = args.prompt.clone() {
+        let _ = editor.add_history_entry(prompt.as_str());
+        run_turn(&mut session, &mut frontend, &interrupt, &prompt).await;
+    }
+    loop {
+        let line = match read_prompt(&mut editor) {
+            Ok(Some(line)) => line,
+            Ok(None) => continue,
+            Err(ReadlineError::Eof) => break,
+            Err(e) => {
+                eprintln!("error: cannot read from the terminal: {e}");
+                break;
+            }
+        };
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        let _ = editor.add_history_entry(trimmed);
+        if let Some(command) = trimmed.strip_prefix('/') {
+            match slash_command(&mut session, command) {
+                Flow::Continue => continue,
+                Flow::Exit => break,
+            }
+        }
+        run_turn(&mut session, &mut frontend, &interrupt, trimmed).await;
+    }
+    if let Some(parent) = history.parent() {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    let _ = editor.save_history(&history);
+    if let Err(e) = session.agent.finish() {
+        eprintln!("error: {e}");
+        return Exit::Error;
+    }
+    if let Some(id) = session.agent.session_id() {
+        eprintln!(
+            "{}",
+            frontend.err_style().dim(&format!(
+                "session {id} saved; resume it with capstan --resume {id}"
+            ))
+        );
+    }
+    Exit::Success
+}
+
+/// Reads one prompt; a line ending in `\` continues on the next. Ctrl-C at
+/// the prompt clears the line (`Ok(None)`).
+fn read_prompt(editor: &mut rustyline::DefaultEditor) -> Result<Option<String>, ReadlineError> {
+    let mut text = String::new();
+    let mut prompt = "> ";
+    loop {
+        match editor.readline(prompt) {
+            Ok(line) => {
+                if let Some(head) = line.strip_suffix('\\') {
+                    text.push_str(head);
+                    text.push('\n');
+                    prompt = ". ";
+                    continue;
+                }
+                text.push_str(&line);
+                return Ok(Some(text));
+            }
+            Err(ReadlineError::Interrupted) => {
+                eprintln!("(Ctrl-D or /exit to leave)");
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+async fn run_turn(
+    session: &mut Session,
+    frontend: &mut TerminalFrontend,
+    interrupt: &Interrupt,
+    prompt: &str,
+) {
+    interrupt.clear();
+    let outcome = session.agent.run_turn(prompt, frontend, interrupt).await;
+    frontend.finish_line();
+    let style = frontend.err_style();
+    match outcome {
+        Ok(report) => match report.end {
+            TurnEnd::Finished(_) => {}
+            TurnEnd::Interrupted => eprintln!("{}", style.yellow("interrupted")),
+            TurnEnd::MaxTurns(n) => eprintln!(
+                "{}",
+                style.red(&format!(
+                    "stopped after {n} model requests without finishing; say how to go on, or raise --max-turns"
+                ))
+            ),
+        },
+        Err(AgentError::Model(error)) => eprintln!("{}", style.red(&format!("error: {error}"))),
+        Err(AgentError::Session(error)) => {
+            eprintln!("{}", style.red(&format!("error: {error}")));
+        }
+    }
+    interrupt.clear();
+}
+
+enum Flow {
+    Continue,
+    Exit,
+}
+
+fn slash_command(session: &mut Session, command: &str) -> Flow {
+    let (name, argument) = match command.split_once(char::is_whitespace) {
+        Some((name, rest)) => (name, rest.trim()),
+        None => (command, ""),
+    };
+    match name {
+        "help" | "?" => eprintln!("{HELP}"),
+        "exit" | "quit" | "q" => return Flow::Exit,
+        "cost" => eprintln!("{}", session.agent.cost().report()),
+        "clear" => {
+            let created =
+                Sessions::for_workspace(&session.home, &session.workspace).and_then(|sessions| {
+                    sessions.create(&session.agent.config().model, session.agent.provider_name())
+                });
+            match created {
+                Ok(transcript) => {
+                    let id = transcript.id().to_string();
+                    match session.agent.clear(Some(transcript)) {
+                        Ok(()) => eprintln!("new conversation (session {id})"),
+                        Err(e) => eprintln!("error: {e}"),
+                    }
+                }
+                Err(e) => eprintln!("error: {e}"),
+            }
+        }
+        "mode" => {
+            if argument.is_empty() {
+                let current = session.agent.policy().mode();
+                for mode in Mode::ALL {
+                    let mark = if mode == current { "*" } else { " " };
+                    eprintln!("{mark} {mode:13} {}", mode.describe());
+                }
+            } else {
+                match argument.parse::<Mode>() {
+                    Ok(mode) => {
+                        session.agent.set_mode(mode);
+                        eprintln!("permission mode: {mode}");
+                    }
+                    Err(e) => eprintln!("error: {e}"),
+                }
+            }
+        }
+        "plugins" => {
+            for (plugin, sha) in session.agent.toolbox().plugins() {
+                eprintln!("{plugin}  sha256 {}", &sha[..sha.len().min(16)]);
+                for tool in session
+                    .agent
+                    .toolbox()
+                    .tools()
+                    .iter()
+                    .filter(|t| t.name.split('.').next() == Some(plugin))
+                {
+                    let mode = if tool.spec.read_only {
+                        "read-only"
+                    } else {
+                        "writes"
+                    };
+                    let first = tool.spec.description.lines().next().unwrap_or_default();
+                    eprintln!("  {:12} {mode:9} {first}", tool.name);
+                }
+            }
+        }
+        other => eprintln!("unknown command /{other}; /help lists them"),
+    }
+    Flow::Continue
+}
+
+fn banner(session: &Session, frontend: &TerminalFrontend, verbose: bool) {
+    let style = frontend.err_style();
+    let id = session.agent.session_id().unwrap_or("-");
+    eprintln!(
+        "{} {} · {}",
+        style.bold("capstan"),
+        env!("CARGO_PKG_VERSION"),
+        session.model_label
+    );
+    eprintln!(
+        "{}",
+        style.dim(&format!(
+            "workspace {} · mode {} · {} session {id}",
+            session.workspace.display(),
+            session.agent.policy().mode(),
+            if session.resumed { "resumed" } else { "new" },
+        ))
+    );
+    for notice in &session.notices {
+        eprintln!("{}", style.yellow(notice));
+    }
+    if verbose {
+        for file in &session.settings_files {
+            eprintln!("{}", style.dim(&format!("settings {file}")));
+        }
+        for file in &session.instruction_files {
+            eprintln!("{}", style.dim(&format!("instructions {}", file.display())));
+        }
+        eprintln!(
+            "{}",
+            style.dim(&format!("ready in {:.1} ms", session.setup_ms))
+        );
+    }
+    eprintln!(
+        "{}",
+        style.dim("/help for commands · Ctrl-C interrupts · Ctrl-D exits")
+    );
+}

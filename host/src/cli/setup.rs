@@ -1,0 +1,293 @@
+//! Putting a session together from the flags: the workspace, the settings,
+//! the model, the tools, the permission policy, the system prompt and the
+//! transcript (new, or the one being resumed).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::Exit;
+use super::provider::{self, ModelFlags};
+use crate::agent::context::{self, Instructions, PromptInputs};
+use crate::agent::{Agent, AgentConfig, Toolbox};
+use crate::home::Home;
+use crate::plugin::Catalog;
+use crate::policy::settings::{self, Settings};
+use crate::policy::{Layer, Mode, Policy, Rule, RuleKind};
+use crate::sandbox::{Limits, Sandbox};
+use crate::session::Sessions;
+
+/// The flags of an agent session.
+#[derive(Debug, Clone, Args)]
+pub struct SessionArgs {
+    /// What to ask. With -p it is the whole task (read from stdin when
+    /// omitted); otherwise the interactive session starts with it.
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Option<String>,
+
+    /// Run one task without asking anything and exit (print mode).
+    #[arg(short = 'p', long = "print")]
+    pub print: bool,
+
+    /// How print mode reports: the answer's text, one JSON result, or JSON
+    /// events as they happen.
+    #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
+    pub output_format: OutputFormat,
+
+    /// Which model, where.
+    #[command(flatten)]
+    pub model: ModelFlags,
+
+    /// The permission mode: default (ask before anything that writes or
+    /// reaches the network), accept-edits, plan (nothing that writes runs),
+    /// bypass.
+    #[arg(long, value_name = "MODE")]
+    pub permission_mode: Option<Mode>,
+
+    /// Allow a tool without asking, e.g. fs.write or 'fs.edit(src/**)'
+    /// (repeatable).
+    #[arg(long = "allow", value_name = "RULE")]
+    pub allow: Vec<Rule>,
+
+    /// Never run a tool, e.g. 'fs.write(.env)' (repeatable).
+    #[arg(long = "deny", value_name = "RULE")]
+    pub deny: Vec<Rule>,
+
+    /// The most model requests one prompt may take.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub max_turns: u32,
+
+    /// Resume the most recent session in this folder.
+    #[arg(short = 'c', long = "continue", conflicts_with = "resume")]
+    pub continue_session: bool,
+
+    /// Resume the session with this id (or a unique prefix of it).
+    #[arg(short = 'r', long, value_name = "ID")]
+    pub resume: Option<String>,
+
+    /// The folder the tools may see [default: the current folder].
+    #[arg(long, short = 'w', value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+
+    /// Also load this component file, as PATH or NAME=PATH (repeatable).
+    #[arg(long = "plugin", value_name = "[NAME=]PATH")]
+    pub plugins: Vec<String>,
+}
+
+/// How print mode reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// The answer's text on stdout; tool lines on stderr.
+    Text,
+    /// One JSON object with the result, at the end.
+    Json,
+    /// One JSON object per line, per event, as they happen.
+    StreamJson,
+}
+
+/// A session that could not be set up: what to say and how to exit.
+#[derive(Debug)]
+pub struct SetupError {
+    /// The message.
+    pub message: String,
+    /// The exit code.
+    pub exit: Exit,
+}
+
+impl SetupError {
+    fn new(exit: Exit, message: impl ToString) -> Self {
+        Self {
+            message: message.to_string(),
+            exit,
+        }
+    }
+}
+
+/// A session ready to run.
+pub struct Session {
+    /// The agent.
+    pub agent: Agent,
+    /// The model, as shown to the user.
+    pub model_label: String,
+    /// The workspace, canonical.
+    pub workspace: PathBuf,
+    /// The folders and files this process uses.
+    pub home: Home,
+    /// What the user should know before starting (settings narrowed,
+    /// transcript repaired, ...).
+    pub notices: Vec<String>,
+    /// Whether an earlier session was taken up.
+    pub resumed: bool,
+    /// The settings files that were read.
+    pub settings_files: Vec<String>,
+    /// The instruction files in the system prompt.
+    pub instruction_files: Vec<PathBuf>,
+    /// Milliseconds from the process's start until the session was ready.
+    pub setup_ms: f64,
+}
+
+/// Builds the session for `args`.
+pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
+    let workspace = match &args.workspace {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().map_err(|e| {
+            SetupError::new(
+                Exit::Error,
+                format!("cannot tell the current folder ({e}); pass --workspace DIR"),
+            )
+        })?,
+    };
+    let workspace = std::fs::canonicalize(&workspace).map_err(|e| {
+        SetupError::new(
+            Exit::Error,
+            format!(
+                "cannot use {} as the workspace: {e}; pass an existing folder with --workspace",
+                workspace.display()
+            ),
+        )
+    })?;
+    let home = Home::from_env().map_err(|e| SetupError::new(Exit::Error, e))?;
+    let mut settings =
+        settings::load(&home, &workspace).map_err(|e| SetupError::new(Exit::Usage, e))?;
+    let mut notices = std::mem::take(&mut settings.warnings);
+
+    let choice = provider::choose(&args.model, &settings.model)
+        .map_err(|message| SetupError::new(Exit::Usage, message))?;
+    if choice.model == "scripted" {
+        notices.push(format!("using a {}", choice.label));
+    }
+
+    let sandbox =
+        Sandbox::new(home.compile_cache_dir()).map_err(|e| SetupError::new(Exit::Error, e))?;
+    let mut catalog = Catalog::builtin();
+    for spec in &args.plugins {
+        catalog
+            .add_file(spec)
+            .map_err(|e| SetupError::new(Exit::Usage, e))?;
+    }
+    let toolbox = Toolbox::load(sandbox, &catalog, &workspace, Limits::default())
+        .await
+        .map_err(|e| SetupError::new(Exit::Error, e))?;
+
+    let policy = build_policy(&settings, args);
+
+    let instructions = context::discover_instructions(Some(home.config_dir()), &workspace);
+    notices.extend(instructions.warnings.iter().cloned());
+    let system = system_prompt(&toolbox, &workspace, &policy, &instructions, &choice.model);
+
+    let mut config = AgentConfig::new(choice.model.clone(), system);
+    config.max_tokens = choice.max_tokens;
+    config.max_turns = args.max_turns.max(1);
+    let provider_name = choice.provider.name().to_string();
+    let mut agent = Agent::new(
+        choice.provider,
+        toolbox,
+        policy,
+        config,
+        workspace.clone(),
+        Some(home.clone()),
+    );
+
+    let sessions =
+        Sessions::for_workspace(&home, &workspace).map_err(|e| SetupError::new(Exit::Error, e))?;
+    let resume_id = if args.continue_session {
+        Some(
+            sessions
+                .most_recent()
+                .map_err(|e| SetupError::new(Exit::Usage, e))?
+                .id,
+        )
+    } else if let Some(prefix) = &args.resume {
+        Some(
+            sessions
+                .find(prefix)
+                .map_err(|e| SetupError::new(Exit::Usage, e))?,
+        )
+    } else {
+        None
+    };
+    let resumed = resume_id.is_some();
+    match resume_id {
+        Some(id) => {
+            let (transcript, loaded) = sessions
+                .resume(&id, &choice.model, &provider_name)
+                .map_err(|e| SetupError::new(Exit::Error, e))?;
+            for warning in &loaded.warnings {
+                notices.push(format!("session {id}: {warning}"));
+            }
+            agent.restore(loaded.messages, loaded.usage);
+            agent.set_transcript(transcript);
+        }
+        None => {
+            let transcript = sessions
+                .create(&choice.model, &provider_name)
+                .map_err(|e| SetupError::new(Exit::Error, e))?;
+            agent.set_transcript(transcript);
+        }
+    }
+
+    Ok(Session {
+        agent,
+        model_label: choice.label,
+        workspace,
+        home,
+        notices,
+        resumed,
+        settings_files: settings
+            .files
+            .iter()
+            .map(|(layer, path)| format!("{layer}: {}", path.display()))
+            .collect(),
+        instruction_files: instructions.files.iter().map(|f| f.path.clone()).collect(),
+        setup_ms: super::since_start().as_secs_f64() * 1e3,
+    })
+}
+
+/// The policy from the settings plus the command line's mode and rules.
+fn build_policy(settings: &Settings, args: &SessionArgs) -> Policy {
+    let mut settings = settings.clone();
+    for rule in &args.allow {
+        settings
+            .rules
+            .push((RuleKind::Allow, rule.clone(), Layer::CommandLine));
+    }
+    for rule in &args.deny {
+        settings
+            .rules
+            .push((RuleKind::Deny, rule.clone(), Layer::CommandLine));
+    }
+    Policy::from_settings(&settings, args.permission_mode)
+}
+
+/// The system prompt for this session.
+pub fn system_prompt(
+    toolbox: &Toolbox,
+    workspace: &std::path::Path,
+    policy: &Policy,
+    instructions: &Instructions,
+    model: &str,
+) -> String {
+    let tools: Vec<(String, String)> = toolbox
+        .tools()
+        .iter()
+        .map(|tool| {
+            let first = tool
+                .spec
+                .description
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            (tool.model_name.clone(), first)
+        })
+        .collect();
+    let mode = policy.mode().to_string();
+    context::system_prompt(&PromptInputs {
+        workspace,
+        tools: &tools,
+        mode: &mode,
+        instructions,
+        model,
+        date: None,
+    })
+}
