@@ -34,7 +34,7 @@ fn json_stdout(out: &Output) -> Value {
 }
 
 /// The exit-code table `--help` must show, one row per code.
-const EXIT_CODE_ROWS: [&str; 7] = [
+const EXIT_CODE_ROWS: [&str; 10] = [
     "0  success",
     "1  capstan could not do its job",
     "2  usage error, or an unknown tool",
@@ -42,6 +42,9 @@ const EXIT_CODE_ROWS: [&str; 7] = [
     "4  denied by the sandbox",
     "5  the tool ran and failed",
     "6  the plugin crashed, timed out, or hit a memory or output limit",
+    "7  the model's provider refused or failed the request",
+    "8  the agent reached its --max-turns limit",
+    "130  interrupted (Ctrl-C)",
 ];
 
 // ------------------------------------------------------------ version, help
@@ -60,15 +63,30 @@ fn version_prints_the_crate_version() {
 }
 
 #[test]
-fn help_describes_the_commands_and_the_exit_codes() {
+fn help_describes_the_session_flags_the_commands_and_the_exit_codes() {
     let env = Env::new();
     let out = capstan(&env, &["--help"]);
     assert_exit(&out, 0);
     let help = stdout(&out);
     assert!(help.contains("Usage: capstan"), "{help}");
-    assert!(help.contains("tool"), "{help}");
     assert!(help.contains("sandboxed WebAssembly"), "{help}");
-    assert!(help.contains("--allow-write"), "{help}");
+    for item in [
+        "tool",
+        "session",
+        "--print",
+        "--output-format",
+        "--continue",
+        "--resume",
+        "--permission-mode",
+        "--allow",
+        "--deny",
+        "--max-turns",
+        "--model",
+        "scripted:",
+        "OPENAI_BASE_URL",
+    ] {
+        assert!(help.contains(item), "no `{item}` in:\n{help}");
+    }
     assert!(help.contains("Exit codes:"), "{help}");
     for row in EXIT_CODE_ROWS {
         assert!(help.contains(row), "no `{row}` in:\n{help}");
@@ -76,11 +94,89 @@ fn help_describes_the_commands_and_the_exit_codes() {
 }
 
 #[test]
-fn no_arguments_prints_help_and_is_a_usage_error() {
+fn without_a_terminal_or_a_prompt_it_says_what_to_do() {
     let env = Env::new();
-    let out = capstan(&env, &[]);
+    let out = env
+        .capstan()
+        .env_remove("ANTHROPIC_API_KEY")
+        .write_stdin("")
+        .output()
+        .unwrap();
     assert_exit(&out, 2);
-    assert!(stderr(&out).contains("Usage: capstan"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("prompt is empty"), "{}", stderr(&out));
+}
+
+#[test]
+fn without_an_api_key_it_names_the_variable_and_the_offline_demo() {
+    let env = Env::new();
+    let out = env
+        .capstan()
+        .args(["-p", "hello"])
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(err.contains("ANTHROPIC_API_KEY"), "{err}");
+    assert!(err.contains("--model scripted:"), "{err}");
+}
+
+#[test]
+fn bad_session_flags_are_usage_errors_that_say_what_is_valid() {
+    let env = Env::new();
+    let out = capstan(&env, &["-p", "x", "--permission-mode", "yolo"]);
+    assert_exit(&out, 2);
+    for mode in ["default", "accept-edits", "plan", "bypass"] {
+        assert!(stderr(&out).contains(mode), "{}", stderr(&out));
+    }
+    let out = capstan(&env, &["-p", "x", "--allow", "fs.edit(src/**"]);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("fs.edit(src/**"), "{}", stderr(&out));
+    let out = capstan(&env, &["-p", "x", "--output-format", "xml"]);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("stream-json"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_missing_or_broken_script_is_named_with_the_problem() {
+    let env = Env::new();
+    let out = capstan(&env, &["-p", "x", "--model", "scripted:nope.json"]);
+    assert_exit(&out, 2);
+    assert!(stderr(&out).contains("nope.json"), "{}", stderr(&out));
+    env.write(
+        "bad.json",
+        "{\n  \"turns\": [\n    { \"text\": 1 }\n  ]\n}\n",
+    );
+    let out = capstan(&env, &["-p", "x", "--model", "scripted:bad.json"]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(err.contains("bad.json") && err.contains("line 3"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn a_broken_user_config_is_named_with_its_line() {
+    let env = Env::new();
+    let config = env.home.path().join("config.toml");
+    std::fs::write(&config, "[model]\nname = \"x\"\ncolour = 3\n").unwrap();
+    let out = capstan(&env, &["-p", "x", "--model", "scripted:nope.json"]);
+    assert_exit(&out, 2);
+    let err = stderr(&out);
+    assert!(
+        err.contains("config.toml") && err.contains("colour"),
+        "{err}"
+    );
+    assert!(err.contains("line 3"), "{err}");
+}
+
+#[test]
+fn session_list_is_empty_for_a_new_folder() {
+    let env = Env::new();
+    let out = capstan(&env, &["session", "list", "--json"]);
+    assert_exit(&out, 0);
+    assert_eq!(json_stdout(&out), serde_json::json!([]));
 }
 
 #[test]
