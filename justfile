@@ -47,27 +47,27 @@ bench: setup
     cargo bench -p capstan --bench runtime
     cargo bench -p capstan --bench agent
 
-# Try the tools on a sample project (no API key needed).
+# An agent session on a sample project with the offline scripted model (no
+# API key needed), then the tools called directly.
 demo: build
     #!/usr/bin/env bash
     set -euo pipefail
     capstan="$PWD/target/release/capstan"
+    script="$PWD/docs/demo/script.json"
     export CAPSTAN_HOME="$(mktemp -d)"
     project="$(mktemp -d)"
     trap 'rm -rf "$CAPSTAN_HOME" "$project"' EXIT
-    mkdir -p "$project/src"
-    printf 'fn greet(name: &str) -> String {\n    format!("hello, {}", name)\n}\n\nfn main() {\n    println!("{}", greet("world"));\n}\n' > "$project/src/main.rs"
-    printf '# Sample\nA tiny project for the capstan demo.\n' > "$project/README.md"
-    printf 'target/\n' > "$project/.gitignore"
+    cp -R docs/demo/project/. "$project/"
     cd "$project"
     run() { printf '\n\033[1m$ capstan %s\033[0m\n' "$*"; "$capstan" "$@" || echo "(exit code $?)"; }
-    run --version
+    echo "# An agent session. Print mode cannot ask, so the edit is refused and the model is told how to allow it:"
+    run -p "Rename greet to welcome" --model "scripted:$script"
+    echo; echo "# With edits accepted, the same session renames the function:"
+    run -p "Rename greet to welcome" --model "scripted:$script" --permission-mode accept-edits
+    run session list
+    echo; echo "# Tools can be called directly too; each call is a fresh sandbox that sees only the workspace:"
     run tool list
-    run tool call fs.ls '{}'
-    run tool call fs.read '{"path":"src/main.rs","offset":1,"limit":3}'
     run tool call fs.grep '{"pattern":"fn \\w+","glob":"**/*.rs"}'
-    run tool call fs.glob '{"pattern":"**/*"}'
-    echo; echo "# Without --allow-write the workspace is read-only, so the sandbox refuses the edit:"
     run tool call fs.edit '{"path":"src/main.rs","old":"hello","new":"ahoy"}'
     run tool call fs.edit '{"path":"src/main.rs","old":"hello","new":"ahoy"}' --allow-write
     run tool call fs.read '{"path":"src/main.rs","limit":3}'

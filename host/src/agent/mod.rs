@@ -809,3 +809,6 @@ fn describe_source(source: &DecisionSource) -> (String, Option<String>) {
         DecisionSource::NonInteractive => ("non-interactive".to_string(), None),
     }
 }
+
+#[cfg(test)]
+mod tests;

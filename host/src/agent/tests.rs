@@ -1,0 +1,472 @@
+//! The loop against an in-process model and the real `fs` plugin: how
+//! calls are answered, refused, capped and interrupted, and that no request
+//! ever carries a tool call without its result.
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+
+use super::*;
+use crate::model::{EventSink, ModelFuture, Response};
+use crate::plugin::Catalog;
+use crate::sandbox::{Limits, Sandbox};
+
+/// What the test model does for one request.
+enum Step {
+    /// Streams the text, then answers with the text and these calls.
+    Answer(&'static str, Vec<(&'static str, Value)>),
+    /// Streams the text, then never finishes.
+    Hang(&'static str),
+}
+
+/// A model that follows a list of steps and keeps every request.
+#[derive(Clone, Default)]
+struct TestModel {
+    steps: Arc<Mutex<VecDeque<Step>>>,
+    requests: Arc<Mutex<Vec<Request>>>,
+}
+
+impl TestModel {
+    fn new(steps: Vec<Step>) -> Self {
+        Self {
+            steps: Arc::new(Mutex::new(steps.into())),
+            requests: Arc::default(),
+        }
+    }
+
+    fn requests(&self) -> Vec<Request> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+impl Provider for TestModel {
+    fn name(&self) -> &str {
+        "test"
+    }
+
+    fn stream<'a>(&'a self, request: &'a Request, events: EventSink<'a>) -> ModelFuture<'a> {
+        self.requests.lock().unwrap().push(request.clone());
+        let step = self.steps.lock().unwrap().pop_front();
+        Box::pin(async move {
+            let step = step.unwrap_or(Step::Answer("(no more steps)", Vec::new()));
+            match step {
+                Step::Hang(text) => {
+                    events(StreamEvent::TextDelta(text.to_string()));
+                    std::future::pending::<()>().await;
+                    unreachable!()
+                }
+                Step::Answer(text, calls) => {
+                    events(StreamEvent::TextDelta(text.to_string()));
+                    let mut content = vec![Block::Text {
+                        text: text.to_string(),
+                    }];
+                    let stop_reason = if calls.is_empty() {
+                        StopReason::EndTurn
+                    } else {
+                        StopReason::ToolUse
+                    };
+                    for (i, (name, input)) in calls.into_iter().enumerate() {
+                        content.push(Block::ToolUse {
+                            id: format!("call_{}_{i}", self.requests.lock().unwrap().len()),
+                            name: name.to_string(),
+                            input,
+                        });
+                    }
+                    Ok(Response {
+                        content,
+                        stop_reason,
+                        usage: Usage {
+                            input_tokens: 10,
+                            output_tokens: 5,
+                            ..Usage::default()
+                        },
+                    })
+                }
+            }
+        })
+    }
+}
+
+/// Records events; raises the interrupt when a given tool starts; answers
+/// permission questions from a list.
+#[derive(Default)]
+struct TestFrontend {
+    started: Vec<String>,
+    finished: Vec<(String, bool, String)>,
+    interrupt_on_start: Option<(String, Interrupt)>,
+    answers: VecDeque<PermissionAnswer>,
+    asked: Vec<String>,
+}
+
+impl Frontend for TestFrontend {
+    fn event(&mut self, event: AgentEvent<'_>) {
+        match event {
+            AgentEvent::ToolStarted { tool, .. } => {
+                self.started.push(tool.to_string());
+                if let Some((name, interrupt)) = &self.interrupt_on_start {
+                    if name == tool {
+                        interrupt.raise();
+                    }
+                }
+            }
+            AgentEvent::ToolFinished {
+                tool,
+                is_error,
+                output,
+                ..
+            } => self
+                .finished
+                .push((tool.to_string(), is_error, output.to_string())),
+            _ => {}
+        }
+    }
+
+    fn can_prompt(&self) -> bool {
+        !self.answers.is_empty()
+    }
+
+    fn ask(&mut self, request: &PermissionRequest<'_>) -> PermissionAnswer {
+        self.asked.push(request.tool.name.clone());
+        self.answers
+            .pop_front()
+            .unwrap_or(PermissionAnswer::Deny { reason: None })
+    }
+}
+
+fn compile_cache() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-compile-cache")
+}
+
+struct Setup {
+    agent: Agent,
+    model: TestModel,
+    ws: tempfile::TempDir,
+}
+
+async fn setup(steps: Vec<Step>, mode: Mode) -> Setup {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "alpha\n").unwrap();
+    std::fs::write(ws.path().join("b.txt"), "beta\n").unwrap();
+    let sandbox = Sandbox::new(compile_cache()).unwrap();
+    let toolbox = Toolbox::load(sandbox, &Catalog::builtin(), ws.path(), Limits::default())
+        .await
+        .unwrap();
+    let model = TestModel::new(steps);
+    let agent = Agent::new(
+        Box::new(model.clone()),
+        toolbox,
+        Policy::new(mode, Vec::new()),
+        AgentConfig::new("test-model", "system"),
+        ws.path().to_path_buf(),
+        None,
+    );
+    Setup { agent, model, ws }
+}
+
+/// Every tool call in a request is answered in the message after it.
+fn assert_no_orphans(request: &Request) {
+    for (i, message) in request.messages.iter().enumerate() {
+        for block in &message.content {
+            if let Block::ToolUse { id, .. } = block {
+                let next = request
+                    .messages
+                    .get(i + 1)
+                    .unwrap_or_else(|| panic!("tool call {id} is the last message"));
+                assert!(
+                    next.content.iter().any(
+                        |b| matches!(b, Block::ToolResult { tool_use_id, .. } if tool_use_id == id)
+                    ),
+                    "tool call {id} has no result in {next:?}"
+                );
+            }
+        }
+    }
+}
+
+fn results(message: &Message) -> Vec<(String, String, bool)> {
+    message
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            Block::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => Some((tool_use_id.clone(), content.clone(), *is_error)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn results_come_back_in_call_order_and_errors_go_to_the_model() {
+    let steps = vec![
+        Step::Answer(
+            "reading",
+            vec![
+                ("fs__read", json!({"path": "b.txt"})),
+                ("fs__nope", json!({})),
+                ("fs__read", json!("not an object")),
+                ("fs__read", json!({"path": "a.txt"})),
+                ("fs__read", json!({"path": "missing.txt"})),
+            ],
+        ),
+        Step::Answer("done", Vec::new()),
+    ];
+    let mut s = setup(steps, Mode::Default).await;
+    let mut frontend = TestFrontend::default();
+    let report = s
+        .agent
+        .run_turn("go", &mut frontend, &Interrupt::new())
+        .await
+        .unwrap();
+    assert_eq!(report.end, TurnEnd::Finished(StopReason::EndTurn));
+    assert_eq!((report.requests, report.tool_calls), (2, 5));
+    assert_eq!(report.text, "done");
+    let requests = s.model.requests();
+    assert_no_orphans(&requests[1]);
+    let sent = results(requests[1].messages.last().unwrap());
+    let ids: Vec<&str> = sent.iter().map(|(id, _, _)| id.as_str()).collect();
+    assert_eq!(
+        ids,
+        ["call_1_0", "call_1_1", "call_1_2", "call_1_3", "call_1_4"]
+    );
+    assert!(sent[0].1.contains("beta") && !sent[0].2);
+    assert!(sent[1].1.contains("no tool called `fs__nope`") && sent[1].2);
+    assert!(sent[1].1.contains("fs__read"), "{}", sent[1].1);
+    assert!(sent[2].1.contains("JSON object") && sent[2].2);
+    assert!(sent[3].1.contains("alpha") && !sent[3].2);
+    assert!(sent[4].2, "a missing file is an error result");
+    assert_eq!(requests[1].tools.len(), 6);
+}
+
+#[tokio::test]
+async fn an_interrupt_during_tools_answers_every_call() {
+    let steps = vec![
+        Step::Answer(
+            "working",
+            vec![
+                ("fs__read", json!({"path": "a.txt"})),
+                (
+                    "fs__edit",
+                    json!({"path": "a.txt", "old": "alpha", "new": "x"}),
+                ),
+                ("fs__read", json!({"path": "b.txt"})),
+            ],
+        ),
+        Step::Answer("after", Vec::new()),
+    ];
+    let mut s = setup(steps, Mode::Bypass).await;
+    let interrupt = Interrupt::new();
+    let mut frontend = TestFrontend {
+        interrupt_on_start: Some(("fs.read".into(), interrupt.clone())),
+        ..TestFrontend::default()
+    };
+    let report = s
+        .agent
+        .run_turn("go", &mut frontend, &interrupt)
+        .await
+        .unwrap();
+    assert_eq!(report.end, TurnEnd::Interrupted);
+    let last = s.agent.messages().last().unwrap();
+    let sent = results(last);
+    assert_eq!(sent.len(), 3);
+    assert!(
+        sent.iter()
+            .all(|(_, text, is_error)| *is_error && text == INTERRUPTED_RESULT)
+    );
+    // The write after the interrupt never ran.
+    assert_eq!(
+        std::fs::read_to_string(s.ws.path().join("a.txt")).unwrap(),
+        "alpha\n"
+    );
+    interrupt.clear();
+    s.agent
+        .run_turn("continue", &mut TestFrontend::default(), &interrupt)
+        .await
+        .unwrap();
+    let requests = s.model.requests();
+    assert_no_orphans(&requests[1]);
+    // The new prompt joins the tool results' user message.
+    let last = requests[1].messages.last().unwrap();
+    assert_eq!(last.role, Role::User);
+    assert!(matches!(last.content.last(), Some(Block::Text { text }) if text == "continue"));
+}
+
+#[tokio::test]
+async fn an_interrupt_while_streaming_keeps_the_partial_answer() {
+    let mut s = setup(vec![Step::Hang("half an ans")], Mode::Default).await;
+    let interrupt = Interrupt::new();
+    let raiser = interrupt.clone();
+    let mut frontend = TestFrontend::default();
+    let (report, ()) = tokio::join!(
+        s.agent.run_turn("go", &mut frontend, &interrupt),
+        async move {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            raiser.raise();
+        }
+    );
+    assert_eq!(report.unwrap().end, TurnEnd::Interrupted);
+    let messages = s.agent.messages();
+    assert_eq!(messages.len(), 2);
+    assert_eq!(
+        messages[1].content,
+        vec![Block::Text {
+            text: "half an ans".into()
+        }]
+    );
+}
+
+#[tokio::test]
+async fn plan_mode_refuses_writes_and_the_model_hears_why() {
+    let steps = vec![
+        Step::Answer(
+            "editing",
+            vec![("fs__write", json!({"path": "new.txt", "content": "x"}))],
+        ),
+        Step::Answer("ok", Vec::new()),
+    ];
+    let mut s = setup(steps, Mode::Plan).await;
+    s.agent
+        .run_turn("go", &mut TestFrontend::default(), &Interrupt::new())
+        .await
+        .unwrap();
+    assert!(!s.ws.path().join("new.txt").exists());
+    let sent = results(s.model.requests()[1].messages.last().unwrap());
+    assert!(sent[0].2);
+    assert!(sent[0].1.starts_with("Permission denied:"), "{}", sent[0].1);
+    assert!(sent[0].1.contains("plan"), "{}", sent[0].1);
+}
+
+#[tokio::test]
+async fn allowing_for_the_session_stops_the_questions() {
+    let write = |n: u32| {
+        (
+            "fs__write",
+            json!({"path": format!("f{n}.txt"), "content": "x"}),
+        )
+    };
+    let steps = vec![
+        Step::Answer("one", vec![write(1)]),
+        Step::Answer("two", vec![write(2), write(3)]),
+        Step::Answer("done", Vec::new()),
+    ];
+    let mut s = setup(steps, Mode::Default).await;
+    let mut frontend = TestFrontend {
+        answers: vec![PermissionAnswer::AllowSession].into(),
+        ..TestFrontend::default()
+    };
+    s.agent
+        .run_turn("go", &mut frontend, &Interrupt::new())
+        .await
+        .unwrap();
+    assert_eq!(frontend.asked, ["fs.write"]);
+    for n in 1..=3 {
+        assert!(s.ws.path().join(format!("f{n}.txt")).exists());
+    }
+}
+
+#[tokio::test]
+async fn a_denial_with_a_reason_reaches_the_model() {
+    let steps = vec![
+        Step::Answer(
+            "editing",
+            vec![("fs__write", json!({"path": "n.txt", "content": "x"}))],
+        ),
+        Step::Answer("ok", Vec::new()),
+    ];
+    let mut s = setup(steps, Mode::Default).await;
+    let mut frontend = TestFrontend {
+        answers: vec![PermissionAnswer::Deny {
+            reason: Some("use b.txt instead".into()),
+        }]
+        .into(),
+        ..TestFrontend::default()
+    };
+    s.agent
+        .run_turn("go", &mut frontend, &Interrupt::new())
+        .await
+        .unwrap();
+    let sent = results(s.model.requests()[1].messages.last().unwrap());
+    assert!(sent[0].1.contains("use b.txt instead"), "{}", sent[0].1);
+    assert!(!s.ws.path().join("n.txt").exists());
+}
+
+#[tokio::test]
+async fn the_turn_limit_ends_the_turn_with_every_call_answered() {
+    let read = || vec![("fs__read", json!({"path": "a.txt"}))];
+    let steps = vec![
+        Step::Answer("1", read()),
+        Step::Answer("2", read()),
+        Step::Answer("3", read()),
+    ];
+    let mut s = setup(steps, Mode::Default).await;
+    s.agent.config.max_turns = 2;
+    let report = s
+        .agent
+        .run_turn("go", &mut TestFrontend::default(), &Interrupt::new())
+        .await
+        .unwrap();
+    assert_eq!(report.end, TurnEnd::MaxTurns(2));
+    assert_eq!(s.model.requests().len(), 2);
+    assert_eq!(s.agent.messages().last().unwrap().role, Role::User);
+}
+
+#[tokio::test]
+async fn long_results_are_capped_with_a_note() {
+    let steps = vec![
+        Step::Answer("reading", vec![("fs__read", json!({"path": "a.txt"}))]),
+        Step::Answer("ok", Vec::new()),
+    ];
+    let mut s = setup(steps, Mode::Default).await;
+    s.agent.config.result_cap = 8;
+    s.agent
+        .run_turn("go", &mut TestFrontend::default(), &Interrupt::new())
+        .await
+        .unwrap();
+    let sent = results(s.model.requests()[1].messages.last().unwrap());
+    assert!(sent[0].1.contains("[output truncated"), "{}", sent[0].1);
+}
+
+#[tokio::test]
+async fn decisions_and_the_conversation_are_in_the_transcript() {
+    let steps = vec![
+        Step::Answer(
+            "editing",
+            vec![
+                ("fs__read", json!({"path": "a.txt"})),
+                ("fs__write", json!({"path": "n.txt", "content": "x"})),
+            ],
+        ),
+        Step::Answer("ok", Vec::new()),
+    ];
+    let mut s = setup(steps, Mode::Default).await;
+    let home_dir = tempfile::tempdir().unwrap();
+    let home = Home::at(home_dir.path().to_path_buf(), home_dir.path().join("cache"));
+    let sessions = crate::session::Sessions::for_workspace(&home, s.ws.path()).unwrap();
+    let transcript = sessions.create("test-model", "test").unwrap();
+    let path = transcript.path().to_path_buf();
+    s.agent.set_transcript(transcript);
+    s.agent
+        .run_turn("go", &mut TestFrontend::default(), &Interrupt::new())
+        .await
+        .unwrap();
+    s.agent.finish().unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let permissions: Vec<(&str, &str)> = records
+        .iter()
+        .filter(|r| r["type"] == "permission")
+        .map(|r| (r["tool"].as_str().unwrap(), r["outcome"].as_str().unwrap()))
+        .collect();
+    assert_eq!(permissions, [("fs.read", "allow"), ("fs.write", "deny")]);
+    let loaded = crate::session::load::load(&path).unwrap();
+    assert_eq!(loaded.messages, s.agent.messages());
+    assert!(loaded.ended);
+    assert_eq!(loaded.usage.input_tokens, 20);
+}
