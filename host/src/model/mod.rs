@@ -8,8 +8,8 @@
 
 pub mod anthropic;
 pub mod openai;
-pub mod scripted;
 pub mod retry;
+pub mod scripted;
 pub mod sse;
 pub mod transport;
 
