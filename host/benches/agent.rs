@@ -13,13 +13,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod support;
+
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use support::{fmt, header, measure, ratio, row, single, target};
 
 use capstan::agent::{Agent, AgentConfig, AgentEvent, Frontend, Interrupt, Toolbox, TurnEnd};
 use capstan::model::{
-    Block, EventSink, Message, ModelFuture, Provider, Request, Response, Role, StopReason, Usage,
+    Block, EventSink, ModelFuture, Provider, Request, Response, Role, StopReason, Usage,
 };
 use capstan::plugin::Catalog;
 use capstan::policy::{Mode, Policy};
@@ -130,7 +134,7 @@ fn main() {
         None,
     );
     let interrupt = Interrupt::new();
-    let mut turn = |agent: &mut Agent| {
+    let turn = |agent: &mut Agent| {
         agent.clear(None).unwrap();
         let report = rt
             .block_on(agent.run_turn("read the files", &mut Quiet, &interrupt))
@@ -154,7 +158,7 @@ fn main() {
     std::fs::write(&script, r#"{"turns":[{"text":"hello"}]}"#).unwrap();
     let capstan = env!("CARGO_BIN_EXE_capstan");
     let mut ready_ms = Vec::new();
-    let mut session = |ws: &Path, ready_ms: &mut Vec<f64>| {
+    let session = |ws: &Path, ready_ms: &mut Vec<f64>| {
         let out = Command::new(capstan)
             .args(["-p", "hi", "-v", "--model"])
             .arg(format!("scripted:{}", script.display()))
@@ -187,19 +191,16 @@ fn main() {
         assert!(out.status.success());
     });
 
-    println!();
-    println!("capstan agent benchmark ({} build)", profile());
-    println!("{:<56} {:>10} {:>10} {:>8}", "", "p50", "p90", "samples");
+    header("capstan agent benchmark");
     row("turn: instant model, 5 parallel fs.read, answer", &turns);
     row(
         "  baseline: the same 5 fs.read calls, made directly",
         &direct_calls,
     );
     row("capstan -p with a scripted model, whole process", &process);
-    println!(
-        "{:<56} {:>10}",
+    single(
         "  of which: start to first prompt (reported by -v)",
-        fmt(ready_p50)
+        ready_p50,
     );
     row("cat, a native process (baseline)", &cat);
     println!();
@@ -224,67 +225,4 @@ fn main() {
         ready_p50,
         Duration::from_millis(50),
     );
-}
-
-struct Stats {
-    p50: Duration,
-    p90: Duration,
-    samples: usize,
-}
-
-fn measure(samples: usize, mut f: impl FnMut()) -> Stats {
-    let mut times: Vec<Duration> = (0..samples)
-        .map(|_| {
-            let started = Instant::now();
-            f();
-            started.elapsed()
-        })
-        .collect();
-    times.sort();
-    Stats {
-        p50: times[samples / 2],
-        p90: times[samples * 9 / 10],
-        samples,
-    }
-}
-
-fn row(label: &str, stats: &Stats) {
-    println!(
-        "{label:<56} {:>10} {:>10} {:>8}",
-        fmt(stats.p50),
-        fmt(stats.p90),
-        stats.samples
-    );
-}
-
-fn target(label: &str, value: Duration, limit: Duration) {
-    let verdict = if value <= limit { "met" } else { "MISSED" };
-    println!(
-        "target: {label} ≤ {}: {} ({verdict})",
-        fmt(limit),
-        fmt(value)
-    );
-}
-
-fn ratio(a: Duration, b: Duration) -> f64 {
-    a.as_secs_f64() / b.as_secs_f64().max(1e-9)
-}
-
-fn fmt(d: Duration) -> String {
-    let us = d.as_secs_f64() * 1e6;
-    if us < 1000.0 {
-        format!("{us:.1} µs")
-    } else if us < 1_000_000.0 {
-        format!("{:.2} ms", us / 1e3)
-    } else {
-        format!("{:.2} s", us / 1e6)
-    }
-}
-
-fn profile() -> &'static str {
-    if cfg!(debug_assertions) {
-        "debug"
-    } else {
-        "release"
-    }
 }

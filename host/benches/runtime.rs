@@ -15,9 +15,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+mod support;
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
+
+use support::{fmt, header, measure, ratio, row, single, target};
 
 use capstan::grants::Grants;
 use capstan::plugin::builtin;
@@ -114,18 +118,15 @@ fn main() {
     let process = measure(process_samples, || whole(&ws));
 
     let wasm_kib = fs_plugin.wasm.len() as f64 / 1024.0;
-    println!();
-    println!("capstan runtime benchmark ({} build)", profile());
-    println!("{:<52} {:>10} {:>10} {:>8}", "", "p50", "p90", "samples");
+    header("capstan runtime benchmark");
     row("fs.read, fresh instance, in-process", &in_process);
     row("  same, file I/O on tokio's blocking pool", &blocking_pool);
     row("cat small.txt, a native process (baseline)", &cat);
     row("capstan tool call fs.read, whole process", &process);
     row("fs component, load from the compile cache", &cached_load);
-    println!(
-        "{:<52} {:>10}",
-        format!("fs component ({wasm_kib:.0} KiB), first compile"),
-        fmt(first_compile)
+    single(
+        &format!("fs component ({wasm_kib:.0} KiB), first compile"),
+        first_compile,
     );
     println!();
     println!(
@@ -160,67 +161,4 @@ fn main() {
         process.p50,
         Duration::from_millis(20),
     );
-}
-
-struct Stats {
-    p50: Duration,
-    p90: Duration,
-    samples: usize,
-}
-
-fn measure(samples: usize, mut f: impl FnMut()) -> Stats {
-    let mut times: Vec<Duration> = (0..samples)
-        .map(|_| {
-            let started = Instant::now();
-            f();
-            started.elapsed()
-        })
-        .collect();
-    times.sort();
-    Stats {
-        p50: times[samples / 2],
-        p90: times[samples * 9 / 10],
-        samples,
-    }
-}
-
-fn row(label: &str, stats: &Stats) {
-    println!(
-        "{label:<52} {:>10} {:>10} {:>8}",
-        fmt(stats.p50),
-        fmt(stats.p90),
-        stats.samples
-    );
-}
-
-fn target(label: &str, value: Duration, limit: Duration) {
-    let verdict = if value <= limit { "met" } else { "MISSED" };
-    println!(
-        "target {label} <= {}: {} ({verdict})",
-        fmt(limit),
-        fmt(value)
-    );
-}
-
-fn ratio(a: Duration, b: Duration) -> f64 {
-    a.as_secs_f64() / b.as_secs_f64()
-}
-
-fn fmt(d: Duration) -> String {
-    let us = d.as_secs_f64() * 1e6;
-    if us < 1000.0 {
-        format!("{us:.1} µs")
-    } else if us < 1e6 {
-        format!("{:.2} ms", us / 1e3)
-    } else {
-        format!("{:.2} s", us / 1e6)
-    }
-}
-
-fn profile() -> &'static str {
-    if cfg!(debug_assertions) {
-        "debug"
-    } else {
-        "release"
-    }
 }

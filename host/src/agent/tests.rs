@@ -105,10 +105,10 @@ impl Frontend for TestFrontend {
         match event {
             AgentEvent::ToolStarted { tool, .. } => {
                 self.started.push(tool.to_string());
-                if let Some((name, interrupt)) = &self.interrupt_on_start {
-                    if name == tool {
-                        interrupt.raise();
-                    }
+                if let Some((name, interrupt)) = &self.interrupt_on_start
+                    && name == tool
+                {
+                    interrupt.raise();
                 }
             }
             AgentEvent::ToolFinished {

@@ -1,0 +1,92 @@
+//! Measuring and printing, shared by the benchmarks.
+
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+
+/// The width of a row's label.
+pub const LABEL_WIDTH: usize = 56;
+
+/// Percentiles of a set of timings.
+pub struct Stats {
+    pub p50: Duration,
+    pub p90: Duration,
+    pub samples: usize,
+}
+
+/// Times `samples` runs of `f`.
+pub fn measure(samples: usize, mut f: impl FnMut()) -> Stats {
+    let mut times: Vec<Duration> = (0..samples)
+        .map(|_| {
+            let started = Instant::now();
+            f();
+            started.elapsed()
+        })
+        .collect();
+    times.sort();
+    Stats {
+        p50: times[samples / 2],
+        p90: times[samples * 9 / 10],
+        samples,
+    }
+}
+
+/// The header above the rows.
+pub fn header(title: &str) {
+    println!();
+    println!("{title} ({} build)", profile());
+    println!(
+        "{:<LABEL_WIDTH$} {:>10} {:>10} {:>8}",
+        "", "p50", "p90", "samples"
+    );
+}
+
+/// One row: a label and its percentiles.
+pub fn row(label: &str, stats: &Stats) {
+    println!(
+        "{label:<LABEL_WIDTH$} {:>10} {:>10} {:>8}",
+        fmt(stats.p50),
+        fmt(stats.p90),
+        stats.samples
+    );
+}
+
+/// A row with a single figure.
+pub fn single(label: &str, value: Duration) {
+    println!("{label:<LABEL_WIDTH$} {:>10}", fmt(value));
+}
+
+/// Says whether a figure met its target.
+pub fn target(label: &str, value: Duration, limit: Duration) {
+    let verdict = if value <= limit { "met" } else { "MISSED" };
+    println!(
+        "target {label} <= {}: {} ({verdict})",
+        fmt(limit),
+        fmt(value)
+    );
+}
+
+/// `a / b`.
+pub fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64().max(1e-12)
+}
+
+/// A duration in µs, ms or s.
+pub fn fmt(d: Duration) -> String {
+    let us = d.as_secs_f64() * 1e6;
+    if us < 1000.0 {
+        format!("{us:.1} µs")
+    } else if us < 1e6 {
+        format!("{:.2} ms", us / 1e3)
+    } else {
+        format!("{:.2} s", us / 1e6)
+    }
+}
+
+fn profile() -> &'static str {
+    if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    }
+}
