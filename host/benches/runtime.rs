@@ -21,7 +21,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::{fmt, header, measure, ratio, row, single, target};
+use support::{header, measure, ratio, row, single, target};
 
 use capstan::grants::Grants;
 use capstan::plugin::builtin;
