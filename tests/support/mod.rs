@@ -3,6 +3,8 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod mock_model;
+
 use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;
 use std::sync::{Mutex, OnceLock};
@@ -103,7 +105,13 @@ impl Env {
 
     /// The `capstan` binary, run in the workspace with the test's home.
     pub fn capstan(&self) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_capstan"));
+        Command::from_std(self.capstan_std())
+    }
+
+    /// The same as [`Env::capstan`], as a plain std command (for spawning
+    /// the binary and reading its output while it runs).
+    pub fn capstan_std(&self) -> StdCommand {
+        let mut cmd = StdCommand::new(env!("CARGO_BIN_EXE_capstan"));
         cmd.current_dir(self.ws.path())
             .env("CAPSTAN_HOME", self.home.path())
             .env("HOME", self.home.path())
