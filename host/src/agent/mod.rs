@@ -588,20 +588,26 @@ impl Agent {
             }
             let toolbox = &self.toolbox;
             let session_id = self.transcript.as_ref().map(TranscriptWriter::id);
-            let runs = futures_util::stream::iter(runnable.iter().map(|(index, tool)| {
+            // Results are recorded as each call finishes, so an interrupt
+            // keeps the ones already done and only the rest are reported as
+            // interrupted.
+            let mut runs = futures_util::stream::iter(runnable.iter().map(|(index, tool)| {
                 let call = &calls[*index];
                 async move {
                     let (result, duration) = toolbox.call(tool, &call.input, session_id).await;
                     (*index, tool, result, duration)
                 }
             }))
-            .buffered(self.config.max_parallel.max(1))
-            .collect::<Vec<_>>();
-            let finished = tokio::select! {
-                finished = runs => finished,
-                () = interrupt.raised() => break,
-            };
-            for (index, tool, result, duration) in finished {
+            .buffer_unordered(self.config.max_parallel.max(1));
+            loop {
+                let next = tokio::select! {
+                    biased;
+                    () = interrupt.raised() => None,
+                    next = runs.next() => next,
+                };
+                let Some((index, tool, result, duration)) = next else {
+                    break;
+                };
                 let call = &calls[index];
                 let (output, is_error) = match result {
                     Ok(text) => (scheduler::cap_result(text, self.config.result_cap), false),
@@ -619,6 +625,9 @@ impl Agent {
                     duration,
                 });
                 results[index] = Some((output, is_error));
+            }
+            if interrupt.is_raised() {
+                break;
             }
         }
         Ok(calls
