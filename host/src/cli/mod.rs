@@ -1,7 +1,9 @@
 //! The `capstan` command line: agent sessions (interactive, or one task
 //! with `-p`), tools called directly, and saved sessions.
 
+mod audit;
 mod exit;
+mod plugin;
 mod print;
 pub mod provider;
 pub mod render;
@@ -67,6 +69,12 @@ enum Command {
     /// Saved sessions.
     #[command(subcommand)]
     Session(session_list::SessionCommand),
+    /// Install plugins and manage what they may touch.
+    #[command(subcommand)]
+    Plugin(plugin::PluginCommand),
+    /// What plugins touched: show and verify the audit log.
+    #[command(subcommand)]
+    Audit(audit::AuditCommand),
 }
 
 /// When the process started, for "ready in" figures.
@@ -111,6 +119,8 @@ pub fn main() -> ExitCode {
         match cli.command {
             Some(Command::Tool(command)) => tool::run(command, verbose).await,
             Some(Command::Session(command)) => session_list::run(command),
+            Some(Command::Plugin(command)) => plugin::run(command, verbose).await,
+            Some(Command::Audit(command)) => audit::run(command),
             None => {
                 let interactive = !cli.session.print
                     && std::io::stdin().is_terminal()

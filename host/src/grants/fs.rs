@@ -12,12 +12,24 @@ use std::path::{Path, PathBuf};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 /// How a folder may be used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Access {
     /// Read files and list folders.
     Read,
     /// Also create, change, rename and delete.
     ReadWrite,
+}
+
+/// A folder as a manifest requests it: `$WORKSPACE`, `$PLUGIN_DATA` (the
+/// plugin's own data folder) or an absolute path.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FsRequest {
+    /// The folder.
+    pub path: String,
+    /// `read` or `read-write`.
+    pub access: Access,
 }
 
 /// One folder a plugin may see.

@@ -1,18 +1,52 @@
 //! Capabilities a plugin may be granted, one module per kind.
 //!
-//! Each module owns its piece of the story: how the grant is written, how a
-//! request is checked against it, and how it is wired into the sandbox. At
-//! this stage only file-system grants exist; a plugin gets no environment
-//! variables, no network and no sockets.
+//! Each module owns its piece of the story: how the grant is written in a
+//! manifest, how a request is checked against it, how it is wired into the
+//! sandbox, and what it writes to the audit log:
+//!
+//! - [`fs`]: folders, read-only or read-write (WASI preopens);
+//! - [`net`]: `scheme://host[:port]` patterns, checked on every outgoing
+//!   `wasi:http` request; sockets are always off;
+//! - [`env`]: environment variables by name, nothing else;
+//! - [`secrets`]: values the host adds to requests as headers, which the
+//!   plugin never sees.
+//!
+//! [`Capabilities`] is what a manifest requests and what the lockfile
+//! records as granted; [`Grants`] is what one call actually gets.
 
+pub mod env;
 pub mod fs;
+pub mod net;
+pub mod secrets;
 
 use std::sync::{Arc, OnceLock};
 
 use wasmtime_wasi::filesystem::WasiFilesystemCtx;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder};
 
-pub use fs::{Access, FsGrant, GrantError};
+pub use env::EnvGrant;
+pub use fs::{Access, FsGrant, FsRequest, GrantError};
+pub use net::NetGrant;
+pub use secrets::{ResolvedSecret, SecretGrant};
+
+/// What a plugin requests in its manifest's `[capabilities]`, or what the
+/// user granted it (as recorded in the lockfile).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Capabilities {
+    /// Folders, read or read-write.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fs: Vec<FsRequest>,
+    /// Hosts it may send HTTP requests to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub net: Vec<NetGrant>,
+    /// Environment variables it may read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<EnvGrant>,
+    /// Secrets the host adds to its requests.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<SecretGrant>,
+}
 
 /// Everything one call is granted.
 #[derive(Debug, Clone, Default)]
@@ -22,6 +56,13 @@ pub struct Grants {
     /// The folder that counts as the workspace, if any: its guest path is
     /// passed to the plugin in the call context.
     pub workspace: Option<FsGrant>,
+    /// Where outgoing HTTP requests may go; nowhere by default.
+    pub net: Vec<NetGrant>,
+    /// Environment variables the plugin sees, by name; values are read
+    /// from the host's environment at call time.
+    pub env: Vec<EnvGrant>,
+    /// Secrets added as headers to requests to their hosts.
+    pub secrets: Vec<ResolvedSecret>,
     opened: OpenedFolders,
 }
 

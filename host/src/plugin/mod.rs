@@ -1,11 +1,19 @@
 //! Plugins: which components exist, where their bytes come from, and how a
 //! tool name like `fs.read` finds its component.
 //!
-//! At this stage plugins are the first-party ones embedded in the binary
-//! plus component files named on the command line (`--plugin`).
+//! Plugins are the first-party ones embedded in the binary, the ones the
+//! user installed (with the capabilities they granted, checked against the
+//! lockfile on every load), and component files named on the command line
+//! (`--plugin`).
 
 pub mod builtin;
 pub mod catalog;
+pub mod inspect;
+pub mod install;
+pub mod lock;
+pub mod manifest;
+pub mod signature;
+pub mod store;
 
 pub use catalog::{Catalog, CatalogError, PluginSource};
 

@@ -24,6 +24,7 @@
 //! Rules come from the settings files ([`settings`]), the command line and
 //! the session; [`Rule`] describes their syntax.
 
+pub mod audit;
 pub mod mode;
 pub mod rule;
 pub mod settings;
