@@ -29,6 +29,13 @@ pub struct ResolvedSecret {
     value: String,
 }
 
+impl ResolvedSecret {
+    /// The header value: the grant's format with `{}` replaced by the value.
+    pub fn header_value(&self) -> String {
+        self.grant.format.replace("{}", &self.value)
+    }
+}
+
 impl std::fmt::Debug for ResolvedSecret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ResolvedSecret")
