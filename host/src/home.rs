@@ -105,6 +105,16 @@ impl Home {
         self.data.join("sessions")
     }
 
+    /// The audit log of what plugins touched.
+    pub fn audit_log(&self) -> PathBuf {
+        self.data.join("audit").join("audit.jsonl")
+    }
+
+    /// Where installed plugins, their lockfile and their data live.
+    pub fn plugins_dir(&self) -> PathBuf {
+        self.data.join("plugins")
+    }
+
     /// Where compiled components are kept.
     pub fn compile_cache_dir(&self) -> PathBuf {
         self.cache.join("compiled")

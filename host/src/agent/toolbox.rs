@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::grants::{GrantError, Grants};
 use crate::model::ToolDef;
 use crate::plugin::{Catalog, CatalogError};
+use crate::policy::audit::AuditLog;
 use crate::sandbox::{
     CallError, CallOptions, EventSink, Limits, LoadedComponent, Sandbox, ToolSpec,
 };
@@ -67,6 +68,7 @@ pub struct Toolbox {
     write: Grants,
     limits: Limits,
     events: Option<EventSink>,
+    audit: Option<AuditLog>,
 }
 
 /// The name the model uses for tool `PLUGIN.TOOL`.
@@ -125,12 +127,18 @@ impl Toolbox {
             write,
             limits,
             events: None,
+            audit: None,
         })
     }
 
     /// Sends plugins' log lines and progress reports to `events`.
     pub fn set_events(&mut self, events: EventSink) {
         self.events = Some(events);
+    }
+
+    /// Records every call's capability decisions in `log`.
+    pub fn set_audit(&mut self, log: AuditLog) {
+        self.audit = Some(log);
     }
 
     /// Every tool, in plugin order.
@@ -182,6 +190,7 @@ impl Toolbox {
             limits: self.limits,
             session_id: session_id.map(str::to_string),
             events: self.events.clone(),
+            audit: self.audit.clone(),
         };
         let Some(component) = self.components.get(tool.plugin) else {
             let err = CallError::UnknownTool {

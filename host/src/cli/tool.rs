@@ -304,6 +304,7 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
         },
         session_id: None,
         events: Some(setup.events()),
+        audit: None,
     };
     let started = Instant::now();
     let result = setup

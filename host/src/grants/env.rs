@@ -5,3 +5,10 @@
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(transparent)]
 pub struct EnvGrant(String);
+
+impl EnvGrant {
+    /// The variable's name.
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+}

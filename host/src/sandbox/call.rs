@@ -46,6 +46,8 @@ pub struct CallOptions {
     pub session_id: Option<String>,
     /// Where log lines and progress reports go.
     pub events: Option<EventSink>,
+    /// Where capability decisions are recorded, if anywhere.
+    pub audit: Option<crate::policy::audit::AuditLog>,
 }
 
 /// The state of one store: the plugin's WASI view of the world and the
@@ -56,6 +58,8 @@ pub struct CallState {
     pub(super) memory: MemoryCap,
     pub(super) plugin: Arc<str>,
     pub(super) events: Option<EventSink>,
+    /// Where this call's capability decisions are recorded.
+    pub(crate) audit: Option<crate::policy::audit::AuditScope>,
 }
 
 impl WasiView for CallState {
@@ -80,6 +84,7 @@ impl PreparedCall {
     pub fn new(
         engine: &wasmtime::Engine,
         plugin: &Arc<str>,
+        call_id: &str,
         options: &CallOptions,
         file_io: FileIo,
     ) -> Result<Self, CallError> {
@@ -102,7 +107,24 @@ impl PreparedCall {
             memory: MemoryCap::new(options.limits.memory),
             plugin: plugin.clone(),
             events: options.events.clone(),
+            audit: options
+                .audit
+                .clone()
+                .map(|log| crate::policy::audit::AuditScope {
+                    log,
+                    plugin: plugin.to_string(),
+                    call_id: call_id.to_string(),
+                    session_id: options.session_id.clone(),
+                }),
         };
+        if let Some(scope) = &state.audit
+            && !options.grants.env.is_empty()
+        {
+            let names = options.grants.env.iter().map(|g| g.name().to_string());
+            scope.record(crate::policy::audit::AuditEvent::EnvRead {
+                names: names.collect(),
+            });
+        }
         let mut store = Store::new(engine, state);
         store.limiter(|state| &mut state.memory);
         let ticks = options

@@ -150,7 +150,14 @@ impl Sandbox {
             },
             ..CallOptions::default()
         };
-        let mut call = PreparedCall::new(&self.engine, &component.name, &options, self.file_io)?;
+        let call_id = new_call_id();
+        let mut call = PreparedCall::new(
+            &self.engine,
+            &component.name,
+            &call_id,
+            &options,
+            self.file_io,
+        )?;
         let limit = call.wall_clock_limit();
         let work = async {
             let plugin = component.pre.instantiate_async(&mut call.store).await?;
@@ -181,10 +188,17 @@ impl Sandbox {
         input: &str,
         options: &CallOptions,
     ) -> Result<ToolOutput, CallError> {
-        let mut call = PreparedCall::new(&self.engine, &component.name, options, self.file_io)?;
+        let call_id = new_call_id();
+        let mut call = PreparedCall::new(
+            &self.engine,
+            &component.name,
+            &call_id,
+            options,
+            self.file_io,
+        )?;
         let limit = call.wall_clock_limit();
         let context = bindings::capstan::plugin::types::CallContext {
-            call_id: new_call_id(),
+            call_id,
             workspace: options.grants.workspace_guest_path().map(str::to_string),
             session_id: options.session_id.clone(),
         };
