@@ -7,6 +7,11 @@
 pub struct EnvGrant(String);
 
 impl EnvGrant {
+    /// A grant of the variable `name`.
+    pub fn new(name: &str) -> Self {
+        Self(name.to_string())
+    }
+
     /// The variable's name.
     pub fn name(&self) -> &str {
         &self.0

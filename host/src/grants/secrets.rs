@@ -30,6 +30,11 @@ pub struct ResolvedSecret {
 }
 
 impl ResolvedSecret {
+    /// A grant with its value.
+    pub fn new(grant: SecretGrant, value: String) -> Self {
+        Self { grant, value }
+    }
+
     /// The header value: the grant's format with `{}` replaced by the value.
     pub fn header_value(&self) -> String {
         self.grant.format.replace("{}", &self.value)

@@ -123,7 +123,42 @@ impl AuditLog {
 impl AuditScope {
     /// Appends one record. Never fails the call: a log that cannot be
     /// written is reported on stderr.
+    ///
+    /// A record is one JSON object per line with `plugin`, `call_id`,
+    /// `session_id`, `kind` and the event's own fields at the top level.
     pub fn record(&self, event: AuditEvent) {
-        let _ = (&self.log, event);
+        let mut value = serde_json::json!({
+            "plugin": self.plugin,
+            "call_id": self.call_id,
+            "session_id": self.session_id,
+        });
+        if let (Some(map), Ok(serde_json::Value::Object(fields))) =
+            (value.as_object_mut(), serde_json::to_value(&event))
+        {
+            map.extend(fields);
+        }
+        let Ok(inner) = self.log.inner.lock() else {
+            return;
+        };
+        let mut line = value.to_string();
+        line.push('\n');
+        let written = inner
+            .path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| {
+                use std::io::Write as _;
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&inner.path)?
+                    .write_all(line.as_bytes())
+            });
+        if let Err(error) = written {
+            eprintln!(
+                "capstan: cannot write the audit log {}: {error}",
+                inner.path.display()
+            );
+        }
     }
 }
