@@ -24,10 +24,10 @@ use std::sync::{Arc, OnceLock};
 use wasmtime_wasi::filesystem::WasiFilesystemCtx;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder};
 
-pub use env::EnvGrant;
+pub use env::{EnvError, EnvGrant};
 pub use fs::{Access, FsGrant, FsRequest, GrantError};
 pub use net::NetGrant;
-pub use secrets::{ResolvedSecret, SecretGrant};
+pub use secrets::{ResolvedSecret, SecretError, SecretGrant, SecretValues};
 
 /// What a plugin requests in its manifest's `[capabilities]`, or what the
 /// user granted it (as recorded in the lockfile).
@@ -101,6 +101,12 @@ impl Grants {
         Self::default()
     }
 
+    /// The environment the plugin sees: each granted variable that is set
+    /// in the host's environment now, and nothing else.
+    pub fn env_values(&self) -> Vec<(String, String)> {
+        env::granted_values(&self.env, |name| std::env::var(name).ok())
+    }
+
     /// The workspace path as the plugin sees it.
     pub fn workspace_guest_path(&self) -> Option<&str> {
         self.workspace.as_ref().map(FsGrant::guest_path)
@@ -129,5 +135,954 @@ impl Grants {
             grant.apply(&mut builder)?;
         }
         Ok(builder.build().filesystem().clone())
+    }
+}
+
+/// A kind of capability, as the `grant` and `revoke` commands name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CapabilityKind {
+    /// A folder (`fs`).
+    Fs,
+    /// An origin pattern (`net`).
+    Net,
+    /// An environment variable (`env`).
+    Env,
+    /// A secret (`secret`).
+    Secret,
+}
+
+impl CapabilityKind {
+    /// The word the commands and the manifest use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Fs => "fs",
+            Self::Net => "net",
+            Self::Env => "env",
+            Self::Secret => "secret",
+        }
+    }
+}
+
+impl std::fmt::Display for CapabilityKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for CapabilityKind {
+    type Err = CapabilityRefError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.to_ascii_lowercase().as_str() {
+            "fs" | "files" => Ok(Self::Fs),
+            "net" | "network" => Ok(Self::Net),
+            "env" => Ok(Self::Env),
+            "secret" | "secrets" => Ok(Self::Secret),
+            _ => Err(CapabilityRefError::UnknownKind {
+                kind: text.to_string(),
+            }),
+        }
+    }
+}
+
+/// One capability named on the command line, as `KIND VALUE`: `fs PATH`,
+/// `net ORIGIN`, `env NAME` or `secret NAME`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CapabilityRef {
+    /// Which kind.
+    pub kind: CapabilityKind,
+    /// The folder, origin pattern or name, checked for its kind.
+    pub value: String,
+}
+
+/// A `KIND VALUE` pair that is wrong, or names nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CapabilityRefError {
+    /// The kind is not one of fs, net, env, secret.
+    #[error("unknown capability kind `{kind}`; use fs, net, env or secret")]
+    UnknownKind {
+        /// The kind as written.
+        kind: String,
+    },
+    /// The text is not `KIND VALUE`.
+    #[error("expected KIND VALUE (such as `net https://api.example.com`), got `{text}`")]
+    Malformed {
+        /// The text as written.
+        text: String,
+    },
+    /// The value is not valid for its kind.
+    #[error("invalid {kind} value `{value}`: {message}")]
+    InvalidValue {
+        /// The kind.
+        kind: CapabilityKind,
+        /// The value as written.
+        value: String,
+        /// Why.
+        message: String,
+    },
+    /// Nothing of that kind and value is there.
+    #[error("{kind} `{value}` is not {where_}; {listed}")]
+    NotFound {
+        /// The kind.
+        kind: CapabilityKind,
+        /// The value.
+        value: String,
+        /// `granted` or `requested by the manifest`.
+        where_: &'static str,
+        /// What there is of that kind.
+        listed: String,
+    },
+}
+
+impl CapabilityRef {
+    /// A capability from its kind and value, checking the value's syntax.
+    pub fn parse(kind: &str, value: &str) -> Result<Self, CapabilityRefError> {
+        let kind: CapabilityKind = kind.parse()?;
+        let value = value.trim();
+        let invalid = |message: String| CapabilityRefError::InvalidValue {
+            kind,
+            value: value.to_string(),
+            message,
+        };
+        match kind {
+            CapabilityKind::Fs => {
+                FsRequest::parse(value, Access::Read).map_err(|e| invalid(e.to_string()))?;
+            }
+            CapabilityKind::Net => {
+                parse_net(value).map_err(invalid)?;
+            }
+            CapabilityKind::Env => {
+                env::check_name(value).map_err(|e| invalid(e.to_string()))?;
+            }
+            CapabilityKind::Secret => {
+                secrets::check_name(value).map_err(invalid)?;
+            }
+        }
+        Ok(Self {
+            kind,
+            value: value.to_string(),
+        })
+    }
+
+    /// A capability from one `KIND VALUE` string.
+    pub fn parse_pair(text: &str) -> Result<Self, CapabilityRefError> {
+        match text.trim().split_once(char::is_whitespace) {
+            Some((kind, value)) if !value.trim().is_empty() => Self::parse(kind, value),
+            _ => Err(CapabilityRefError::Malformed {
+                text: text.to_string(),
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for CapabilityRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.kind, self.value)
+    }
+}
+
+/// One entry of a capability set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CapabilityEntry {
+    /// A folder.
+    Fs(FsRequest),
+    /// An origin pattern.
+    Net(NetGrant),
+    /// An environment variable.
+    Env(EnvGrant),
+    /// A secret.
+    Secret(SecretGrant),
+}
+
+impl CapabilityEntry {
+    /// The entry as a consent line: `network  https://api.example.com`.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Fs(fs) => format!("files    {}", fs.describe()),
+            Self::Net(net) => format!("network  {}", net_text(net)),
+            Self::Env(env) => format!("env      {}", env.name()),
+            Self::Secret(secret) => format!("secret   {}", secret.describe()),
+        }
+    }
+}
+
+impl std::fmt::Display for CapabilityEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+/// How a newer capability set differs from an older one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CapabilityDiff {
+    /// Entries only the newer set has.
+    pub added: Vec<CapabilityEntry>,
+    /// Entries only the older set has.
+    pub removed: Vec<CapabilityEntry>,
+    /// Entries the newer set widens: (older, newer).
+    pub widened: Vec<(CapabilityEntry, CapabilityEntry)>,
+    /// Entries the newer set narrows or changes without widening: (older, newer).
+    pub narrowed: Vec<(CapabilityEntry, CapabilityEntry)>,
+}
+
+impl CapabilityDiff {
+    /// Whether the newer set asks for anything the older one did not grant.
+    pub fn is_wider(&self) -> bool {
+        !self.added.is_empty() || !self.widened.is_empty()
+    }
+
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty()
+            && self.removed.is_empty()
+            && self.widened.is_empty()
+            && self.narrowed.is_empty()
+    }
+}
+
+impl std::fmt::Display for CapabilityDiff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_empty() {
+            return writeln!(f, "  no change in what it may access");
+        }
+        for entry in &self.added {
+            writeln!(f, "  + {entry}   (new)")?;
+        }
+        for (old, new) in &self.widened {
+            writeln!(
+                f,
+                "  ^ {new}   (wider: was {})",
+                old.describe()
+                    .split_whitespace()
+                    .skip(1)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )?;
+        }
+        for (old, new) in &self.narrowed {
+            writeln!(
+                f,
+                "  v {new}   (narrower: was {})",
+                old.describe()
+                    .split_whitespace()
+                    .skip(1)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            )?;
+        }
+        for entry in &self.removed {
+            writeln!(f, "  - {entry}   (no longer asked for)")?;
+        }
+        Ok(())
+    }
+}
+
+impl Capabilities {
+    /// Whether nothing is requested.
+    pub fn is_empty(&self) -> bool {
+        self.fs.is_empty() && self.net.is_empty() && self.env.is_empty() && self.secrets.is_empty()
+    }
+
+    /// Every entry, in the order network, secrets, files, env.
+    pub fn entries(&self) -> Vec<CapabilityEntry> {
+        let net = self.net.iter().cloned().map(CapabilityEntry::Net);
+        let secrets = self.secrets.iter().cloned().map(CapabilityEntry::Secret);
+        let fs = self.fs.iter().cloned().map(CapabilityEntry::Fs);
+        let env = self.env.iter().cloned().map(CapabilityEntry::Env);
+        net.chain(secrets).chain(fs).chain(env).collect()
+    }
+
+    /// The capabilities in plain words, one line each, for the consent
+    /// prompt: network origins (or `network  none`), secrets, folders (or
+    /// `files    none`), environment variables.
+    pub fn describe(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if self.net.is_empty() {
+            lines.push("network  none".to_string());
+        }
+        let entries = self.entries();
+        let (before, after): (Vec<_>, Vec<_>) = entries
+            .iter()
+            .partition(|e| matches!(e, CapabilityEntry::Net(_) | CapabilityEntry::Secret(_)));
+        lines.extend(before.iter().map(|e| e.describe()));
+        if self.fs.is_empty() {
+            lines.push("files    none".to_string());
+        }
+        lines.extend(after.iter().map(|e| e.describe()));
+        lines
+    }
+
+    /// Whether every entry of `self` is covered by `granted`: folders by
+    /// the same (or an enclosing) folder with enough access, origins by a
+    /// pattern that covers them, variables by name, secrets by a grant of
+    /// the same name, header and format whose hosts cover theirs.
+    pub fn is_within(&self, granted: &Capabilities) -> bool {
+        let fs = self
+            .fs
+            .iter()
+            .all(|r| granted.fs.iter().any(|g| r.is_within(g)));
+        let net = self
+            .net
+            .iter()
+            .all(|r| granted.net.iter().any(|g| net_covers(g, r)));
+        let env = self.env.iter().all(|r| granted.env.contains(r));
+        let secrets = self
+            .secrets
+            .iter()
+            .all(|r| granted.secrets.iter().any(|g| secret_within(r, g)));
+        fs && net && env && secrets
+    }
+
+    /// How `newer` differs from `self`: what it adds, removes, widens and
+    /// narrows. An update whose diff [`is_wider`](CapabilityDiff::is_wider)
+    /// needs consent again.
+    pub fn diff(&self, newer: &Capabilities) -> CapabilityDiff {
+        let mut diff = CapabilityDiff::default();
+
+        // Folders: matched by path.
+        for new in &newer.fs {
+            match self.fs.iter().find(|old| old.path == new.path) {
+                None => diff.added.push(CapabilityEntry::Fs(new.clone())),
+                Some(old) if old.access == new.access => {}
+                Some(old) => {
+                    let pair = (
+                        CapabilityEntry::Fs(old.clone()),
+                        CapabilityEntry::Fs(new.clone()),
+                    );
+                    if new.is_within(old) {
+                        diff.narrowed.push(pair);
+                    } else {
+                        diff.widened.push(pair);
+                    }
+                }
+            }
+        }
+        for old in &self.fs {
+            if !newer.fs.iter().any(|new| new.path == old.path) {
+                diff.removed.push(CapabilityEntry::Fs(old.clone()));
+            }
+        }
+
+        // Origins: an unchanged pattern, one that covers an old one
+        // (widened), one an old one covers (narrowed), or new.
+        let mut matched_old = vec![false; self.net.len()];
+        for new in &newer.net {
+            if let Some(i) = self.net.iter().position(|old| old == new) {
+                matched_old[i] = true;
+                continue;
+            }
+            let entry = CapabilityEntry::Net(new.clone());
+            if let Some(i) = self.net.iter().position(|old| net_covers(new, old)) {
+                matched_old[i] = true;
+                diff.widened
+                    .push((CapabilityEntry::Net(self.net[i].clone()), entry));
+            } else if let Some(i) = self.net.iter().position(|old| net_covers(old, new)) {
+                matched_old[i] = true;
+                diff.narrowed
+                    .push((CapabilityEntry::Net(self.net[i].clone()), entry));
+            } else {
+                diff.added.push(entry);
+            }
+        }
+        for (old, matched) in self.net.iter().zip(matched_old) {
+            if !matched && !newer.net.iter().any(|new| net_covers(new, old)) {
+                diff.removed.push(CapabilityEntry::Net(old.clone()));
+            }
+        }
+
+        // Variables: by name.
+        for new in &newer.env {
+            if !self.env.contains(new) {
+                diff.added.push(CapabilityEntry::Env(new.clone()));
+            }
+        }
+        for old in &self.env {
+            if !newer.env.contains(old) {
+                diff.removed.push(CapabilityEntry::Env(old.clone()));
+            }
+        }
+
+        // Secrets: by name; more hosts or another header or format widens.
+        for new in &newer.secrets {
+            match self.secrets.iter().find(|old| old.name == new.name) {
+                None => diff.added.push(CapabilityEntry::Secret(new.clone())),
+                Some(old) if old == new => {}
+                Some(old) => {
+                    let pair = (
+                        CapabilityEntry::Secret(old.clone()),
+                        CapabilityEntry::Secret(new.clone()),
+                    );
+                    if secret_within(new, old) {
+                        diff.narrowed.push(pair);
+                    } else {
+                        diff.widened.push(pair);
+                    }
+                }
+            }
+        }
+        for old in &self.secrets {
+            if !newer.secrets.iter().any(|new| new.name == old.name) {
+                diff.removed.push(CapabilityEntry::Secret(old.clone()));
+            }
+        }
+        diff
+    }
+
+    /// A copy without the entry `what` names (for `revoke`). A folder is
+    /// named by its path, whatever its access; an origin by its exact
+    /// pattern; a variable or secret by its name.
+    pub fn without(&self, what: &CapabilityRef) -> Result<Capabilities, CapabilityRefError> {
+        let mut out = self.clone();
+        let before = out.count(what.kind);
+        match what.kind {
+            CapabilityKind::Fs => out.fs.retain(|r| r.path != what.value),
+            CapabilityKind::Net => out.net.retain(|g| net_text(g) != what.value),
+            CapabilityKind::Env => out.env.retain(|g| g.name() != what.value),
+            CapabilityKind::Secret => out.secrets.retain(|g| g.name != what.value),
+        }
+        if out.count(what.kind) == before {
+            return Err(self.not_found(what, "granted"));
+        }
+        Ok(out)
+    }
+
+    /// A copy with the entry `what` names taken from `requested` (the
+    /// manifest's request) added back (for `grant`). Only what the manifest
+    /// requests can be granted; granting what is already granted changes
+    /// nothing.
+    pub fn with_requested(
+        &self,
+        requested: &Capabilities,
+        what: &CapabilityRef,
+    ) -> Result<Capabilities, CapabilityRefError> {
+        let mut out = self.without(what).unwrap_or_else(|_| self.clone());
+        let found = match what.kind {
+            CapabilityKind::Fs => requested
+                .fs
+                .iter()
+                .find(|r| r.path == what.value)
+                .map(|r| out.fs.push(r.clone())),
+            CapabilityKind::Net => requested
+                .net
+                .iter()
+                .find(|g| net_text(g) == what.value)
+                .map(|g| out.net.push(g.clone())),
+            CapabilityKind::Env => requested
+                .env
+                .iter()
+                .find(|g| g.name() == what.value)
+                .map(|g| out.env.push(g.clone())),
+            CapabilityKind::Secret => requested
+                .secrets
+                .iter()
+                .find(|g| g.name == what.value)
+                .map(|g| out.secrets.push(g.clone())),
+        };
+        match found {
+            Some(()) => Ok(out),
+            None => Err(requested.not_found(what, "requested by the plugin's manifest")),
+        }
+    }
+
+    fn count(&self, kind: CapabilityKind) -> usize {
+        match kind {
+            CapabilityKind::Fs => self.fs.len(),
+            CapabilityKind::Net => self.net.len(),
+            CapabilityKind::Env => self.env.len(),
+            CapabilityKind::Secret => self.secrets.len(),
+        }
+    }
+
+    fn not_found(&self, what: &CapabilityRef, where_: &'static str) -> CapabilityRefError {
+        let values: Vec<String> = match what.kind {
+            CapabilityKind::Fs => self.fs.iter().map(|r| r.path.clone()).collect(),
+            CapabilityKind::Net => self.net.iter().map(net_text).collect(),
+            CapabilityKind::Env => self.env.iter().map(|g| g.name().to_string()).collect(),
+            CapabilityKind::Secret => self.secrets.iter().map(|g| g.name.clone()).collect(),
+        };
+        let listed = if values.is_empty() {
+            format!("there is no {} entry", what.kind)
+        } else {
+            format!("there is: {}", values.join(", "))
+        };
+        CapabilityRefError::NotFound {
+            kind: what.kind,
+            value: what.value.clone(),
+            where_,
+            listed,
+        }
+    }
+}
+
+/// Whether secret `request` is covered by grant `granted`: same name,
+/// header and format, and every host covered.
+fn secret_within(request: &SecretGrant, granted: &SecretGrant) -> bool {
+    request.name == granted.name
+        && request.header.eq_ignore_ascii_case(&granted.header)
+        && request.format == granted.format
+        && request
+            .hosts
+            .iter()
+            .all(|h| granted.hosts.iter().any(|g| host_pattern_covers(g, h)))
+}
+
+// Origin patterns as text. `grants::net` owns enforcement; these read the
+// pattern's parts for validation, descriptions and comparisons.
+
+/// The pattern as written.
+pub(crate) fn net_text(grant: &NetGrant) -> String {
+    match serde_json::to_value(grant) {
+        Ok(serde_json::Value::String(text)) => text,
+        _ => String::new(),
+    }
+}
+
+/// The parts of an origin pattern: scheme, host pattern, effective port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Origin {
+    scheme: String,
+    host: String,
+    port: u16,
+}
+
+/// Parses `scheme://host[:port]` (http or https; the host a name, a
+/// `*.suffix` wildcard, an IPv4 address or a bracketed IPv6 address).
+fn parse_origin(text: &str) -> Result<Origin, String> {
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return Err(
+            "write an origin as scheme://host[:port], such as \"https://api.example.com\""
+                .to_string(),
+        );
+    };
+    let scheme = scheme.to_ascii_lowercase();
+    let default_port = match scheme.as_str() {
+        "https" => 443,
+        "http" => 80,
+        _ => return Err(format!("the scheme must be https or http, not `{scheme}`")),
+    };
+    let rest = rest.strip_suffix('/').unwrap_or(rest);
+    if rest.contains(['/', '?', '#']) {
+        return Err(
+            "an origin has no path, query or fragment; write only scheme://host[:port]".to_string(),
+        );
+    }
+    if rest.contains('@') {
+        return Err("an origin has no user name or password".to_string());
+    }
+    let (host, port) = if let Some(v6) = rest.strip_prefix('[') {
+        let Some((addr, after)) = v6.split_once(']') else {
+            return Err("an IPv6 address needs a closing `]`".to_string());
+        };
+        (
+            format!("[{addr}]"),
+            after
+                .strip_prefix(':')
+                .map(str::to_string)
+                .or_else(|| (!after.is_empty()).then(|| after.to_string())),
+        )
+    } else {
+        match rest.rsplit_once(':') {
+            Some((host, port)) => (host.to_string(), Some(port.to_string())),
+            None => (rest.to_string(), None),
+        }
+    };
+    let port = match port {
+        None => default_port,
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n > 0 && p.chars().all(|c| c.is_ascii_digit()) => n,
+            _ => return Err(format!("`{p}` is not a port number (1-65535)")),
+        },
+    };
+    check_host_pattern(&host)?;
+    Ok(Origin {
+        scheme,
+        host: host.to_ascii_lowercase(),
+        port,
+    })
+}
+
+/// Checks an origin pattern and makes the grant.
+pub(crate) fn parse_net(text: &str) -> Result<NetGrant, String> {
+    parse_origin(text)?;
+    serde_json::from_value(serde_json::Value::String(text.to_string())).map_err(|e| e.to_string())
+}
+
+/// The host pattern of a grant, if it parses.
+pub(crate) fn net_host(grant: &NetGrant) -> Option<String> {
+    parse_origin(&net_text(grant)).ok().map(|o| o.host)
+}
+
+/// Whether origin pattern `wide` covers every origin `narrow` does.
+pub(crate) fn net_covers(wide: &NetGrant, narrow: &NetGrant) -> bool {
+    if wide == narrow {
+        return true;
+    }
+    match (
+        parse_origin(&net_text(wide)),
+        parse_origin(&net_text(narrow)),
+    ) {
+        (Ok(w), Ok(n)) => {
+            w.scheme == n.scheme && w.port == n.port && host_pattern_covers(&w.host, &n.host)
+        }
+        _ => false,
+    }
+}
+
+/// Whether host pattern `wide` matches every host `narrow` does:
+/// `*.example.com` covers `api.example.com` and `*.api.example.com`.
+pub(crate) fn host_pattern_covers(wide: &str, narrow: &str) -> bool {
+    let wide = wide.trim_end_matches('.').to_ascii_lowercase();
+    let narrow = narrow.trim_end_matches('.').to_ascii_lowercase();
+    if wide == narrow {
+        return true;
+    }
+    match (wide.strip_prefix("*."), narrow.strip_prefix("*.")) {
+        (Some(suffix), Some(inner)) => inner == suffix || inner.ends_with(&format!(".{suffix}")),
+        (Some(_), None) => net::host_matches(&wide, &narrow),
+        _ => false,
+    }
+}
+
+/// Checks a host pattern: a DNS name, `*.` and a DNS name with at least
+/// two labels, a dotted IPv4 address or a bracketed IPv6 address.
+pub(crate) fn check_host_pattern(host: &str) -> Result<(), String> {
+    if host.is_empty() {
+        return Err("the host is empty".to_string());
+    }
+    if let Some(inner) = host.strip_prefix('[') {
+        return match inner
+            .strip_suffix(']')
+            .map(str::parse::<std::net::Ipv6Addr>)
+        {
+            Some(Ok(_)) => Ok(()),
+            _ => Err(format!("`{host}` is not a valid IPv6 address")),
+        };
+    }
+    if host.contains(':') {
+        return Err(format!(
+            "`{host}` is not a host name (a port or scheme does not belong here; write IPv6 addresses in brackets)"
+        ));
+    }
+    let (wildcard, name) = match host.strip_prefix("*.") {
+        Some(rest) => (true, rest),
+        None => (false, host),
+    };
+    let name = name.strip_suffix('.').unwrap_or(name);
+    if name.contains('*') {
+        return Err(
+            "a wildcard is only allowed as a leading `*.`, such as \"*.example.com\"".to_string(),
+        );
+    }
+    let labels: Vec<&str> = name.split('.').collect();
+    let last_numeric = labels
+        .last()
+        .is_some_and(|l| l.chars().all(|c| c.is_ascii_digit()));
+    if last_numeric {
+        if !wildcard && name.parse::<std::net::Ipv4Addr>().is_ok() {
+            return Ok(());
+        }
+        return Err(format!(
+            "`{host}` is neither a host name nor a dotted IPv4 address such as 203.0.113.7"
+        ));
+    }
+    if wildcard && labels.len() < 2 {
+        return Err(format!(
+            "`{host}` is too wide; a wildcard needs a domain with at least two labels, such as \"*.example.com\""
+        ));
+    }
+    let label_ok = |l: &&str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+            && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+    };
+    if name.len() > 253 || !labels.iter().all(label_ok) {
+        return Err(format!(
+            "`{host}` is not a valid host name: use letters, digits, `-` and dots"
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn net(p: &str) -> NetGrant {
+        parse_net(p).unwrap()
+    }
+
+    fn fs(path: &str, access: Access) -> FsRequest {
+        FsRequest {
+            path: path.to_string(),
+            access,
+        }
+    }
+
+    fn secret(name: &str, hosts: &[&str]) -> SecretGrant {
+        SecretGrant {
+            name: name.to_string(),
+            header: "X-Api-Key".to_string(),
+            format: "{}".to_string(),
+            hosts: hosts.iter().map(|h| h.to_string()).collect(),
+        }
+    }
+
+    fn weather() -> Capabilities {
+        Capabilities {
+            fs: vec![],
+            net: vec![net("https://api.open-meteo.com")],
+            env: vec![],
+            secrets: vec![secret("OPEN_METEO_KEY", &["api.open-meteo.com"])],
+        }
+    }
+
+    #[test]
+    fn origins_are_checked() {
+        for ok in [
+            "https://api.github.com",
+            "https://*.githubusercontent.com",
+            "http://127.0.0.1:8080",
+            "https://[::1]:8443",
+            "HTTPS://API.Example.com/",
+        ] {
+            parse_net(ok).unwrap();
+        }
+        for (bad, says) in [
+            ("api.github.com", "scheme://host"),
+            ("ftp://x.com", "https or http"),
+            ("https://x.com/path", "no path"),
+            ("https://u:p@x.com", "user name"),
+            ("https://x.com:0", "port"),
+            ("https://x.com:99999", "port"),
+            ("https://x.com:", "port"),
+            ("https://*", "wildcard"),
+            ("https://*.com", "too wide"),
+            ("https://a.*.com", "wildcard"),
+            ("https://", "empty"),
+            ("https://2130706433", "IPv4"),
+            ("https://0x7f.1", "IPv4"),
+            ("https://[::1", "`]`"),
+            ("https://bad_host.com", "host name"),
+        ] {
+            let err = parse_net(bad).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn origin_coverage_respects_scheme_port_and_host() {
+        let cases = [
+            ("https://*.example.com", "https://api.example.com", true),
+            ("https://*.example.com", "https://*.api.example.com", true),
+            ("https://*.example.com", "https://example.com", false),
+            ("https://api.example.com", "https://*.example.com", false),
+            ("https://example.com", "https://example.com:443", true),
+            ("https://example.com", "https://example.com:8443", false),
+            ("https://example.com", "http://example.com", false),
+            ("http://example.com", "http://example.com:80", true),
+            ("https://EXAMPLE.com", "https://example.com", true),
+        ];
+        for (wide, narrow, expected) in cases {
+            assert_eq!(
+                net_covers(&net(wide), &net(narrow)),
+                expected,
+                "{wide} covers {narrow}"
+            );
+        }
+    }
+
+    #[test]
+    fn describe_speaks_plain_words() {
+        assert_eq!(
+            weather().describe(),
+            [
+                "network  https://api.open-meteo.com",
+                "secret   OPEN_METEO_KEY -> sent as header X-Api-Key to api.open-meteo.com only",
+                "files    none",
+            ]
+        );
+        let tools = Capabilities {
+            fs: vec![fs("$WORKSPACE", Access::Read)],
+            env: vec![EnvGrant::new("TZ")],
+            ..Capabilities::default()
+        };
+        assert_eq!(
+            tools.describe(),
+            [
+                "network  none",
+                "files    the workspace (read-only)",
+                "env      TZ"
+            ]
+        );
+    }
+
+    #[test]
+    fn equal_sets_have_an_empty_diff() {
+        let diff = weather().diff(&weather());
+        assert!(diff.is_empty() && !diff.is_wider());
+        assert!(diff.to_string().contains("no change"));
+        assert!(weather().is_within(&weather()));
+    }
+
+    #[test]
+    fn added_and_removed_entries_are_found() {
+        let old = weather();
+        let mut new = weather();
+        new.env.push(EnvGrant::new("TZ"));
+        new.net.push(net("https://geo.example.com"));
+        new.secrets.clear();
+        let diff = old.diff(&new);
+        assert_eq!(
+            diff.added,
+            [
+                CapabilityEntry::Net(net("https://geo.example.com")),
+                CapabilityEntry::Env(EnvGrant::new("TZ"))
+            ]
+        );
+        assert_eq!(
+            diff.removed,
+            [CapabilityEntry::Secret(secret(
+                "OPEN_METEO_KEY",
+                &["api.open-meteo.com"]
+            ))]
+        );
+        assert!(diff.is_wider());
+        assert!(!new.is_within(&old));
+        let text = diff.to_string();
+        assert!(
+            text.contains("+ network  https://geo.example.com"),
+            "{text}"
+        );
+        assert!(text.contains("- secret   OPEN_METEO_KEY"), "{text}");
+
+        // Going back drops two entries and asks for the secret again.
+        let back = new.diff(&old);
+        assert_eq!(back.removed.len(), 2, "{back}");
+        assert_eq!(back.added.len(), 1, "{back}");
+        assert!(back.is_wider(), "{back}");
+        assert!(!old.is_within(&new));
+        let mut fewer = new.clone();
+        fewer.env.clear();
+        assert!(!new.diff(&fewer).is_wider());
+        assert!(fewer.is_within(&new));
+    }
+
+    #[test]
+    fn widened_entries_are_found() {
+        let old = Capabilities {
+            fs: vec![fs("$WORKSPACE", Access::Read)],
+            net: vec![net("https://api.example.com")],
+            env: vec![],
+            secrets: vec![secret("K", &["api.example.com"])],
+        };
+        let new = Capabilities {
+            fs: vec![fs("$WORKSPACE", Access::ReadWrite)],
+            net: vec![net("https://*.example.com")],
+            env: vec![],
+            secrets: vec![secret("K", &["api.example.com", "upload.example.com"])],
+        };
+        let diff = old.diff(&new);
+        assert!(diff.added.is_empty() && diff.removed.is_empty(), "{diff}");
+        assert_eq!(diff.widened.len(), 3, "{diff}");
+        assert!(diff.is_wider());
+        assert!(!new.is_within(&old));
+        assert!(old.is_within(&new));
+        let text = diff.to_string();
+        assert!(
+            text.contains("wider: was the workspace (read-only)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("wider: was https://api.example.com"),
+            "{text}"
+        );
+
+        let back = new.diff(&old);
+        assert_eq!(back.narrowed.len(), 3, "{back}");
+        assert!(!back.is_wider(), "{back}");
+    }
+
+    #[test]
+    fn a_secret_sent_as_another_header_is_wider() {
+        let old = weather();
+        let mut new = weather();
+        new.secrets[0].header = "Authorization".to_string();
+        assert!(old.diff(&new).is_wider());
+        assert!(!new.is_within(&old));
+    }
+
+    #[test]
+    fn revoke_and_grant_by_kind_and_value() {
+        let requested = weather();
+        let what = CapabilityRef::parse_pair("net https://api.open-meteo.com").unwrap();
+        let revoked = requested.without(&what).unwrap();
+        assert!(revoked.net.is_empty());
+        assert!(revoked.is_within(&requested));
+        let err = revoked.without(&what).unwrap_err();
+        assert!(err.to_string().contains("there is no net entry"), "{err}");
+        let again = revoked.with_requested(&requested, &what).unwrap();
+        assert_eq!(again.diff(&requested), CapabilityDiff::default());
+        // Granting twice changes nothing.
+        assert_eq!(again.with_requested(&requested, &what).unwrap(), again);
+
+        let other = CapabilityRef::parse("env", "HOME").unwrap();
+        let err = revoked.with_requested(&requested, &other).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("requested by the plugin's manifest"),
+            "{err}"
+        );
+
+        let secret = CapabilityRef::parse("secret", "OPEN_METEO_KEY").unwrap();
+        assert!(requested.without(&secret).unwrap().secrets.is_empty());
+        let files = Capabilities {
+            fs: vec![fs("$WORKSPACE", Access::ReadWrite)],
+            ..Capabilities::default()
+        };
+        let ws = CapabilityRef::parse("fs", "$WORKSPACE").unwrap();
+        assert!(files.without(&ws).unwrap().fs.is_empty());
+        let listed = files
+            .without(&CapabilityRef::parse("fs", "/srv").unwrap())
+            .unwrap_err();
+        assert!(
+            listed.to_string().contains("there is: $WORKSPACE"),
+            "{listed}"
+        );
+    }
+
+    #[test]
+    fn kind_value_pairs_are_checked() {
+        for (text, says) in [
+            ("net", "expected KIND VALUE"),
+            ("", "expected KIND VALUE"),
+            ("disk /tmp", "unknown capability kind `disk`"),
+            ("net api.example.com", "invalid net value"),
+            ("fs ~/x", "home folder"),
+            ("env 9X", "invalid env value"),
+            ("secret A-B", "invalid secret value"),
+        ] {
+            let err = CapabilityRef::parse_pair(text).unwrap_err();
+            assert!(err.to_string().contains(says), "{text}: {err}");
+        }
+        let ok = CapabilityRef::parse_pair("  network   https://x.example.com ").unwrap();
+        assert_eq!(ok.kind, CapabilityKind::Net);
+        assert_eq!(ok.to_string(), "net https://x.example.com");
+    }
+
+    #[test]
+    fn calls_see_only_granted_variables() {
+        let grants = Grants {
+            env: vec![EnvGrant::new("PATH"), EnvGrant::new("ANTHROPIC_API_KEY")],
+            ..Grants::default()
+        };
+        let values = grants.env_values();
+        assert!(values.iter().all(|(name, _)| name == "PATH"), "{values:?}");
+        assert_eq!(
+            values.first().map(|(_, v)| v.clone()),
+            std::env::var("PATH").ok()
+        );
+        assert!(Grants::none().env_values().is_empty());
     }
 }

@@ -93,6 +93,8 @@ impl PreparedCall {
         let mut wasi = WasiCtxBuilder::new()
             .stdout(stdout.clone())
             .stderr(stderr.clone())
+            // Exactly the granted variables that are set now; nothing else.
+            .envs(&options.grants.env_values())
             .build();
         options
             .grants
