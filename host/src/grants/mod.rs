@@ -103,8 +103,17 @@ impl Grants {
 
     /// The environment the plugin sees: each granted variable that is set
     /// in the host's environment now, and nothing else.
+    /// A variable named like one of the call's secrets is never passed, so
+    /// the secret's value cannot reach the plugin that way.
     pub fn env_values(&self) -> Vec<(String, String)> {
-        env::granted_values(&self.env, |name| std::env::var(name).ok())
+        let secret = |name: &str| self.secrets.iter().any(|s| s.grant.name == name);
+        env::granted_values(&self.env, |name| {
+            if secret(name) {
+                None
+            } else {
+                std::env::var(name).ok()
+            }
+        })
     }
 
     /// The workspace path as the plugin sees it.
@@ -1084,5 +1093,18 @@ mod tests {
             std::env::var("PATH").ok()
         );
         assert!(Grants::none().env_values().is_empty());
+
+        let secret = SecretGrant {
+            name: "PATH".to_string(),
+            header: "X-Key".to_string(),
+            format: "{}".to_string(),
+            hosts: vec!["a.example.com".to_string()],
+        };
+        let with_secret = Grants {
+            env: vec![EnvGrant::new("PATH")],
+            secrets: vec![ResolvedSecret::new(secret, "v".to_string())],
+            ..Grants::default()
+        };
+        assert!(with_secret.env_values().is_empty());
     }
 }

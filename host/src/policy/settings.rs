@@ -136,6 +136,12 @@ struct SettingsFile {
     model: ModelSettings,
     #[serde(default)]
     permissions: PermissionsSection,
+    /// Plugin secret values, read by `grants::secrets::SecretValues`.
+    #[serde(default, rename = "secrets")]
+    _secrets: Option<serde::de::IgnoredAny>,
+    /// Trusted plugin publisher keys, read by the plugin signature check.
+    #[serde(default, rename = "trusted_publishers")]
+    _trusted_publishers: Option<serde::de::IgnoredAny>,
 }
 
 /// The `[permissions]` section.
@@ -184,7 +190,9 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
     let project_path = project_config_file(&workspace);
     if let Some(file) = read(&project_path)? {
         let shown = project_path.display();
-        let SettingsFile { model, permissions } = file;
+        let SettingsFile {
+            model, permissions, ..
+        } = file;
         let ModelSettings {
             provider,
             name,
@@ -541,6 +549,14 @@ deny = ["fs.write(.env)"]
         assert!(message.contains("config.toml"), "{message}");
         assert!(message.contains("line 3"), "{message}");
         assert!(message.contains("alow"), "{message}");
+    }
+
+    #[test]
+    fn plugin_secrets_and_trusted_publishers_are_left_to_their_readers() {
+        let f = fixture();
+        f.user("[permissions]\nmode = \"default\"\n\n[secrets]\nOPEN_METEO_KEY = \"k\"\n\n[[trusted_publishers]]\nname = \"Ada\"\nkey = \"RWQ\"\n");
+        let s = load(&f.home, &f.workspace).unwrap();
+        assert_eq!(s.mode, Some(Mode::Default));
     }
 
     #[test]
