@@ -66,6 +66,17 @@ pub struct Grants {
     opened: OpenedFolders,
 }
 
+/// Why a plugin's grants could not be prepared for a call.
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    /// A folder could not be granted.
+    #[error(transparent)]
+    Fs(#[from] GrantError),
+    /// A secret has no usable value.
+    #[error(transparent)]
+    Secret(#[from] SecretError),
+}
+
 /// The granted folders, opened once and shared by every call made with
 /// these grants (and their clones): a preopen is a handle to a folder, and
 /// each call's instance gets its own reference to it, so opening the folder
@@ -94,6 +105,37 @@ impl Grants {
             workspace: Some(FsGrant::new(dir, access)?),
             ..Self::default()
         })
+    }
+
+    /// What a call to an installed plugin gets from its `granted`
+    /// capabilities: `$WORKSPACE` becomes the call's workspace, other
+    /// folders are resolved (the plugin's data folder `plugin_data` is
+    /// created if needed), and secrets get their values from the host's
+    /// environment or `secret_values`. Environment values are read later,
+    /// at each call.
+    pub fn for_plugin(
+        granted: &Capabilities,
+        workspace: &std::path::Path,
+        plugin_data: &std::path::Path,
+        secret_values: &SecretValues,
+    ) -> Result<Self, PrepareError> {
+        let mut grants = Self::default();
+        for request in &granted.fs {
+            let grant = request.resolve(workspace, plugin_data)?;
+            if request.path == fs::WORKSPACE {
+                grants.workspace = Some(grant);
+            } else {
+                grants.fs.push(grant);
+            }
+        }
+        grants.net = granted.net.clone();
+        grants.env = granted.env.clone();
+        grants.secrets = secrets::resolve(
+            &granted.secrets,
+            |name| std::env::var(name).ok(),
+            secret_values,
+        )?;
+        Ok(grants)
     }
 
     /// No access to anything.
@@ -306,11 +348,32 @@ pub enum CapabilityEntry {
 impl CapabilityEntry {
     /// The entry as a consent line: `network  https://api.example.com`.
     pub fn describe(&self) -> String {
+        let label = match self {
+            Self::Fs(_) => "files",
+            Self::Net(_) => "network",
+            Self::Env(_) => "env",
+            Self::Secret(_) => "secret",
+        };
+        format!("{label:<8} {}", self.words())
+    }
+
+    /// What the entry grants, without its kind: `the workspace (read-only)`.
+    pub fn words(&self) -> String {
         match self {
-            Self::Fs(fs) => format!("files    {}", fs.describe()),
-            Self::Net(net) => format!("network  {}", net_text(net)),
-            Self::Env(env) => format!("env      {}", env.name()),
-            Self::Secret(secret) => format!("secret   {}", secret.describe()),
+            Self::Fs(fs) => fs.describe(),
+            Self::Net(net) => net_text(net),
+            Self::Env(env) => env.name().to_string(),
+            Self::Secret(secret) => secret.describe(),
+        }
+    }
+
+    /// Its kind.
+    pub fn kind(&self) -> CapabilityKind {
+        match self {
+            Self::Fs(_) => CapabilityKind::Fs,
+            Self::Net(_) => CapabilityKind::Net,
+            Self::Env(_) => CapabilityKind::Env,
+            Self::Secret(_) => CapabilityKind::Secret,
         }
     }
 }
@@ -358,26 +421,10 @@ impl std::fmt::Display for CapabilityDiff {
             writeln!(f, "  + {entry}   (new)")?;
         }
         for (old, new) in &self.widened {
-            writeln!(
-                f,
-                "  ^ {new}   (wider: was {})",
-                old.describe()
-                    .split_whitespace()
-                    .skip(1)
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            )?;
+            writeln!(f, "  ^ {new}   (wider: was {})", old.words())?;
         }
         for (old, new) in &self.narrowed {
-            writeln!(
-                f,
-                "  v {new}   (narrower: was {})",
-                old.describe()
-                    .split_whitespace()
-                    .skip(1)
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            )?;
+            writeln!(f, "  v {new}   (narrower: was {})", old.words())?;
         }
         for entry in &self.removed {
             writeln!(f, "  - {entry}   (no longer asked for)")?;
@@ -390,6 +437,15 @@ impl Capabilities {
     /// Whether nothing is requested.
     pub fn is_empty(&self) -> bool {
         self.fs.is_empty() && self.net.is_empty() && self.env.is_empty() && self.secrets.is_empty()
+    }
+
+    /// Checks the environment variables against the ones the user
+    /// configured as the model's API key (and the names the host always
+    /// keeps); run before consent, when the configuration is known.
+    pub fn check_env(&self, model_keys: &[&str]) -> Result<(), EnvError> {
+        self.env
+            .iter()
+            .try_for_each(|grant| grant.check(model_keys))
     }
 
     /// Every entry, in the order network, secrets, files, env.
@@ -1078,6 +1134,54 @@ mod tests {
         let ok = CapabilityRef::parse_pair("  network   https://x.example.com ").unwrap();
         assert_eq!(ok.kind, CapabilityKind::Net);
         assert_eq!(ok.to_string(), "net https://x.example.com");
+    }
+
+    #[test]
+    fn plugin_grants_are_prepared_from_capabilities() {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = dir.path().join("ws");
+        std::fs::create_dir(&workspace).unwrap();
+        let data = dir.path().join("data");
+        let caps = Capabilities {
+            fs: vec![
+                fs("$WORKSPACE", Access::Read),
+                fs("$PLUGIN_DATA", Access::ReadWrite),
+            ],
+            net: vec![net("https://api.example.com")],
+            env: vec![EnvGrant::new("TZ")],
+            secrets: vec![secret("CAPSTAN_TEST_UNSET_SECRET_Q", &["api.example.com"])],
+        };
+        let config = dir.path().join("config.toml");
+        let values = SecretValues::from_pairs(&config, [("CAPSTAN_TEST_UNSET_SECRET_Q", "v")]);
+        let grants = Grants::for_plugin(&caps, &workspace, &data, &values).unwrap();
+        assert_eq!(
+            grants.workspace.as_ref().map(FsGrant::access),
+            Some(Access::Read)
+        );
+        assert_eq!(grants.fs.len(), 1);
+        assert!(data.is_dir());
+        assert_eq!(grants.net, caps.net);
+        assert_eq!(grants.env, caps.env);
+        assert_eq!(grants.secrets[0].header_value(), "v");
+
+        let empty = SecretValues::from_pairs(&config, []);
+        let err = Grants::for_plugin(&caps, &workspace, &data, &empty).unwrap_err();
+        assert!(matches!(err, PrepareError::Secret(_)), "{err}");
+        let mut bad = caps.clone();
+        bad.fs.push(fs("/nonexistent-capstan-folder", Access::Read));
+        let err = Grants::for_plugin(&bad, &workspace, &data, &values).unwrap_err();
+        assert!(matches!(err, PrepareError::Fs(_)), "{err}");
+    }
+
+    #[test]
+    fn configured_model_keys_are_checked() {
+        let caps = Capabilities {
+            env: vec![EnvGrant::new("TZ"), EnvGrant::new("MY_LLM_KEY")],
+            ..Capabilities::default()
+        };
+        assert!(caps.check_env(&[]).is_ok());
+        let err = caps.check_env(&["MY_LLM_KEY"]).unwrap_err();
+        assert!(err.to_string().contains("MY_LLM_KEY"), "{err}");
     }
 
     #[test]
