@@ -1076,7 +1076,7 @@ pub fn capabilities_within(new: &Capabilities, old: &Capabilities) -> bool {
 }
 
 /// `caps` without the items of `minus` (matched exactly).
-fn subtract(caps: &Capabilities, minus: &Capabilities) -> Capabilities {
+pub fn subtract(caps: &Capabilities, minus: &Capabilities) -> Capabilities {
     Capabilities {
         fs: caps
             .fs
