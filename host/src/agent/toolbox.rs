@@ -1,6 +1,15 @@
 //! The tools an agent session offers the model: every plugin's tools,
 //! loaded once, under names the model APIs accept, each call run in a fresh
-//! sandbox with a read-only or a read-write grant of the workspace.
+//! sandbox.
+//!
+//! Built-in plugins and `--plugin` files get the workspace, read-only or
+//! read-write. An installed plugin gets what the user granted it (its
+//! folders, network, environment variables and secrets), its own limits,
+//! and an audit record of every capability decision; its tools count as
+//! reaching the network when it is granted any, so the permission policy
+//! treats them as open-world. Either way a tool that says it changes
+//! nothing sees the workspace read-only, and the others may change it only
+//! once the policy has let the call run.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -10,7 +19,7 @@ use serde_json::Value;
 use crate::grants::{GrantError, Grants};
 use crate::model::ToolDef;
 use crate::plugin::{Catalog, CatalogError};
-use crate::policy::audit::AuditLog;
+use crate::policy::audit::{AuditError, AuditLog};
 use crate::sandbox::{
     CallError, CallOptions, EventSink, Limits, LoadedComponent, Sandbox, ToolSpec,
 };
@@ -57,16 +66,37 @@ pub enum ToolboxError {
     /// The workspace cannot be granted.
     #[error(transparent)]
     Grant(#[from] GrantError),
+    /// An installed plugin's grants cannot be made.
+    #[error("plugin {plugin} cannot be given what it was granted: {source}")]
+    PluginGrant {
+        /// The plugin.
+        plugin: String,
+        /// Why.
+        source: GrantError,
+    },
+    /// The audit log cannot be opened.
+    #[error(transparent)]
+    Audit(#[from] AuditError),
+}
+
+/// What the calls of one plugin get.
+struct PluginGrants {
+    /// For tools that say they change nothing.
+    read: Grants,
+    /// For the others.
+    write: Grants,
+    /// Its limits.
+    limits: Limits,
+    /// Where its capability decisions are recorded, if not the session's.
+    audit: Option<AuditLog>,
 }
 
 /// The plugins' tools, the sandbox they run in and the workspace grants.
 pub struct Toolbox {
     sandbox: Sandbox,
     components: Vec<LoadedComponent>,
+    grants: Vec<PluginGrants>,
     tools: Vec<AgentTool>,
-    read: Grants,
-    write: Grants,
-    limits: Limits,
     events: Option<EventSink>,
     audit: Option<AuditLog>,
 }
@@ -89,9 +119,38 @@ impl Toolbox {
         let read = Grants::workspace(workspace, false)?;
         let write = Grants::workspace(workspace, true)?;
         let mut components = Vec::new();
+        let mut grants = Vec::new();
         let mut tools: Vec<AgentTool> = Vec::new();
         for plugin in catalog.names() {
             let component = catalog.load(&sandbox, plugin)?;
+            let (plugin_grants, networked) = match catalog.installed(plugin) {
+                Some(installed) => {
+                    let grant = |writable| {
+                        installed
+                            .grants(Some(workspace), writable)
+                            .map_err(|source| ToolboxError::PluginGrant {
+                                plugin: plugin.to_string(),
+                                source,
+                            })
+                    };
+                    let plugin_grants = PluginGrants {
+                        read: grant(false)?,
+                        write: grant(true)?,
+                        limits: installed.limits(limits),
+                        audit: Some(installed.audit()?),
+                    };
+                    (plugin_grants, installed.reaches_network())
+                }
+                None => (
+                    PluginGrants {
+                        read: read.clone(),
+                        write: write.clone(),
+                        limits,
+                        audit: None,
+                    },
+                    false,
+                ),
+            };
             let specs =
                 sandbox
                     .describe(&component)
@@ -100,7 +159,8 @@ impl Toolbox {
                         plugin: plugin.to_string(),
                         source,
                     })?;
-            for spec in specs {
+            for mut spec in specs {
+                spec.open_world |= networked;
                 let name = format!("{plugin}.{}", spec.name);
                 let model_name = model_name(&name);
                 if let Some(other) = tools.iter().find(|t| t.model_name == model_name) {
@@ -118,14 +178,13 @@ impl Toolbox {
                 });
             }
             components.push(component);
+            grants.push(plugin_grants);
         }
         Ok(Self {
             sandbox,
             components,
+            grants,
             tools,
-            read,
-            write,
-            limits,
             events: None,
             audit: None,
         })
@@ -180,24 +239,27 @@ impl Toolbox {
         session_id: Option<&str>,
     ) -> (Result<String, CallError>, Duration) {
         let started = Instant::now();
-        let grants = if tool.spec.read_only {
-            &self.read
-        } else {
-            &self.write
-        };
-        let options = CallOptions {
-            grants: grants.clone(),
-            limits: self.limits,
-            session_id: session_id.map(str::to_string),
-            events: self.events.clone(),
-            audit: self.audit.clone(),
-        };
-        let Some(component) = self.components.get(tool.plugin) else {
+        let (Some(component), Some(plugin)) = (
+            self.components.get(tool.plugin),
+            self.grants.get(tool.plugin),
+        ) else {
             let err = CallError::UnknownTool {
                 name: tool.name.clone(),
                 known: Vec::new(),
             };
             return (Err(err), started.elapsed());
+        };
+        let grants = if tool.spec.read_only {
+            &plugin.read
+        } else {
+            &plugin.write
+        };
+        let options = CallOptions {
+            grants: grants.clone(),
+            limits: plugin.limits,
+            session_id: session_id.map(str::to_string),
+            events: self.events.clone(),
+            audit: plugin.audit.clone().or_else(|| self.audit.clone()),
         };
         let input = input.to_string();
         let result = self

@@ -27,6 +27,12 @@ pub enum Exit {
     Model = 7,
     /// The agent reached its limit of model requests (`--max-turns`).
     MaxTurns = 8,
+    /// Consent was not given: the user said no, or nobody could be asked
+    /// (no terminal and no `--yes`).
+    Refused = 9,
+    /// An installed plugin failed its integrity check (a file changed or is
+    /// missing), or its manifest asks for more than the user agreed to.
+    Integrity = 10,
     /// The user interrupted the session (Ctrl-C).
     Interrupted = 130,
 }
@@ -59,6 +65,8 @@ impl Exit {
             Self::PluginCrashed => "plugin_crashed",
             Self::Model => "model_error",
             Self::MaxTurns => "max_turns",
+            Self::Refused => "refused",
+            Self::Integrity => "integrity",
             Self::Interrupted => "interrupted",
         }
     }
@@ -85,6 +93,8 @@ Exit codes:
   6  the plugin crashed, timed out, or hit a memory or output limit
   7  the model's provider refused or failed the request
   8  the agent reached its --max-turns limit
+  9  refused: consent to a plugin's capabilities was not given
+  10  an installed plugin failed its integrity check or needs consent again
   130  interrupted (Ctrl-C)"
     };
 }

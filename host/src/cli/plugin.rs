@@ -1,13 +1,393 @@
 //! `capstan plugin ...`: install, inspect, update, grant, revoke and remove
 //! plugins.
 
+use std::cell::Cell;
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+
 use super::Exit;
+use crate::home::Home;
+use crate::plugin::install::{
+    ConsentRequest, InstallError, Installer, Outcome, Progress, describe_capabilities, subtract,
+};
+use crate::plugin::lock::LockEntry;
+use crate::plugin::{Catalog, CatalogError};
+use crate::sandbox::Sandbox;
 
 /// The plugin commands.
 #[derive(Debug, clap::Subcommand)]
-pub enum PluginCommand {}
+pub enum PluginCommand {
+    /// Install a plugin from a folder or a .tar.gz holding plugin.toml and
+    /// its components. Shows what it requests and asks before granting.
+    #[command(after_help = "Examples:
+  capstan plugin install ./weather
+  capstan plugin install weather-0.2.0.tar.gz --yes")]
+    Install {
+        /// The plugin's folder or .tar.gz archive.
+        source: PathBuf,
+        /// Grant what it requests without asking (for scripts).
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// List installed plugins.
+    List,
+    /// Show an installed plugin: grants, component hashes, and the tools,
+    /// hooks and skills it exports.
+    Info {
+        /// The plugin's name.
+        name: String,
+    },
+    /// Replace an installed plugin with a new version. Shows what changed
+    /// in its requests; asks again only if it requests more.
+    Update {
+        /// The new version's folder or .tar.gz archive.
+        source: PathBuf,
+        /// Grant wider requests without asking (for scripts).
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// Give a plugin back a capability its manifest requests.
+    #[command(
+        after_help = "KIND is fs, net, env or secret; VALUE as the manifest writes it.
+
+Examples:
+  capstan plugin grant weather net https://api.open-meteo.com
+  capstan plugin grant notes fs '$PLUGIN_DATA'"
+    )]
+    Grant {
+        /// The plugin's name.
+        name: String,
+        /// fs, net, env or secret.
+        kind: String,
+        /// The folder, origin, variable or secret name.
+        value: String,
+    },
+    /// Take a capability away from a plugin; its calls run without it.
+    #[command(
+        after_help = "KIND is fs, net, env or secret; VALUE as the manifest writes it.
+
+Example:
+  capstan plugin revoke weather net https://api.open-meteo.com"
+    )]
+    Revoke {
+        /// The plugin's name.
+        name: String,
+        /// fs, net, env or secret.
+        kind: String,
+        /// The folder, origin, variable or secret name.
+        value: String,
+    },
+    /// Uninstall a plugin: its files, lock entry and compiled components.
+    Remove {
+        /// The plugin's name.
+        name: String,
+        /// Also delete the plugin's own data folder.
+        #[arg(long)]
+        purge: bool,
+    },
+}
 
 /// Runs a plugin command.
 pub async fn run(command: PluginCommand, _verbose: bool) -> Exit {
-    match command {}
+    match execute(command).await {
+        Ok(exit) => exit,
+        Err((exit, message)) => {
+            eprintln!("error: {message}");
+            exit
+        }
+    }
+}
+
+type Failure = (Exit, String);
+
+fn home() -> Result<Home, Failure> {
+    Home::from_env().map_err(|e| (Exit::Error, e.to_string()))
+}
+
+fn sandbox(home: &Home) -> Result<Sandbox, Failure> {
+    Sandbox::new(home.compile_cache_dir()).map_err(|e| (Exit::Error, e.to_string()))
+}
+
+/// The exit code for an installation error.
+fn exit_for(err: &InstallError) -> Exit {
+    match err {
+        InstallError::ConsentRefused { .. } => Exit::Refused,
+        InstallError::Source { .. }
+        | InstallError::NotInstalled { .. }
+        | InstallError::BadKind(_)
+        | InstallError::NotRequested { .. }
+        | InstallError::NotGranted { .. }
+        | InstallError::AlreadyInstalled { .. }
+        | InstallError::BuiltinName { .. } => Exit::Usage,
+        _ => Exit::Error,
+    }
+}
+
+fn failed(err: InstallError) -> Failure {
+    (exit_for(&err), err.to_string())
+}
+
+async fn execute(command: PluginCommand) -> Result<Exit, Failure> {
+    let home = home()?;
+    match command {
+        PluginCommand::Install { source, yes } => {
+            let sandbox = sandbox(&home)?;
+            let installer = Installer::new(&home, &sandbox, Progress::for_stderr());
+            let asker = Asker::new(yes);
+            let outcome = installer
+                .install(&source, &mut |request| asker.ask(request))
+                .map_err(|e| asker.explain(e))?;
+            report(&outcome);
+            Ok(Exit::Success)
+        }
+        PluginCommand::Update { source, yes } => {
+            let sandbox = sandbox(&home)?;
+            let installer = Installer::new(&home, &sandbox, Progress::for_stderr());
+            let asker = Asker::new(yes);
+            let outcome = installer
+                .update(&source, &mut |request| asker.ask(request))
+                .map_err(|e| asker.explain(e))?;
+            report(&outcome);
+            Ok(Exit::Success)
+        }
+        PluginCommand::List => list(&home),
+        PluginCommand::Info { name } => info(&home, &name).await,
+        PluginCommand::Grant { name, kind, value } => {
+            let sandbox = sandbox(&home)?;
+            let installer = Installer::new(&home, &sandbox, Progress::Quiet);
+            println!("{}", installer.grant(&name, &kind, &value).map_err(failed)?);
+            Ok(Exit::Success)
+        }
+        PluginCommand::Revoke { name, kind, value } => {
+            let sandbox = sandbox(&home)?;
+            let installer = Installer::new(&home, &sandbox, Progress::Quiet);
+            println!(
+                "{}",
+                installer.revoke(&name, &kind, &value).map_err(failed)?
+            );
+            Ok(Exit::Success)
+        }
+        PluginCommand::Remove { name, purge } => {
+            let sandbox = sandbox(&home)?;
+            let installer = Installer::new(&home, &sandbox, Progress::Quiet);
+            let kept = installer.remove(&name, purge).map_err(failed)?;
+            println!("removed {name}");
+            if let Some(data) = kept {
+                println!(
+                    "kept its data folder {} (`capstan plugin remove {name} --purge` deletes it)",
+                    data.display()
+                );
+            }
+            Ok(Exit::Success)
+        }
+    }
+}
+
+/// Asks for consent on the terminal, or takes `--yes` for an answer.
+struct Asker {
+    yes: bool,
+    could_not_ask: Cell<bool>,
+}
+
+impl Asker {
+    fn new(yes: bool) -> Self {
+        Self {
+            yes,
+            could_not_ask: Cell::new(false),
+        }
+    }
+
+    fn ask(&self, request: &ConsentRequest) -> bool {
+        eprint!("{}", request.text);
+        if self.yes {
+            eprintln!("Granted (--yes).");
+            return true;
+        }
+        if !(std::io::stdin().is_terminal() && std::io::stderr().is_terminal()) {
+            self.could_not_ask.set(true);
+            return false;
+        }
+        eprint!("Grant these? [y/N] ");
+        let _ = std::io::stderr().flush();
+        let mut answer = String::new();
+        if std::io::stdin().lock().read_line(&mut answer).is_err() {
+            return false;
+        }
+        matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+    }
+
+    fn explain(&self, err: InstallError) -> Failure {
+        match err {
+            InstallError::ConsentRefused { name } if self.could_not_ask.get() => (
+                Exit::Refused,
+                format!(
+                    "{name} was not installed: there is no terminal to ask for consent; pass --yes to grant what it requests"
+                ),
+            ),
+            other => failed(other),
+        }
+    }
+}
+
+fn report(outcome: &Outcome) {
+    match outcome {
+        Outcome::Installed {
+            name,
+            version,
+            signer,
+        } => println!("installed {name} {version} ({signer})"),
+        Outcome::Unchanged {
+            name,
+            version,
+            repaired,
+        } => {
+            if *repaired {
+                println!(
+                    "{name} {version} is already installed with the same content; its damaged or missing files were restored"
+                );
+            } else {
+                println!(
+                    "{name} {version} is already installed with the same content; nothing to do"
+                );
+            }
+        }
+        Outcome::Updated {
+            name,
+            from,
+            to,
+            changes,
+            asked,
+        } => {
+            println!("updated {name} {from} -> {to}");
+            if changes.is_empty() {
+                println!("  capabilities unchanged");
+            }
+            for change in changes {
+                println!("  {change}");
+            }
+            if !asked && !changes.is_empty() {
+                println!("  it asks for no more than before, so it was updated without asking");
+            }
+        }
+    }
+}
+
+fn list(home: &Home) -> Result<Exit, Failure> {
+    let lock = crate::plugin::lock::Lockfile::load(
+        &crate::plugin::store::PluginStore::new(home.plugins_dir()).lock_path(),
+    )
+    .map_err(|e| (Exit::Error, e.to_string()))?;
+    if lock.plugins.is_empty() {
+        println!("no plugins installed; install one with `capstan plugin install SOURCE`");
+        return Ok(Exit::Success);
+    }
+    let width = lock.plugins.keys().map(String::len).max().unwrap_or(0);
+    for (name, entry) in &lock.plugins {
+        println!(
+            "{name:width$}  {:10}  {:10}  {}",
+            entry.version,
+            entry.signer,
+            one_line(entry)
+        );
+    }
+    Ok(Exit::Success)
+}
+
+/// What a plugin is granted, on one line.
+fn one_line(entry: &LockEntry) -> String {
+    let text = describe_capabilities(&entry.granted);
+    let parts: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.ends_with(" none"))
+        .collect();
+    if parts.is_empty() {
+        "no capabilities".to_string()
+    } else {
+        parts
+            .iter()
+            .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+async fn info(home: &Home, name: &str) -> Result<Exit, Failure> {
+    let store = crate::plugin::store::PluginStore::new(home.plugins_dir());
+    let lock = crate::plugin::lock::Lockfile::load(&store.lock_path())
+        .map_err(|e| (Exit::Error, e.to_string()))?;
+    let Some(entry) = lock.plugins.get(name) else {
+        return Err((
+            Exit::Usage,
+            format!("no plugin called `{name}` is installed; see `capstan plugin list`"),
+        ));
+    };
+    println!("{name} {} ({})", entry.version, entry.signer);
+    println!("  source     {}", entry.source);
+    println!("  installed  {}", entry.installed_at);
+    println!("  folder     {}", entry.dir(store.root()).display());
+    println!("  data       {}", store.data_dir(name).display());
+    println!("  digest     {}", entry.digest);
+    if let Some(memory) = entry.limits.memory {
+        println!("  memory     {} MiB", memory >> 20);
+    }
+    if let Some(ms) = entry.limits.timeout_ms {
+        println!("  timeout    {:.1}s", ms as f64 / 1e3);
+    }
+    println!("granted:");
+    print!("{}", describe_capabilities(&entry.granted));
+    if entry.granted != entry.consented {
+        println!("requested but revoked (see `capstan plugin grant`):");
+        let revoked = describe_capabilities(&subtract(&entry.consented, &entry.granted));
+        for line in revoked.lines().filter(|l| !l.trim_end().ends_with(" none")) {
+            println!("{line}");
+        }
+    }
+    println!("components:");
+    for component in &entry.components {
+        println!(
+            "  {}  sha256 {}  exports {}",
+            component.path,
+            component.sha256,
+            component.exports.join(", ")
+        );
+    }
+    println!("files:");
+    for (path, hash) in &entry.files {
+        println!("  {hash}  {path}");
+    }
+    if entry.tool_component().is_none() {
+        return Ok(Exit::Success);
+    }
+    let sandbox = sandbox(home)?;
+    let mut catalog = Catalog::builtin();
+    catalog
+        .add_installed(home)
+        .map_err(|e| (Exit::Error, e.to_string()))?;
+    let component = match catalog.load(&sandbox, name) {
+        Ok(component) => component,
+        Err(err) => {
+            let exit = match err {
+                CatalogError::Integrity(_) | CatalogError::NeedsConsent(_) => Exit::Integrity,
+                _ => Exit::Error,
+            };
+            println!("tools: unavailable");
+            return Err((exit, err.to_string()));
+        }
+    };
+    let specs = sandbox
+        .describe(&component)
+        .await
+        .map_err(|e| (Exit::Error, format!("{name} could not list its tools: {e}")))?;
+    println!("tools:");
+    for spec in specs {
+        let mode = if spec.read_only {
+            "read-only"
+        } else {
+            "writes"
+        };
+        let line = spec.description.lines().next().unwrap_or_default();
+        println!("  {name}.{}  {mode}  {line}", spec.name);
+    }
+    Ok(Exit::Success)
 }

@@ -160,6 +160,9 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
     let sandbox =
         Sandbox::new(home.compile_cache_dir()).map_err(|e| SetupError::new(Exit::Error, e))?;
     let mut catalog = Catalog::builtin();
+    catalog
+        .add_installed(&home)
+        .map_err(|e| SetupError::new(Exit::Error, e))?;
     for spec in &args.plugins {
         catalog
             .add_file(spec)

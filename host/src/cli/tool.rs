@@ -70,13 +70,15 @@ pub struct CallArgs {
     #[arg(long)]
     allow_write: bool,
 
-    /// Stop the call after this long (e.g. 500ms, 30s, 2m).
-    #[arg(long, value_name = "TIME", default_value = "30s", value_parser = parse_duration)]
-    timeout: Duration,
+    /// Stop the call after this long (e.g. 500ms, 30s, 2m) [default: the
+    /// plugin's own limit if it is installed with one, otherwise 30s].
+    #[arg(long, value_name = "TIME", value_parser = parse_duration)]
+    timeout: Option<Duration>,
 
-    /// The most memory the plugin may use (e.g. 64MiB, 1GiB).
-    #[arg(long, value_name = "SIZE", default_value = "256MiB", value_parser = parse_memory)]
-    memory: u64,
+    /// The most memory the plugin may use (e.g. 64MiB, 1GiB) [default: the
+    /// plugin's own limit if it is installed with one, otherwise 256MiB].
+    #[arg(long, value_name = "SIZE", value_parser = parse_memory)]
+    memory: Option<u64>,
 
     /// Print the result (or the error) as one JSON object on stdout.
     #[arg(long)]
@@ -147,6 +149,9 @@ impl Setup {
         let sandbox =
             Sandbox::new(home.compile_cache_dir()).map_err(|e| Failure::new(Exit::Error, e))?;
         let mut catalog = Catalog::builtin();
+        catalog
+            .add_installed(&home)
+            .map_err(|e| Failure::new(Exit::Error, e))?;
         for spec in &plugins.plugins {
             catalog
                 .add_file(spec)
@@ -164,6 +169,8 @@ impl Setup {
         let component = self.catalog.load(&self.sandbox, name).map_err(|e| {
             let exit = match e {
                 crate::plugin::CatalogError::Unknown { .. } => Exit::Usage,
+                crate::plugin::CatalogError::Integrity(_)
+                | crate::plugin::CatalogError::NeedsConsent(_) => Exit::Integrity,
                 _ => Exit::Error,
             };
             Failure::new(exit, e)
@@ -225,7 +232,16 @@ async fn list(args: ListArgs, verbose: bool) -> Result<Exit, Failure> {
     let setup = Setup::new(&args.plugins, verbose)?;
     let mut rows = Vec::new();
     for plugin in setup.catalog.names() {
-        let component = setup.load(plugin)?;
+        // An installed plugin that fails its checks is left out of the
+        // list, with the reason, rather than hiding every other tool.
+        let component = match setup.load(plugin) {
+            Ok(component) => component,
+            Err(failure) if failure.exit == Exit::Integrity => {
+                eprintln!("warning: {}", failure.message);
+                continue;
+            }
+            Err(failure) => return Err(failure),
+        };
         for spec in setup.describe(&component).await? {
             rows.push((plugin.to_string(), spec));
         }
@@ -276,8 +292,6 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
             )
         })?,
     };
-    let grants = Grants::workspace(&workspace, args.allow_write)
-        .map_err(|e| Failure::new(Exit::Error, e))?;
     let setup = Setup::new(&args.plugins, verbose)?;
 
     let (plugin, tool) = resolve_tool(&setup, &args.name).await?;
@@ -295,16 +309,37 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
         return Ok(report_error(&args, &err));
     };
 
+    // An installed plugin runs under what the user granted it (the
+    // workspace writable only with --allow-write), with its own limits, and
+    // its capability decisions go to the audit log. Built-in plugins and
+    // --plugin files see the workspace only, and are not audited (every
+    // file a built-in tool opens would be a record).
+    let (grants, limits, audit) = match setup.catalog.installed(&plugin) {
+        Some(installed) => {
+            let grants = installed
+                .grants(Some(&workspace), args.allow_write)
+                .map_err(|e| Failure::new(Exit::Error, e))?;
+            let audit = installed
+                .audit()
+                .map_err(|e| Failure::new(Exit::Error, e))?;
+            (grants, installed.limits(Limits::default()), Some(audit))
+        }
+        None => {
+            let grants = Grants::workspace(&workspace, args.allow_write)
+                .map_err(|e| Failure::new(Exit::Error, e))?;
+            (grants, Limits::default(), None)
+        }
+    };
     let options = CallOptions {
         grants,
         limits: Limits {
-            memory: args.memory,
-            timeout: args.timeout,
-            ..Limits::default()
+            memory: args.memory.unwrap_or(limits.memory),
+            timeout: args.timeout.unwrap_or(limits.timeout),
+            ..limits
         },
         session_id: None,
         events: Some(setup.events()),
-        audit: None,
+        audit,
     };
     let started = Instant::now();
     let result = setup

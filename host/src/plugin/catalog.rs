@@ -1,10 +1,19 @@
 //! The plugins available to this process, by name.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use super::builtin::{BUILTIN_PLUGINS, BuiltinPlugin};
+use super::install::{capabilities_within, capability_diff};
+use super::lock::{LockEntry, LockError, Lockfile};
+use super::manifest::Manifest;
+use super::store::PluginStore;
+use crate::grants::{Access, FsGrant, GrantError, Grants, ResolvedSecret};
+use crate::home::Home;
+use crate::policy::audit::{AuditError, AuditLog};
+use crate::sandbox::engine::sha256_hex;
 use crate::sandbox::tool::valid_tool_name;
-use crate::sandbox::{LoadError, LoadedComponent, Sandbox};
+use crate::sandbox::{Limits, LoadError, LoadedComponent, Sandbox};
 
 /// Where a plugin's component comes from.
 #[derive(Debug, Clone)]
@@ -13,6 +22,8 @@ pub enum PluginSource {
     Builtin(&'static BuiltinPlugin),
     /// A component file given on the command line.
     File(PathBuf),
+    /// Installed with `capstan plugin install`, run under its grants.
+    Installed(Arc<InstalledPlugin>),
 }
 
 /// A plugin could not be added or found.
@@ -45,6 +56,193 @@ pub enum CatalogError {
     /// The component could not be loaded.
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// The lockfile could not be read.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// An installed plugin's files differ from what was installed.
+    #[error("{0}")]
+    Integrity(String),
+    /// An installed plugin's manifest requests more than the user agreed to.
+    #[error("{0}")]
+    NeedsConsent(String),
+}
+
+/// A plugin installed in the store, as its lock entry records it.
+#[derive(Debug)]
+pub struct InstalledPlugin {
+    /// Its name.
+    pub name: String,
+    /// Its lock entry.
+    pub entry: LockEntry,
+    /// Its store folder.
+    pub dir: PathBuf,
+    /// Its own data folder.
+    pub data_dir: PathBuf,
+    /// The audit log its calls' capability decisions go to.
+    pub audit_log: PathBuf,
+    /// The verified tool component's bytes, or why the plugin was refused;
+    /// checked once per process.
+    checked: OnceLock<Result<Arc<[u8]>, Refusal>>,
+}
+
+/// Why an installed plugin does not load.
+#[derive(Debug, Clone)]
+enum Refusal {
+    Integrity(String),
+    NeedsConsent(String),
+}
+
+impl From<Refusal> for CatalogError {
+    fn from(refusal: Refusal) -> Self {
+        match refusal {
+            Refusal::Integrity(m) => Self::Integrity(m),
+            Refusal::NeedsConsent(m) => Self::NeedsConsent(m),
+        }
+    }
+}
+
+impl InstalledPlugin {
+    /// Checks, once per process, that every file is as installed and that
+    /// the manifest asks for nothing beyond what the user agreed to, and
+    /// returns the tool component's bytes.
+    fn verified(&self) -> Result<Arc<[u8]>, CatalogError> {
+        self.checked
+            .get_or_init(|| self.check())
+            .clone()
+            .map_err(CatalogError::from)
+    }
+
+    fn check(&self) -> Result<Arc<[u8]>, Refusal> {
+        let name = &self.name;
+        let source = &self.entry.source;
+        let tool = self.entry.tool_component().map(|c| c.path.as_str());
+        let mut tool_bytes = None;
+        for (rel, expected) in &self.entry.files {
+            let path = self.dir.join(rel);
+            let problem = match std::fs::read(&path) {
+                Ok(bytes) if sha256_hex(&bytes) == *expected => {
+                    if Some(rel.as_str()) == tool {
+                        tool_bytes = Some(Arc::from(bytes));
+                    }
+                    continue;
+                }
+                Ok(_) => "has changed since it was installed",
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => "is missing",
+                Err(_) => "cannot be read",
+            };
+            return Err(Refusal::Integrity(format!(
+                "refusing to load plugin {name}: its file {rel} ({}) {problem}; reinstall it with `capstan plugin install {source}`, or remove it with `capstan plugin remove {name}`",
+                path.display()
+            )));
+        }
+        let manifest = Manifest::load(&self.dir).map_err(|e| {
+            Refusal::Integrity(format!(
+                "refusing to load plugin {name}: {e}; reinstall it with `capstan plugin install {source}`"
+            ))
+        })?;
+        if !capabilities_within(&manifest.capabilities, &self.entry.consented) {
+            let changes = capability_diff(&self.entry.consented, &manifest.capabilities);
+            return Err(Refusal::NeedsConsent(format!(
+                "refusing to run plugin {name}: its plugin.toml requests more than you agreed to ({}); review and agree with `capstan plugin update {source}`",
+                changes.join("; ")
+            )));
+        }
+        tool_bytes.ok_or_else(|| {
+            Refusal::Integrity(format!(
+                "refusing to load plugin {name}: the lockfile names no tool component among its files; reinstall it with `capstan plugin install {source}`"
+            ))
+        })
+    }
+
+    /// The audit log for its calls.
+    pub fn audit(&self) -> Result<AuditLog, AuditError> {
+        AuditLog::open(&self.audit_log)
+    }
+
+    /// Whether its calls may reach the network.
+    pub fn reaches_network(&self) -> bool {
+        !self.entry.granted.net.is_empty()
+    }
+
+    /// The limits its calls run under: its manifest's where it set them,
+    /// `base` otherwise.
+    pub fn limits(&self, base: Limits) -> Limits {
+        Limits {
+            memory: self
+                .entry
+                .limits
+                .memory
+                .map_or(base.memory, |m| m.min(Limits::MAX_MEMORY)),
+            timeout: self
+                .entry
+                .limits
+                .timeout_ms
+                .map_or(base.timeout, std::time::Duration::from_millis),
+            ..base
+        }
+    }
+
+    /// What one call gets: the granted capabilities, with `$WORKSPACE`
+    /// resolved to `workspace` and `$PLUGIN_DATA` to the plugin's data
+    /// folder. Unless `writable`, the workspace and other folders are
+    /// read-only whatever was granted (the user, or the permission policy,
+    /// has not allowed changes); the plugin's own data folder keeps its
+    /// granted access. Secrets take their values from the environment
+    /// variable of the same name; one that is not set is left out, with a
+    /// warning.
+    pub fn grants(&self, workspace: Option<&Path>, writable: bool) -> Result<Grants, GrantError> {
+        let capped = |access: Access| if writable { access } else { Access::Read };
+        let mut grants = Grants::none();
+        for request in &self.entry.granted.fs {
+            match request.path.as_str() {
+                "$WORKSPACE" => {
+                    if let Some(dir) = workspace {
+                        grants.workspace = Some(FsGrant::new(dir, capped(request.access))?);
+                    }
+                }
+                "$PLUGIN_DATA" => {
+                    std::fs::create_dir_all(&self.data_dir).map_err(|source| {
+                        GrantError::Unresolvable {
+                            path: self.data_dir.clone(),
+                            source,
+                        }
+                    })?;
+                    grants
+                        .fs
+                        .push(FsGrant::new(&self.data_dir, request.access)?);
+                }
+                path if Path::new(path).is_absolute() => {
+                    grants
+                        .fs
+                        .push(FsGrant::new(Path::new(path), capped(request.access))?);
+                }
+                path => {
+                    return Err(GrantError::Unresolvable {
+                        path: PathBuf::from(path),
+                        source: std::io::Error::other(
+                            "a granted folder must be $WORKSPACE, $PLUGIN_DATA or an absolute path",
+                        ),
+                    });
+                }
+            }
+        }
+        grants.net = self.entry.granted.net.clone();
+        grants.env = self.entry.granted.env.clone();
+        for secret in &self.entry.granted.secrets {
+            match std::env::var(&secret.name) {
+                Ok(value) if !value.is_empty() => {
+                    grants
+                        .secrets
+                        .push(ResolvedSecret::new(secret.clone(), value));
+                }
+                _ => eprintln!(
+                    "capstan: warning: the secret {} of plugin {} is not set; export {} to send it",
+                    secret.name, self.name, secret.name
+                ),
+            }
+        }
+        Ok(grants)
+    }
 }
 
 /// The plugins of this process: the built-in ones, then any added files.
@@ -91,6 +289,40 @@ impl Catalog {
         Ok(())
     }
 
+    /// Adds the plugins installed in `home` that offer tools. Their files
+    /// are checked against the lockfile when first loaded.
+    pub fn add_installed(&mut self, home: &Home) -> Result<(), CatalogError> {
+        let store = PluginStore::new(home.plugins_dir());
+        let lock = Lockfile::load(&store.lock_path())?;
+        for (name, entry) in lock.plugins {
+            if entry.tool_component().is_none() {
+                continue;
+            }
+            if self.entries.iter().any(|(n, _)| *n == name) {
+                return Err(CatalogError::Duplicate(name));
+            }
+            let plugin = InstalledPlugin {
+                dir: entry.dir(store.root()),
+                data_dir: store.data_dir(&name),
+                audit_log: home.audit_log(),
+                name: name.clone(),
+                entry,
+                checked: OnceLock::new(),
+            };
+            self.entries
+                .push((name, PluginSource::Installed(Arc::new(plugin))));
+        }
+        Ok(())
+    }
+
+    /// The installed plugin called `name`, if it is one.
+    pub fn installed(&self, name: &str) -> Option<&Arc<InstalledPlugin>> {
+        match self.source(name) {
+            Ok(PluginSource::Installed(plugin)) => Some(plugin),
+            _ => None,
+        }
+    }
+
     /// Plugin names, in order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.entries.iter().map(|(n, _)| n.as_str())
@@ -120,6 +352,19 @@ impl Catalog {
             PluginSource::File(path) => {
                 let bytes = read(path)?;
                 Ok(sandbox.load(name, &bytes, None, &path.display().to_string())?)
+            }
+            PluginSource::Installed(plugin) => {
+                let bytes = plugin.verified()?;
+                let component = plugin.entry.tool_component();
+                let sha256 = component.map(|c| c.sha256.as_str());
+                let origin = format!(
+                    "{} (plugin {name})",
+                    plugin
+                        .dir
+                        .join(component.map_or("", |c| c.path.as_str()))
+                        .display()
+                );
+                Ok(sandbox.load(name, &bytes, sha256, &origin)?)
             }
         }
     }

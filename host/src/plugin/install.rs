@@ -1,2 +1,1342 @@
 //! Installing, updating and removing plugins: consent, copying into the
 //! store, precompiling, and recording the lock entry.
+//!
+//! - **install** reads a folder or a `.tar.gz`, validates `plugin.toml`,
+//!   decodes every component's imports and exports (see [`super::inspect`]),
+//!   hashes every file, checks the signature if there is one, shows what the
+//!   plugin requests in plain words and asks for consent, copies the package
+//!   into the store, compiles its components into the compile cache and
+//!   records the lock entry. Installing content that is already installed
+//!   changes nothing (or repairs a damaged store folder).
+//! - **update** does the same for a plugin already installed, showing what
+//!   changed in its requests: equal or narrower requests proceed without
+//!   asking, wider ones need consent again. Capabilities the user revoked
+//!   stay revoked.
+//! - **grant** and **revoke** adjust what calls get. The lock records what
+//!   the manifest requested when the user agreed (`consented`) and what
+//!   calls get (`granted`, never more than `consented`): a revoked
+//!   capability is simply not given to the plugin's calls, which still run.
+//!   `grant` can give back only what the manifest requests.
+//! - **remove** deletes the plugin's store folders, lock entry and compiled
+//!   components; its data folder is kept unless purged.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Component as PathPart, Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use super::builtin::BUILTIN_PLUGINS;
+use super::inspect::{self, InspectError};
+use super::lock::{LockComponent, LockEntry, LockError, LockLimits, Lockfile, now_rfc3339};
+use super::manifest::{MANIFEST_FILE, Manifest, ManifestError};
+use super::store::{
+    FileHashes, MAX_PACKAGE_BYTES, MAX_PACKAGE_FILES, PluginStore, SIGNATURE_FILE, StoreError,
+    copy_package, hash_package,
+};
+use crate::grants::{Access, Capabilities, EnvGrant, FsRequest, NetGrant, SecretGrant};
+use crate::home::Home;
+use crate::sandbox::engine::sha256_hex;
+use crate::sandbox::{CacheOutcome, Sandbox};
+
+/// Installing or changing a plugin failed.
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    /// The source does not exist or is not a folder or `.tar.gz`.
+    #[error("cannot install from {}: {reason}", path.display())]
+    Source {
+        /// The source as given.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The archive holds something that must not be unpacked.
+    #[error("refusing the archive {}: entry `{entry}` {reason}", archive.display())]
+    Archive {
+        /// The archive.
+        archive: PathBuf,
+        /// The entry's path.
+        entry: String,
+        /// Why.
+        reason: String,
+    },
+    /// `plugin.toml` is missing or invalid.
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    /// A component listed in the manifest is not in the package.
+    #[error(
+        "plugin.toml lists the component `{path}`, but the package has no such file; build it, or fix `components`"
+    )]
+    MissingComponent {
+        /// The path as listed.
+        path: String,
+    },
+    /// More than one component exports tools.
+    #[error(
+        "{first} and {second} both export capstan:plugin/tool; a plugin may have one tool component"
+    )]
+    TwoToolComponents {
+        /// One component.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// A component cannot be installed.
+    #[error(transparent)]
+    Inspect(#[from] InspectError),
+    /// The package's files could not be read or stored.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The lockfile could not be read or written.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// The signature is present and does not verify.
+    #[error("refusing {name}: its signature does not verify: {reason}")]
+    Signature {
+        /// The plugin.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// The user did not agree.
+    #[error("{name} was not installed: consent was not given")]
+    ConsentRefused {
+        /// The plugin.
+        name: String,
+    },
+    /// The name belongs to a built-in plugin.
+    #[error("`{name}` is the name of a built-in plugin; rename the plugin in its plugin.toml")]
+    BuiltinName {
+        /// The name.
+        name: String,
+    },
+    /// Another version is installed; `install` does not replace it.
+    #[error(
+        "{name} {installed} is already installed (from {source_path}) with other content; run `capstan plugin update {given}` to replace it and review what changed"
+    )]
+    AlreadyInstalled {
+        /// The plugin.
+        name: String,
+        /// The installed version.
+        installed: String,
+        /// Where it came from.
+        source_path: String,
+        /// The source given now.
+        given: String,
+    },
+    /// The plugin is not installed.
+    #[error("no plugin called `{name}` is installed{hint}")]
+    NotInstalled {
+        /// The name.
+        name: String,
+        /// What to do.
+        hint: String,
+    },
+    /// `grant`/`revoke` named an unknown kind.
+    #[error("unknown capability kind `{0}`; use fs, net, env or secret")]
+    BadKind(String),
+    /// `grant` named something the manifest does not request.
+    #[error(
+        "{name} does not request {kind} `{value}`, so it cannot be granted; it requests: {requested}"
+    )]
+    NotRequested {
+        /// The plugin.
+        name: String,
+        /// The kind.
+        kind: String,
+        /// The value.
+        value: String,
+        /// What it does request.
+        requested: String,
+    },
+    /// `revoke` named something not granted.
+    #[error("{name} is not granted {kind} `{value}`; it is granted: {granted}")]
+    NotGranted {
+        /// The plugin.
+        name: String,
+        /// The kind.
+        kind: String,
+        /// The value.
+        value: String,
+        /// What it is granted.
+        granted: String,
+    },
+    /// A file operation failed.
+    #[error("cannot {action} {}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// What the user is asked to agree to.
+#[derive(Debug, Clone)]
+pub struct ConsentRequest {
+    /// The plugin.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// The whole request in plain words, ready to print (several lines).
+    pub text: String,
+}
+
+/// What an install or update did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Newly installed.
+    Installed {
+        /// The plugin.
+        name: String,
+        /// Its version.
+        version: String,
+        /// Who signed it, or `unsigned`.
+        signer: String,
+    },
+    /// The same content was already installed: nothing changed (or the
+    /// store folder was repaired).
+    Unchanged {
+        /// The plugin.
+        name: String,
+        /// Its version.
+        version: String,
+        /// Whether damaged or missing files were restored.
+        repaired: bool,
+    },
+    /// Replaced by other content.
+    Updated {
+        /// The plugin.
+        name: String,
+        /// The old version.
+        from: String,
+        /// The new version.
+        to: String,
+        /// What changed in its requests, one line each (`+`, `-`, `~`).
+        changes: Vec<String>,
+        /// Whether consent was asked (the requests widened).
+        asked: bool,
+    },
+}
+
+/// How compile progress is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// A bar redrawn in place on stderr.
+    Bar,
+    /// One line per component on stderr.
+    Lines,
+    /// Nothing.
+    Quiet,
+}
+
+impl Progress {
+    /// A bar when stderr is a terminal, lines otherwise.
+    pub fn for_stderr() -> Self {
+        if std::io::stderr().is_terminal() {
+            Self::Bar
+        } else {
+            Self::Lines
+        }
+    }
+}
+
+/// Installs, updates and removes plugins in a home.
+pub struct Installer<'a> {
+    sandbox: &'a Sandbox,
+    store: PluginStore,
+    progress: Progress,
+}
+
+/// A package read, checked and compiled, not yet in the store.
+struct Prepared {
+    _unpacked: Option<tempfile::TempDir>,
+    root: PathBuf,
+    source: String,
+    manifest: Manifest,
+    files: FileHashes,
+    digest: String,
+    signer: String,
+    components: Vec<LockComponent>,
+}
+
+impl<'a> Installer<'a> {
+    /// An installer for `home`'s plugins, compiling with `sandbox`.
+    pub fn new(home: &Home, sandbox: &'a Sandbox, progress: Progress) -> Self {
+        Self {
+            sandbox,
+            store: PluginStore::new(home.plugins_dir()),
+            progress,
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &PluginStore {
+        &self.store
+    }
+
+    /// The lockfile as it is now.
+    pub fn lockfile(&self) -> Result<Lockfile, InstallError> {
+        Ok(Lockfile::load(&self.store.lock_path())?)
+    }
+
+    /// Installs the plugin at `source` (a folder or a `.tar.gz`), asking
+    /// `consent` before granting anything.
+    pub fn install(
+        &self,
+        source: &Path,
+        consent: &mut dyn FnMut(&ConsentRequest) -> bool,
+    ) -> Result<Outcome, InstallError> {
+        let prepared = self.prepare(source)?;
+        let mut lock = self.lockfile()?;
+        let name = prepared.manifest.name.clone();
+        if let Some(entry) = lock.plugins.get(&name) {
+            if entry.digest == prepared.digest {
+                return self.unchanged(&prepared, entry);
+            }
+            return Err(InstallError::AlreadyInstalled {
+                name,
+                installed: entry.version.clone(),
+                source_path: entry.source.clone(),
+                given: source.display().to_string(),
+            });
+        }
+        let requested = prepared.manifest.capabilities.clone();
+        let text = format!(
+            "{} {} ({}) wants:\n{}",
+            name,
+            prepared.manifest.version,
+            prepared.signer,
+            describe_request(&prepared.manifest)
+        );
+        let request = ConsentRequest {
+            name: name.clone(),
+            version: prepared.manifest.version.clone(),
+            text,
+        };
+        if !consent(&request) {
+            return Err(InstallError::ConsentRefused { name });
+        }
+        let outcome = Outcome::Installed {
+            name: name.clone(),
+            version: prepared.manifest.version.clone(),
+            signer: prepared.signer.clone(),
+        };
+        self.commit(&mut lock, prepared, requested.clone(), requested)?;
+        Ok(outcome)
+    }
+
+    /// Replaces an installed plugin with the one at `source`, asking
+    /// `consent` only if it requests more than the user agreed to before.
+    pub fn update(
+        &self,
+        source: &Path,
+        consent: &mut dyn FnMut(&ConsentRequest) -> bool,
+    ) -> Result<Outcome, InstallError> {
+        let prepared = self.prepare(source)?;
+        let mut lock = self.lockfile()?;
+        let name = prepared.manifest.name.clone();
+        let Some(old) = lock.plugins.get(&name).cloned() else {
+            return Err(InstallError::NotInstalled {
+                name,
+                hint: format!(
+                    "; install it with `capstan plugin install {}`",
+                    source.display()
+                ),
+            });
+        };
+        if old.digest == prepared.digest {
+            return self.unchanged(&prepared, &old);
+        }
+        let requested = prepared.manifest.capabilities.clone();
+        let changes = capability_diff(&old.consented, &requested);
+        let widened = !capabilities_within(&requested, &old.consented);
+        if widened {
+            let text = format!(
+                "{} {} -> {} ({}) asks for more than you granted:\n{}",
+                name,
+                old.version,
+                prepared.manifest.version,
+                prepared.signer,
+                changes
+                    .iter()
+                    .map(|c| format!("  {c}\n"))
+                    .collect::<String>()
+            );
+            let request = ConsentRequest {
+                name: name.clone(),
+                version: prepared.manifest.version.clone(),
+                text,
+            };
+            if !consent(&request) {
+                return Err(InstallError::ConsentRefused { name });
+            }
+        }
+        // What the user revoked stays revoked.
+        let revoked = subtract(&old.consented, &old.granted);
+        let granted = subtract(&requested, &revoked);
+        let outcome = Outcome::Updated {
+            name: name.clone(),
+            from: old.version.clone(),
+            to: prepared.manifest.version.clone(),
+            changes,
+            asked: widened,
+        };
+        let new_folder = self.commit(&mut lock, prepared, requested, granted)?;
+        if old.folder != new_folder {
+            let _ = std::fs::remove_dir_all(old.dir(self.store.root()));
+        }
+        self.forget_compiled(&old, &lock);
+        Ok(outcome)
+    }
+
+    /// Gives plugin `name` back a capability its manifest requests.
+    /// Returns a sentence saying what happened.
+    pub fn grant(&self, name: &str, kind: &str, value: &str) -> Result<String, InstallError> {
+        let kind = Kind::parse(kind)?;
+        let path = self.store.lock_path();
+        let mut lock = Lockfile::load(&path)?;
+        let entry = installed(&mut lock, name)?;
+        if kind.find(&entry.granted, value).is_some() {
+            return Ok(format!(
+                "{name} is already granted {} {value}",
+                kind.label()
+            ));
+        }
+        let Some(item) = kind.find(&entry.consented, value) else {
+            return Err(InstallError::NotRequested {
+                name: name.to_string(),
+                kind: kind.label().to_string(),
+                value: value.to_string(),
+                requested: or_nothing(kind.values(&entry.consented)),
+            });
+        };
+        entry.granted = kind.add(&entry.granted, &item);
+        lock.save(&path)?;
+        Ok(format!("granted {name} {} {value}", kind.label()))
+    }
+
+    /// Takes a capability away from plugin `name`: its calls no longer get
+    /// it. Returns a sentence saying what happened.
+    pub fn revoke(&self, name: &str, kind: &str, value: &str) -> Result<String, InstallError> {
+        let kind = Kind::parse(kind)?;
+        let path = self.store.lock_path();
+        let mut lock = Lockfile::load(&path)?;
+        let entry = installed(&mut lock, name)?;
+        if kind.find(&entry.granted, value).is_none() {
+            return Err(InstallError::NotGranted {
+                name: name.to_string(),
+                kind: kind.label().to_string(),
+                value: value.to_string(),
+                granted: or_nothing(kind.values(&entry.granted)),
+            });
+        }
+        entry.granted = kind.remove(&entry.granted, value);
+        lock.save(&path)?;
+        Ok(format!(
+            "revoked {} {value} from {name}; its calls run without it (`capstan plugin grant {name} {} {value}` gives it back)",
+            kind.label(),
+            kind.label()
+        ))
+    }
+
+    /// Uninstalls plugin `name`: its lock entry, store folders and compiled
+    /// components; its data folder too when `purge`. Returns what was kept,
+    /// if anything.
+    pub fn remove(&self, name: &str, purge: bool) -> Result<Option<PathBuf>, InstallError> {
+        let path = self.store.lock_path();
+        let mut lock = Lockfile::load(&path)?;
+        let Some(entry) = lock.plugins.remove(name) else {
+            return Err(InstallError::NotInstalled {
+                name: name.to_string(),
+                hint: String::new(),
+            });
+        };
+        // The lock first: a failure below leaves stray files, never a lock
+        // entry naming files that are gone.
+        lock.save(&path)?;
+        let dir = self.store.plugin_dir(name);
+        match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(InstallError::Io {
+                    action: "delete",
+                    path: dir,
+                    source: e,
+                });
+            }
+            _ => {}
+        }
+        self.forget_compiled(&entry, &lock);
+        let data = self.store.data_dir(name);
+        if purge {
+            match std::fs::remove_dir_all(&data) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(InstallError::Io {
+                    action: "delete",
+                    path: data,
+                    source: e,
+                }),
+                _ => Ok(None),
+            }
+        } else {
+            Ok(data.is_dir().then_some(data))
+        }
+    }
+
+    /// Removes the compiled forms of `entry`'s components that no other
+    /// installed or built-in plugin uses.
+    fn forget_compiled(&self, entry: &LockEntry, lock: &Lockfile) {
+        for component in &entry.components {
+            let in_use = BUILTIN_PLUGINS.iter().any(|p| p.sha256 == component.sha256)
+                || lock
+                    .plugins
+                    .values()
+                    .flat_map(|e| &e.components)
+                    .any(|c| c.sha256 == component.sha256);
+            if !in_use {
+                let _ = self.sandbox.compile_cache().remove(&component.sha256);
+            }
+        }
+    }
+
+    /// The same content is installed: repair its folder if needed.
+    fn unchanged(&self, prepared: &Prepared, entry: &LockEntry) -> Result<Outcome, InstallError> {
+        let dir = entry.dir(self.store.root());
+        let intact = hash_package(&dir).is_ok_and(|found| found.0 == entry.files);
+        if !intact {
+            copy_package(&prepared.root, &prepared.files, &dir)?;
+        }
+        Ok(Outcome::Unchanged {
+            name: prepared.manifest.name.clone(),
+            version: entry.version.clone(),
+            repaired: !intact,
+        })
+    }
+
+    /// Copies a prepared package into the store and records it. Returns its
+    /// folder (relative to the plugins folder).
+    fn commit(
+        &self,
+        lock: &mut Lockfile,
+        prepared: Prepared,
+        consented: Capabilities,
+        granted: Capabilities,
+    ) -> Result<String, InstallError> {
+        let manifest = &prepared.manifest;
+        let folder =
+            PluginStore::package_folder(&manifest.name, &manifest.version, &prepared.digest);
+        let dir = self.store.root().join(&folder);
+        copy_package(&prepared.root, &prepared.files, &dir)?;
+        let data = self.store.data_dir(&manifest.name);
+        std::fs::create_dir_all(&data).map_err(|source| InstallError::Io {
+            action: "create the plugin's data folder",
+            path: data,
+            source,
+        })?;
+        let entry = LockEntry {
+            version: manifest.version.clone(),
+            source: prepared.source.clone(),
+            installed_at: now_rfc3339(),
+            signer: prepared.signer.clone(),
+            folder: folder.clone(),
+            digest: prepared.digest.clone(),
+            files: prepared.files.0.clone(),
+            components: prepared.components.clone(),
+            consented,
+            granted,
+            limits: LockLimits {
+                memory: manifest.limits.memory,
+                timeout_ms: manifest
+                    .limits
+                    .timeout
+                    .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+            },
+        };
+        lock.plugins.insert(manifest.name.clone(), entry);
+        lock.save(&self.store.lock_path())?;
+        Ok(folder)
+    }
+
+    /// Reads, checks and compiles the package at `source`.
+    fn prepare(&self, source: &Path) -> Result<Prepared, InstallError> {
+        let canonical = source.canonicalize().map_err(|e| InstallError::Source {
+            path: source.to_path_buf(),
+            reason: match e.kind() {
+                std::io::ErrorKind::NotFound => "no such file or folder".to_string(),
+                _ => e.to_string(),
+            },
+        })?;
+        let (unpacked, root) = if canonical.is_dir() {
+            (None, canonical.clone())
+        } else if is_tarball(&canonical) {
+            let staging = self.store.staging_dir();
+            std::fs::create_dir_all(&staging).map_err(|source| InstallError::Io {
+                action: "create",
+                path: staging.clone(),
+                source,
+            })?;
+            let temp = tempfile::Builder::new()
+                .prefix("unpack-")
+                .tempdir_in(&staging)
+                .map_err(|source| InstallError::Io {
+                    action: "create a folder in",
+                    path: staging,
+                    source,
+                })?;
+            unpack(&canonical, temp.path())?;
+            let root = package_root(temp.path()).ok_or_else(|| InstallError::Source {
+                path: source.to_path_buf(),
+                reason: format!(
+                    "the archive has no {MANIFEST_FILE} at its top or in a single top folder"
+                ),
+            })?;
+            (Some(temp), root)
+        } else {
+            return Err(InstallError::Source {
+                path: source.to_path_buf(),
+                reason: "it is neither a folder nor a .tar.gz archive".to_string(),
+            });
+        };
+        let manifest = Manifest::load(&root)?;
+        if BUILTIN_PLUGINS.iter().any(|p| p.name == manifest.name) {
+            return Err(InstallError::BuiltinName {
+                name: manifest.name,
+            });
+        }
+        let files = hash_package(&root)?;
+        let digest = files.digest();
+        let signer = verify_package_signature(&root, &manifest.name, &files.listing())?;
+        let components = self.compile_components(&root, &manifest, &files)?;
+        Ok(Prepared {
+            _unpacked: unpacked,
+            root,
+            source: canonical.display().to_string(),
+            manifest,
+            files,
+            digest,
+            signer,
+            components,
+        })
+    }
+
+    /// Inspects and compiles every component, showing progress.
+    fn compile_components(
+        &self,
+        root: &Path,
+        manifest: &Manifest,
+        files: &FileHashes,
+    ) -> Result<Vec<LockComponent>, InstallError> {
+        let total = manifest.components.len();
+        let mut components: Vec<LockComponent> = Vec::new();
+        for (index, listed) in manifest.components.iter().enumerate() {
+            let rel = listed.trim_start_matches("./").to_string();
+            let Some(sha256) = files.0.get(&rel).cloned() else {
+                return Err(InstallError::MissingComponent {
+                    path: listed.clone(),
+                });
+            };
+            let path = root.join(&rel);
+            let wasm = std::fs::read(&path).map_err(|source| InstallError::Io {
+                action: "read",
+                path: path.clone(),
+                source,
+            })?;
+            if sha256_hex(&wasm) != sha256 {
+                return Err(InstallError::Io {
+                    action: "read",
+                    path,
+                    source: std::io::Error::other("the file changed while it was being installed"),
+                });
+            }
+            let shown = ProgressShown::start(self.progress, &rel, index, total);
+            let info = inspect::inspect(self.sandbox, &wasm, &sha256, &rel, &manifest.capabilities);
+            shown.finish(info.as_ref().ok().map(|i| i.cache_outcome));
+            let info = info?;
+            if info.exports.tool {
+                if let Some(first) = components
+                    .iter()
+                    .find(|c| c.exports.iter().any(|e| e == "tool"))
+                {
+                    return Err(InstallError::TwoToolComponents {
+                        first: first.path.clone(),
+                        second: rel,
+                    });
+                }
+                // Linking checks every import against the host's linker.
+                self.sandbox
+                    .load(&manifest.name, &wasm, Some(&sha256), &rel)
+                    .map_err(InspectError::from)?;
+            }
+            components.push(LockComponent {
+                path: rel,
+                sha256,
+                exports: info.exports.names().into_iter().map(String::from).collect(),
+            });
+        }
+        Ok(components)
+    }
+}
+
+/// The call site for package signatures: `plugin.minisig` at the package's
+/// root signs the package listing. Returns who signed it, or `unsigned`
+/// when there is no signature. This build cannot check signatures yet, so
+/// a signed package is refused rather than shown as signed or unsigned.
+fn verify_package_signature(
+    root: &Path,
+    name: &str,
+    listing: &str,
+) -> Result<String, InstallError> {
+    let signature = root.join(SIGNATURE_FILE);
+    if !signature.exists() {
+        return Ok("unsigned".to_string());
+    }
+    let _ = listing;
+    Err(InstallError::Signature {
+        name: name.to_string(),
+        reason: "this build of capstan cannot check package signatures".to_string(),
+    })
+}
+
+fn installed<'l>(lock: &'l mut Lockfile, name: &str) -> Result<&'l mut LockEntry, InstallError> {
+    lock.plugins
+        .get_mut(name)
+        .ok_or_else(|| InstallError::NotInstalled {
+            name: name.to_string(),
+            hint: "; see `capstan plugin list`".to_string(),
+        })
+}
+
+fn or_nothing(values: Vec<String>) -> String {
+    if values.is_empty() {
+        "nothing of that kind".to_string()
+    } else {
+        values.join(", ")
+    }
+}
+
+fn is_tarball(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    name.ends_with(".tar.gz") || name.ends_with(".tgz")
+}
+
+/// The folder holding `plugin.toml`: `dir` itself or its single subfolder.
+fn package_root(dir: &Path) -> Option<PathBuf> {
+    if dir.join(MANIFEST_FILE).is_file() {
+        return Some(dir.to_path_buf());
+    }
+    let entries: Vec<_> = std::fs::read_dir(dir).ok()?.flatten().collect();
+    match entries.as_slice() {
+        [only] if only.path().join(MANIFEST_FILE).is_file() => Some(only.path()),
+        _ => None,
+    }
+}
+
+/// Unpacks a `.tar.gz` into `into`, refusing absolute paths, `..`, links,
+/// device files and anything past the size cap.
+fn unpack(archive: &Path, into: &Path) -> Result<(), InstallError> {
+    let refuse = |entry: &str, reason: &str| InstallError::Archive {
+        archive: archive.to_path_buf(),
+        entry: entry.to_string(),
+        reason: reason.to_string(),
+    };
+    let file = std::fs::File::open(archive).map_err(|source| InstallError::Io {
+        action: "open",
+        path: archive.to_path_buf(),
+        source,
+    })?;
+    let unreadable = |e: std::io::Error| InstallError::Source {
+        path: archive.to_path_buf(),
+        reason: format!("it is not a readable .tar.gz archive ({e})"),
+    };
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let mut total = 0u64;
+    let mut count = 0usize;
+    for entry in tar.entries().map_err(unreadable)? {
+        let mut entry = entry.map_err(unreadable)?;
+        let raw = entry.path().map_err(unreadable)?.into_owned();
+        let shown = raw.display().to_string();
+        let mut rel = PathBuf::new();
+        for part in raw.components() {
+            match part {
+                PathPart::Normal(p) => rel.push(p),
+                PathPart::CurDir => {}
+                PathPart::ParentDir => {
+                    return Err(refuse(&shown, "leads out of the package with `..`"));
+                }
+                PathPart::RootDir | PathPart::Prefix(_) => {
+                    return Err(refuse(&shown, "has an absolute path"));
+                }
+            }
+        }
+        let kind = entry.header().entry_type();
+        if kind.is_pax_global_extensions() || kind.is_pax_local_extensions() {
+            continue;
+        }
+        if rel.as_os_str().is_empty() {
+            if kind.is_dir() {
+                continue;
+            }
+            return Err(refuse(&shown, "has no name"));
+        }
+        let target = into.join(&rel);
+        if kind.is_dir() {
+            std::fs::create_dir_all(&target).map_err(|source| InstallError::Io {
+                action: "create",
+                path: target,
+                source,
+            })?;
+            continue;
+        }
+        if !(kind.is_file() || kind.is_contiguous()) {
+            let what = if kind.is_symlink() || kind.is_hard_link() {
+                "is a link; packages may hold only plain files and folders"
+            } else {
+                "is a device, pipe or other special file; packages may hold only plain files and folders"
+            };
+            return Err(refuse(&shown, what));
+        }
+        count += 1;
+        if count > MAX_PACKAGE_FILES {
+            return Err(refuse(&shown, "is one file too many for a plugin package"));
+        }
+        let budget = MAX_PACKAGE_BYTES.saturating_sub(total);
+        if let Some(dir) = target.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| InstallError::Io {
+                action: "create",
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&target)
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => refuse(&shown, "appears twice in the archive"),
+                _ => InstallError::Io {
+                    action: "write",
+                    path: target.clone(),
+                    source: e,
+                },
+            })?;
+        let written =
+            std::io::copy(&mut (&mut entry).take(budget + 1), &mut out).map_err(unreadable)?;
+        total += written;
+        if total > MAX_PACKAGE_BYTES {
+            return Err(refuse(
+                &shown,
+                &format!(
+                    "takes the package past {} MiB, the most a plugin may hold",
+                    MAX_PACKAGE_BYTES >> 20
+                ),
+            ));
+        }
+        out.flush().map_err(|source| InstallError::Io {
+            action: "write",
+            path: target,
+            source,
+        })?;
+    }
+    Ok(())
+}
+
+/// Compile progress for one component on stderr.
+struct ProgressShown {
+    mode: Progress,
+    label: String,
+    started: Instant,
+    done: Arc<AtomicBool>,
+    drawer: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ProgressShown {
+    fn start(mode: Progress, component: &str, index: usize, total: usize) -> Self {
+        let label = format!("[{}/{total}] {component}", index + 1);
+        let done = Arc::new(AtomicBool::new(false));
+        let drawer = (mode == Progress::Bar).then(|| {
+            let done = done.clone();
+            let label = label.clone();
+            let started = Instant::now();
+            let filled = index * 20 / total.max(1);
+            std::thread::spawn(move || {
+                let frames = ['|', '/', '-', '\\'];
+                let mut frame = 0;
+                while !done.load(Ordering::Relaxed) {
+                    eprint!(
+                        "\r  compiling {label} [{}{}{}] {:.1}s ",
+                        "=".repeat(filled),
+                        frames[frame % frames.len()],
+                        " ".repeat(19 - filled.min(19)),
+                        started.elapsed().as_secs_f64()
+                    );
+                    frame += 1;
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            })
+        });
+        Self {
+            mode,
+            label,
+            started: Instant::now(),
+            done,
+            drawer,
+        }
+    }
+
+    fn finish(self, outcome: Option<CacheOutcome>) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(drawer) = self.drawer {
+            let _ = drawer.join();
+            eprint!("\r\x1b[2K");
+        }
+        if self.mode == Progress::Quiet {
+            return;
+        }
+        let how = match outcome {
+            Some(CacheOutcome::Compiled) => {
+                format!("compiled in {:.1}s", self.started.elapsed().as_secs_f64())
+            }
+            Some(CacheOutcome::Hit) => "already compiled".to_string(),
+            None => "refused".to_string(),
+        };
+        eprintln!("  component {}: {how}", self.label);
+    }
+}
+
+/// A request in plain words, one capability per line, indented.
+pub fn describe_request(manifest: &Manifest) -> String {
+    let mut text = describe_capabilities(&manifest.capabilities);
+    let mut limits = Vec::new();
+    if let Some(memory) = manifest.limits.memory {
+        limits.push(format!("memory up to {} MiB", memory >> 20));
+    }
+    if let Some(timeout) = manifest.limits.timeout {
+        limits.push(format!("{:.1}s per call", timeout.as_secs_f64()));
+    }
+    if !limits.is_empty() {
+        text.push_str(&format!("  limits   {}\n", limits.join(", ")));
+    }
+    text
+}
+
+/// Capabilities in plain words, one per line, indented; `files none` and
+/// so on for kinds not requested, so the user sees what is *not* asked.
+pub fn describe_capabilities(caps: &Capabilities) -> String {
+    let mut text = String::new();
+    if caps.net.is_empty() {
+        text.push_str("  network  none\n");
+    }
+    for line in describe_items(caps) {
+        text.push_str(&format!("  {line}\n"));
+    }
+    if caps.fs.is_empty() {
+        text.push_str("  files    none\n");
+    }
+    text
+}
+
+/// Each capability as one line.
+fn describe_items(caps: &Capabilities) -> Vec<String> {
+    let mut lines = Vec::new();
+    for net in &caps.net {
+        lines.push(format!("network  {}", net_text(net)));
+    }
+    for secret in &caps.secrets {
+        lines.push(format!(
+            "secret   {} -> sent as header {} to {} only",
+            secret.name,
+            secret.header,
+            secret.hosts.join(", ")
+        ));
+    }
+    for env in &caps.env {
+        lines.push(format!("env      {}", env.name()));
+    }
+    for fs in &caps.fs {
+        lines.push(format!("files    {} ({})", fs.path, access_text(fs.access)));
+    }
+    lines
+}
+
+fn access_text(access: Access) -> &'static str {
+    match access {
+        Access::Read => "read-only",
+        Access::ReadWrite => "read-write",
+    }
+}
+
+/// A network grant as written.
+pub fn net_text(grant: &NetGrant) -> String {
+    match serde_json::to_value(grant) {
+        Ok(serde_json::Value::String(text)) => text,
+        _ => format!("{grant:?}"),
+    }
+}
+
+/// What changed from `old` to `new`, one line each: `+` added, `-` removed,
+/// `~` widened or narrowed.
+pub fn capability_diff(old: &Capabilities, new: &Capabilities) -> Vec<String> {
+    let mut lines = Vec::new();
+    for fs in &new.fs {
+        match old.fs.iter().find(|o| o.path == fs.path) {
+            None => lines.push(format!(
+                "+ files    {} ({})",
+                fs.path,
+                access_text(fs.access)
+            )),
+            Some(o) if o.access != fs.access => lines.push(format!(
+                "~ files    {}: {} -> {} ({})",
+                fs.path,
+                access_text(o.access),
+                access_text(fs.access),
+                if fs.access == Access::ReadWrite {
+                    "widened"
+                } else {
+                    "narrowed"
+                }
+            )),
+            Some(_) => {}
+        }
+    }
+    for fs in &old.fs {
+        if !new.fs.iter().any(|n| n.path == fs.path) {
+            lines.push(format!(
+                "- files    {} ({})",
+                fs.path,
+                access_text(fs.access)
+            ));
+        }
+    }
+    for (sign, from, to) in [("+", old, new), ("-", new, old)] {
+        for net in &to.net {
+            if !from.net.contains(net) {
+                lines.push(format!("{sign} network  {}", net_text(net)));
+            }
+        }
+        for env in &to.env {
+            if !from.env.contains(env) {
+                lines.push(format!("{sign} env      {}", env.name()));
+            }
+        }
+    }
+    for secret in &new.secrets {
+        match old.secrets.iter().find(|o| o.name == secret.name) {
+            None => lines.push(format!(
+                "+ secret   {} -> header {} to {}",
+                secret.name,
+                secret.header,
+                secret.hosts.join(", ")
+            )),
+            Some(o) if o != secret => {
+                let wider = !secret_within(secret, o);
+                lines.push(format!(
+                    "~ secret   {}: header {} to {} -> header {} to {} ({})",
+                    secret.name,
+                    o.header,
+                    o.hosts.join(", "),
+                    secret.header,
+                    secret.hosts.join(", "),
+                    if wider { "widened" } else { "narrowed" }
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    for secret in &old.secrets {
+        if !new.secrets.iter().any(|n| n.name == secret.name) {
+            lines.push(format!("- secret   {}", secret.name));
+        }
+    }
+    lines
+}
+
+fn secret_within(new: &SecretGrant, old: &SecretGrant) -> bool {
+    new.header == old.header
+        && new.format == old.format
+        && new.hosts.iter().all(|h| old.hosts.contains(h))
+}
+
+/// Whether `new` asks for nothing beyond `old`.
+pub fn capabilities_within(new: &Capabilities, old: &Capabilities) -> bool {
+    new.fs.iter().all(|n| {
+        old.fs.iter().any(|o| {
+            o.path == n.path && (o.access == Access::ReadWrite || n.access == Access::Read)
+        })
+    }) && new.net.iter().all(|n| old.net.contains(n))
+        && new.env.iter().all(|n| old.env.contains(n))
+        && new.secrets.iter().all(|n| {
+            old.secrets
+                .iter()
+                .any(|o| o.name == n.name && secret_within(n, o))
+        })
+}
+
+/// `caps` without the items of `minus` (matched exactly).
+pub fn subtract(caps: &Capabilities, minus: &Capabilities) -> Capabilities {
+    Capabilities {
+        fs: caps
+            .fs
+            .iter()
+            .filter(|x| !minus.fs.contains(x))
+            .cloned()
+            .collect(),
+        net: caps
+            .net
+            .iter()
+            .filter(|x| !minus.net.contains(x))
+            .cloned()
+            .collect(),
+        env: caps
+            .env
+            .iter()
+            .filter(|x| !minus.env.contains(x))
+            .cloned()
+            .collect(),
+        secrets: caps
+            .secrets
+            .iter()
+            .filter(|x| !minus.secrets.contains(x))
+            .cloned()
+            .collect(),
+    }
+}
+
+/// A kind of capability, as named on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Fs,
+    Net,
+    Env,
+    Secret,
+}
+
+/// One capability of a kind, copied out of a set.
+enum Item {
+    Fs(FsRequest),
+    Net(NetGrant),
+    Env(EnvGrant),
+    Secret(SecretGrant),
+}
+
+impl Kind {
+    fn parse(text: &str) -> Result<Self, InstallError> {
+        match text {
+            "fs" | "files" => Ok(Self::Fs),
+            "net" | "network" => Ok(Self::Net),
+            "env" => Ok(Self::Env),
+            "secret" | "secrets" => Ok(Self::Secret),
+            other => Err(InstallError::BadKind(other.to_string())),
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Self::Fs => "fs",
+            Self::Net => "net",
+            Self::Env => "env",
+            Self::Secret => "secret",
+        }
+    }
+
+    /// The values of this kind in `caps`, as the user names them.
+    fn values(self, caps: &Capabilities) -> Vec<String> {
+        match self {
+            Self::Fs => caps.fs.iter().map(|f| f.path.clone()).collect(),
+            Self::Net => caps.net.iter().map(net_text).collect(),
+            Self::Env => caps.env.iter().map(|e| e.name().to_string()).collect(),
+            Self::Secret => caps.secrets.iter().map(|s| s.name.clone()).collect(),
+        }
+    }
+
+    fn find(self, caps: &Capabilities, value: &str) -> Option<Item> {
+        match self {
+            Self::Fs => caps
+                .fs
+                .iter()
+                .find(|f| f.path == value)
+                .cloned()
+                .map(Item::Fs),
+            Self::Net => caps
+                .net
+                .iter()
+                .find(|n| net_text(n) == value)
+                .cloned()
+                .map(Item::Net),
+            Self::Env => caps
+                .env
+                .iter()
+                .find(|e| e.name() == value)
+                .cloned()
+                .map(Item::Env),
+            Self::Secret => caps
+                .secrets
+                .iter()
+                .find(|s| s.name == value)
+                .cloned()
+                .map(Item::Secret),
+        }
+    }
+
+    fn add(self, caps: &Capabilities, item: &Item) -> Capabilities {
+        let mut caps = caps.clone();
+        match item {
+            Item::Fs(x) => caps.fs.push(x.clone()),
+            Item::Net(x) => caps.net.push(x.clone()),
+            Item::Env(x) => caps.env.push(x.clone()),
+            Item::Secret(x) => caps.secrets.push(x.clone()),
+        }
+        caps
+    }
+
+    fn remove(self, caps: &Capabilities, value: &str) -> Capabilities {
+        let mut caps = caps.clone();
+        match self {
+            Self::Fs => caps.fs.retain(|f| f.path != value),
+            Self::Net => caps.net.retain(|n| net_text(n) != value),
+            Self::Env => caps.env.retain(|e| e.name() != value),
+            Self::Secret => caps.secrets.retain(|s| s.name != value),
+        }
+        caps
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn net(url: &str) -> NetGrant {
+        serde_json::from_value(serde_json::Value::String(url.into())).unwrap()
+    }
+
+    fn caps(fs: &[(&str, Access)], nets: &[&str], env: &[&str]) -> Capabilities {
+        Capabilities {
+            fs: fs
+                .iter()
+                .map(|(p, a)| FsRequest {
+                    path: p.to_string(),
+                    access: *a,
+                })
+                .collect(),
+            net: nets.iter().map(|n| net(n)).collect(),
+            env: env.iter().map(|e| EnvGrant::new(e)).collect(),
+            secrets: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn diffs_say_what_was_added_removed_and_widened() {
+        let old = caps(
+            &[("$WORKSPACE", Access::Read)],
+            &["https://a.example"],
+            &["TZ"],
+        );
+        let new = caps(
+            &[("$WORKSPACE", Access::ReadWrite)],
+            &["https://b.example"],
+            &["TZ"],
+        );
+        let diff = capability_diff(&old, &new);
+        assert!(
+            diff.contains(&"+ network  https://b.example".to_string()),
+            "{diff:?}"
+        );
+        assert!(
+            diff.contains(&"- network  https://a.example".to_string()),
+            "{diff:?}"
+        );
+        assert!(
+            diff.iter()
+                .any(|l| l.starts_with("~ files") && l.ends_with("(widened)"))
+        );
+        assert!(!capabilities_within(&new, &old));
+        assert!(capabilities_within(&old, &old));
+        let narrower = caps(&[("$WORKSPACE", Access::Read)], &[], &[]);
+        assert!(capabilities_within(&narrower, &old));
+        assert!(capability_diff(&old, &old).is_empty());
+    }
+
+    #[test]
+    fn requests_read_in_plain_words() {
+        let text = describe_capabilities(&caps(&[], &["https://api.example"], &[]));
+        assert!(text.contains("network  https://api.example"), "{text}");
+        assert!(text.contains("files    none"), "{text}");
+    }
+
+    #[test]
+    fn revoked_items_stay_revoked_through_subtract() {
+        let all = caps(&[], &["https://a.example", "https://b.example"], &["TZ"]);
+        let granted = caps(&[], &["https://a.example"], &["TZ"]);
+        let revoked = subtract(&all, &granted);
+        assert_eq!(revoked.net, vec![net("https://b.example")]);
+        assert!(revoked.env.is_empty());
+    }
+
+    #[test]
+    fn kinds_find_add_and_remove() {
+        let all = caps(
+            &[("$PLUGIN_DATA", Access::ReadWrite)],
+            &["https://a.example"],
+            &[],
+        );
+        let kind = Kind::parse("net").unwrap();
+        let item = kind.find(&all, "https://a.example").unwrap();
+        let none = kind.remove(&all, "https://a.example");
+        assert!(none.net.is_empty());
+        assert_eq!(kind.add(&none, &item), all);
+        assert!(Kind::parse("disk").is_err());
+        assert_eq!(Kind::Fs.values(&all), vec!["$PLUGIN_DATA"]);
+    }
+
+    fn tarball(entries: &[(&str, &[u8], tar::EntryType)]) -> tempfile::NamedTempFile {
+        let file = tempfile::Builder::new()
+            .suffix(".tar.gz")
+            .tempfile()
+            .unwrap();
+        let gz = flate2::write::GzEncoder::new(file.reopen().unwrap(), flate2::Compression::fast());
+        let mut builder = tar::Builder::new(gz);
+        for (path, data, kind) in entries {
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(*kind);
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            // Written raw so that hostile names reach the reader unchanged.
+            let name = &mut header.as_old_mut().name;
+            name[..path.len()].copy_from_slice(path.as_bytes());
+            header.set_cksum();
+            builder.append(&header, *data).unwrap();
+        }
+        builder.into_inner().unwrap().finish().unwrap();
+        file
+    }
+
+    #[test]
+    fn archives_unpack_plain_files_only() {
+        let good = tarball(&[
+            ("pkg/plugin.toml", b"x", tar::EntryType::Regular),
+            ("pkg/sub/a.wasm", b"y", tar::EntryType::Regular),
+        ]);
+        let into = tempfile::tempdir().unwrap();
+        unpack(good.path(), into.path()).unwrap();
+        assert_eq!(package_root(into.path()).unwrap(), into.path().join("pkg"));
+        assert_eq!(
+            std::fs::read(into.path().join("pkg/sub/a.wasm")).unwrap(),
+            b"y"
+        );
+
+        for (name, kind, expected) in [
+            ("../evil", tar::EntryType::Regular, "`..`"),
+            ("/etc/evil", tar::EntryType::Regular, "absolute"),
+            ("link", tar::EntryType::Symlink, "link"),
+            ("dev", tar::EntryType::Char, "device"),
+        ] {
+            let bad = tarball(&[(name, b"", kind)]);
+            let into = tempfile::tempdir().unwrap();
+            let err = unpack(bad.path(), into.path()).unwrap_err().to_string();
+            assert!(err.contains(expected) && err.contains(name), "{err}");
+        }
+    }
+}

@@ -1,2 +1,312 @@
 //! The lockfile: what was installed, from where, the sha256 of every file,
 //! and the capabilities the user granted.
+//!
+//! `capstan.lock` in the plugins folder is TOML, one table per plugin,
+//! written in a stable order (plugins and files sorted by name) through a
+//! temporary file and a rename, so a reader never sees half of it:
+//!
+//! ```toml
+//! version = 1
+//!
+//! [plugins.weather]
+//! version = "0.2.0"
+//! source = "/home/ada/src/weather"
+//! installed_at = "2025-01-31T09:00:00Z"
+//! signer = "unsigned"
+//! folder = "store/weather/0.2.0-3f2a9c0d1b7e"
+//! digest = "3f2a9c0d1b7e…"
+//!
+//! [plugins.weather.files]
+//! "plugin.toml" = "9b1f…"
+//! "weather.wasm" = "c0de…"
+//! ```
+//!
+//! followed by the plugin's `components` (path, hash, exports), `consented`
+//! (what the manifest requested when the user last agreed), `granted` (what
+//! calls get: the consented capabilities minus those revoked since) and
+//! `limits`.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::grants::Capabilities;
+
+/// The lockfile's format version.
+const FORMAT: u32 = 1;
+
+/// The whole lockfile.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lockfile {
+    /// The format version.
+    pub version: u32,
+    /// Installed plugins by name.
+    #[serde(default)]
+    pub plugins: BTreeMap<String, LockEntry>,
+}
+
+/// One installed plugin.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockEntry {
+    /// The plugin's version.
+    pub version: String,
+    /// Where it was installed from (canonical path of the folder or archive).
+    pub source: String,
+    /// When it was installed or last updated (UTC, RFC 3339).
+    pub installed_at: String,
+    /// Who signed the package, or `unsigned`.
+    pub signer: String,
+    /// Its folder, relative to the plugins folder.
+    pub folder: String,
+    /// The package digest: the sha256 of its file listing.
+    pub digest: String,
+    /// The sha256 of every file, by relative path (`/`-separated).
+    pub files: BTreeMap<String, String>,
+    /// Its components.
+    #[serde(default)]
+    pub components: Vec<LockComponent>,
+    /// What the manifest requested when the user last agreed.
+    #[serde(default)]
+    pub consented: Capabilities,
+    /// What its calls get.
+    #[serde(default)]
+    pub granted: Capabilities,
+    /// Its limits, where the manifest set them.
+    #[serde(default)]
+    pub limits: LockLimits,
+}
+
+/// One component of an installed plugin.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockComponent {
+    /// The file, relative to the plugin's folder.
+    pub path: String,
+    /// Its sha256.
+    pub sha256: String,
+    /// The plugin interfaces it exports: `tool`, `hook`, `skill`.
+    pub exports: Vec<String>,
+}
+
+/// Limits recorded from the manifest.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockLimits {
+    /// Memory cap in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<u64>,
+    /// Time limit per call, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+/// The lockfile could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// Reading or writing failed.
+    #[error("cannot {action} the plugin lockfile {}: {source}", path.display())]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not a valid lockfile.
+    #[error(
+        "the plugin lockfile {}{} is damaged: {message}; restore it from a backup, or move it aside and install the plugins again with `capstan plugin install SOURCE`",
+        path.display(),
+        line.map(|l| format!(":{l}")).unwrap_or_default()
+    )]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// The line, when known.
+        line: Option<usize>,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Lockfile {
+    /// Reads the lockfile at `path`; a missing file is an empty lockfile.
+    pub fn load(path: &Path) -> Result<Self, LockError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(Self {
+                    version: FORMAT,
+                    plugins: BTreeMap::new(),
+                });
+            }
+            Err(source) => {
+                return Err(LockError::Io {
+                    action: "read",
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        let lock: Self = toml::from_str(&text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|span| text[..span.start.min(text.len())].matches('\n').count() + 1);
+            LockError::Damaged {
+                path: path.to_path_buf(),
+                line,
+                message: e.message().trim().to_string(),
+            }
+        })?;
+        if lock.version != FORMAT {
+            return Err(LockError::Damaged {
+                path: path.to_path_buf(),
+                line: Some(1),
+                message: format!(
+                    "format version {} is not the one this capstan writes ({FORMAT})",
+                    lock.version
+                ),
+            });
+        }
+        Ok(lock)
+    }
+
+    /// Writes the lockfile to `path` through a temporary file.
+    pub fn save(&self, path: &Path) -> Result<(), LockError> {
+        let io = |action| {
+            move |source| LockError::Io {
+                action,
+                path: path.to_path_buf(),
+                source,
+            }
+        };
+        let text = toml::to_string(self).map_err(|e| LockError::Damaged {
+            path: path.to_path_buf(),
+            line: None,
+            message: format!("it cannot be written: {e}"),
+        })?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(io("create the folder of"))?;
+        let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(io("write"))?;
+        temp.write_all(b"# Written by capstan: the installed plugins, their files' sha256 and what\n# they were granted. Change it with `capstan plugin ...`, not by hand.\n")
+            .and_then(|()| temp.write_all(text.as_bytes()))
+            .and_then(|()| temp.as_file().sync_all())
+            .map_err(io("write"))?;
+        temp.persist(path).map_err(|e| LockError::Io {
+            action: "replace",
+            path: path.to_path_buf(),
+            source: e.error,
+        })?;
+        Ok(())
+    }
+}
+
+impl LockEntry {
+    /// The plugin's folder.
+    pub fn dir(&self, plugins_dir: &Path) -> PathBuf {
+        plugins_dir.join(&self.folder)
+    }
+
+    /// The component exporting the tool interface, if any.
+    pub fn tool_component(&self) -> Option<&LockComponent> {
+        self.components
+            .iter()
+            .find(|c| c.exports.iter().any(|e| e == "tool"))
+    }
+}
+
+/// The current time as RFC 3339 UTC, to the second.
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    rfc3339(secs)
+}
+
+/// Seconds since 1970 as RFC 3339 UTC (proleptic Gregorian calendar).
+fn rfc3339(secs: u64) -> String {
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rest = secs % 86_400;
+    // Days to a civil date, after Howard Hinnant's algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest / 60 % 60,
+        rest % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry() -> LockEntry {
+        LockEntry {
+            version: "0.1.0".into(),
+            source: "/src/demo".into(),
+            installed_at: now_rfc3339(),
+            signer: "unsigned".into(),
+            folder: "store/demo/0.1.0-abc".into(),
+            digest: "abc".into(),
+            files: BTreeMap::from([("plugin.toml".into(), "11".into())]),
+            components: vec![LockComponent {
+                path: "demo.wasm".into(),
+                sha256: "22".into(),
+                exports: vec!["tool".into()],
+            }],
+            consented: Capabilities::default(),
+            granted: Capabilities::default(),
+            limits: LockLimits {
+                memory: Some(1 << 20),
+                timeout_ms: None,
+            },
+        }
+    }
+
+    #[test]
+    fn a_lockfile_survives_a_round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("capstan.lock");
+        assert!(Lockfile::load(&path).unwrap().plugins.is_empty());
+        let mut lock = Lockfile::load(&path).unwrap();
+        lock.plugins.insert("demo".into(), entry());
+        lock.save(&path).unwrap();
+        assert_eq!(Lockfile::load(&path).unwrap(), lock);
+        assert_eq!(
+            lock.plugins["demo"].tool_component().unwrap().path,
+            "demo.wasm"
+        );
+    }
+
+    #[test]
+    fn a_damaged_lockfile_names_the_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("capstan.lock");
+        std::fs::write(&path, "version = 1\n\n[plugins.demo]\nversion = 3\n").unwrap();
+        let err = Lockfile::load(&path).unwrap_err().to_string();
+        assert!(err.contains("capstan.lock:4"), "{err}");
+        assert!(err.contains("capstan plugin install"), "{err}");
+        std::fs::write(&path, "version = 7\n").unwrap();
+        let err = Lockfile::load(&path).unwrap_err().to_string();
+        assert!(err.contains("format version 7"), "{err}");
+    }
+
+    #[test]
+    fn times_are_rfc3339() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_700_000_000), "2023-11-14T22:13:20Z");
+    }
+}

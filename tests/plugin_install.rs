@@ -1,0 +1,466 @@
+//! Installing plugins through the real `capstan` binary: consent, the
+//! lockfile, integrity checks on every load, update diffs, grant/revoke,
+//! remove, archives, and imports the manifest does not justify.
+//!
+//! The packages are written here: a `plugin.toml` around the first-party
+//! `fs` component (installed under another name) or the `misbehave`
+//! fixture. Every test parses a `plugin.toml`, so all of them need
+//! `Manifest::parse`; `a_bad_manifest_is_refused_with_field_and_line` also
+//! relies on its messages naming the field and line.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use support::{Env, fixture, stderr, stdout, target_dir};
+
+/// The first-party fs component, as the build script compiled it.
+fn fs_component() -> PathBuf {
+    let path = target_dir().join("wasm-plugins/wasm32-wasip2/release/capstan_plugin_fs.wasm");
+    assert!(path.is_file(), "{} was not built", path.display());
+    path
+}
+
+const READ_ONLY: &str = r#"
+[capabilities]
+fs = [{ path = "$WORKSPACE", access = "read" }]
+env = ["TZ"]
+"#;
+
+/// Writes a package folder `files` (version `version`) holding `wasm` as
+/// `tool.wasm` and a plugin.toml with `capabilities`.
+fn package(root: &Path, version: &str, wasm: &Path, capabilities: &str) -> PathBuf {
+    let dir = root.join(format!("files-{version}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(wasm, dir.join("tool.wasm")).unwrap();
+    let manifest = format!(
+        "name = \"files\"\nversion = \"{version}\"\ndescription = \"File tools, installed\"\nauthors = [\"Test <test@example.com>\"]\ncomponents = [\"tool.wasm\"]\n{capabilities}"
+    );
+    std::fs::write(dir.join("plugin.toml"), manifest).unwrap();
+    dir
+}
+
+fn plugin(env: &Env, args: &[&str]) -> Output {
+    env.capstan().arg("plugin").args(args).output().unwrap()
+}
+
+fn install(env: &Env, source: &Path) -> Output {
+    let out = plugin(env, &["install", source.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "install failed: {}", stderr(&out));
+    out
+}
+
+fn lock(env: &Env) -> String {
+    std::fs::read_to_string(env.home.path().join("plugins/capstan.lock")).unwrap_or_default()
+}
+
+/// The store folder of the installed `files` plugin.
+fn store_folder(env: &Env) -> PathBuf {
+    let dir = env.home.path().join("plugins/store/files");
+    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
+    assert_eq!(entries.len(), 1);
+    entries.pop().unwrap().path()
+}
+
+fn sha256(path: &Path) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(std::fs::read(path).unwrap());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[test]
+fn install_shows_the_request_records_the_lock_and_runs_under_the_grants() {
+    let env = Env::new();
+    let src = package(env.outside.path(), "0.1.0", &fs_component(), READ_ONLY);
+    let out = install(&env, &src);
+    assert_eq!(stdout(&out).trim(), "installed files 0.1.0 (unsigned)");
+    let err = stderr(&out);
+    assert!(err.contains("files 0.1.0 (unsigned) wants:"), "{err}");
+    assert!(err.contains("files    $WORKSPACE (read-only)"), "{err}");
+    assert!(err.contains("env      TZ"), "{err}");
+    assert!(err.contains("network  none"), "{err}");
+    assert!(err.contains("component [1/1] tool.wasm"), "{err}");
+
+    let lock = lock(&env);
+    assert!(lock.contains("[plugins.files]"), "{lock}");
+    assert!(lock.contains(&sha256(&fs_component())), "{lock}");
+    assert!(lock.contains("signer = \"unsigned\""), "{lock}");
+
+    let list = plugin(&env, &["list"]);
+    assert!(stdout(&list).contains("files"), "{}", stdout(&list));
+    assert!(stdout(&list).contains("0.1.0"));
+
+    let info = plugin(&env, &["info", "files"]);
+    let text = stdout(&info);
+    assert!(info.status.success(), "{}", stderr(&info));
+    assert!(
+        text.contains(&format!(
+            "tool.wasm  sha256 {}  exports tool",
+            sha256(&fs_component())
+        )),
+        "{text}"
+    );
+    assert!(text.contains("files.read  read-only"), "{text}");
+
+    // It reads the workspace ...
+    env.write("a.txt", "hello\n");
+    let out = env
+        .call("files.read", r#"{"path":"a.txt"}"#, &[])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("hello"));
+    // ... but was granted it read-only, so --allow-write does not let it write.
+    let out = env
+        .call(
+            "files.write",
+            r#"{"path":"b.txt","content":"x"}"#,
+            &["--allow-write"],
+        )
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(!env.ws.path().join("b.txt").exists());
+    // Its calls are audited.
+    let audit = std::fs::read_to_string(env.home.path().join("audit/audit.jsonl")).unwrap();
+    assert!(audit.contains("\"plugin\":\"files\""), "{audit}");
+    assert!(audit.contains("env_read"), "{audit}");
+}
+
+#[test]
+fn installing_the_same_content_again_changes_nothing() {
+    let env = Env::new();
+    let src = package(env.outside.path(), "0.1.0", &fs_component(), READ_ONLY);
+    install(&env, &src);
+    let before = lock(&env);
+    let out = install(&env, &src);
+    assert!(stdout(&out).contains("nothing to do"), "{}", stdout(&out));
+    assert_eq!(lock(&env), before);
+}
+
+#[test]
+fn without_a_terminal_or_yes_nothing_is_installed() {
+    let env = Env::new();
+    let src = package(env.outside.path(), "0.1.0", &fs_component(), READ_ONLY);
+    let out = plugin(&env, &["install", src.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    assert!(stderr(&out).contains("pass --yes"), "{}", stderr(&out));
+    assert!(!lock(&env).contains("[plugins.files]"));
+    assert!(!env.home.path().join("plugins/store/files").exists());
+}
+
+#[test]
+fn a_tampered_component_is_refused_naming_the_file() {
+    let env = Env::new();
+    let src = package(env.outside.path(), "0.1.0", &fs_component(), READ_ONLY);
+    install(&env, &src);
+    let wasm = store_folder(&env).join("tool.wasm");
+    let mut bytes = std::fs::read(&wasm).unwrap();
+    bytes.extend_from_slice(b"\0\0\0\0");
+    std::fs::write(&wasm, bytes).unwrap();
+    env.write("a.txt", "hello\n");
+    let out = env
+        .call("files.read", r#"{"path":"a.txt"}"#, &[])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("tool.wasm") && err.contains("changed"),
+        "{err}"
+    );
+    assert!(err.contains("capstan plugin install"), "{err}");
+    // Installing from the source again restores it.
+    let out = install(&env, &src);
+    assert!(stdout(&out).contains("restored"), "{}", stdout(&out));
+    let out = env
+        .call("files.read", r#"{"path":"a.txt"}"#, &[])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn a_widened_manifest_needs_consent_through_update() {
+    let env = Env::new();
+    let src = package(env.outside.path(), "0.1.0", &fs_component(), READ_ONLY);
+    install(&env, &src);
+    let wider = format!("{READ_ONLY}net = [\"https://api.example.com\"]\n");
+    let src2 = package(env.outside.path(), "0.2.0", &fs_component(), &wider);
+
+    // install does not replace another version.
+    let out = plugin(&env, &["install", src2.to_str().unwrap(), "--yes"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("capstan plugin update"),
+        "{}",
+        stderr(&out)
+    );
+
+    // update without consent changes nothing.
+    let out = plugin(&env, &["update", src2.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("+ network  https://api.example.com"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(lock(&env).contains("version = \"0.1.0\""));
+
+    let out = plugin(&env, &["update", src2.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("updated files 0.1.0 -> 0.2.0"), "{text}");
+    assert!(
+        text.contains("+ network  https://api.example.com"),
+        "{text}"
+    );
+    assert!(lock(&env).contains("https://api.example.com"));
+    // The old version's folder is gone.
+    store_folder(&env);
+}
+
+#[test]
+fn a_manifest_asking_more_than_the_lock_grants_does_not_run() {
+    let env = Env::new();
+    let src = package(env.outside.path(), "0.1.0", &fs_component(), READ_ONLY);
+    install(&env, &src);
+    // Widen the stored manifest and make its recorded hash match, as if
+    // the lock had been rewritten too: the manifest check still stops it.
+    let manifest = store_folder(&env).join("plugin.toml");
+    let old_hash = sha256(&manifest);
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        text.replace("access = \"read\"", "access = \"read-write\""),
+    )
+    .unwrap();
+    let lock_path = env.home.path().join("plugins/capstan.lock");
+    let lock = std::fs::read_to_string(&lock_path).unwrap();
+    std::fs::write(&lock_path, lock.replace(&old_hash, &sha256(&manifest))).unwrap();
+    env.write("a.txt", "hello\n");
+    let out = env
+        .call("files.read", r#"{"path":"a.txt"}"#, &[])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(10), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("requests more than you agreed to"), "{err}");
+    assert!(err.contains("capstan plugin update"), "{err}");
+}
+
+#[test]
+fn a_narrower_update_proceeds_without_asking_and_shows_the_diff() {
+    let env = Env::new();
+    let src = package(env.outside.path(), "0.1.0", &fs_component(), READ_ONLY);
+    install(&env, &src);
+    let narrower = "\n[capabilities]\nfs = [{ path = \"$WORKSPACE\", access = \"read\" }]\n";
+    let src2 = package(env.outside.path(), "0.1.1", &fs_component(), narrower);
+    let out = plugin(&env, &["update", src2.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("- env      TZ"), "{text}");
+    assert!(text.contains("without asking"), "{text}");
+}
+
+#[test]
+fn revoke_and_grant_change_what_calls_get() {
+    let env = Env::new();
+    let src = package(env.outside.path(), "0.1.0", &fs_component(), READ_ONLY);
+    install(&env, &src);
+    env.write("a.txt", "hello\n");
+    let out = plugin(&env, &["revoke", "files", "fs", "$WORKSPACE"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let info = stdout(&plugin(&env, &["info", "files"]));
+    assert!(info.contains("requested but revoked"), "{info}");
+    let out = env
+        .call("files.read", r#"{"path":"a.txt"}"#, &[])
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "read without the workspace: {}",
+        stdout(&out)
+    );
+    assert!(!stdout(&out).contains("hello"));
+
+    // Only what the manifest requests can be granted.
+    let out = plugin(&env, &["grant", "files", "net", "https://evil.example"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("does not request"),
+        "{}",
+        stderr(&out)
+    );
+    let out = plugin(&env, &["revoke", "files", "env", "HOME"]);
+    assert_eq!(out.status.code(), Some(2));
+
+    let out = plugin(&env, &["grant", "files", "fs", "$WORKSPACE"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = env
+        .call("files.read", r#"{"path":"a.txt"}"#, &[])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn remove_cleans_the_store_lock_and_compile_cache() {
+    let env = Env::new();
+    let cache = tempfile::tempdir().unwrap();
+    let src = package(env.outside.path(), "0.1.0", &fs_component(), READ_ONLY);
+    let out = env
+        .capstan()
+        .env("CAPSTAN_CACHE_DIR", cache.path())
+        .args(["plugin", "install", src.to_str().unwrap(), "--yes"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let hash = sha256(&fs_component());
+    let cached = |dir: &Path| {
+        std::fs::read_dir(dir.join("compiled"))
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .any(|e| e.file_name().to_string_lossy().starts_with(&hash))
+            })
+            .unwrap_or(false)
+    };
+    assert!(cached(cache.path()), "install precompiles");
+    // The built-in fs plugin shares this component, so its compiled form
+    // stays; a component of its own is removed. Use the fixture for that.
+    let out = env
+        .capstan()
+        .env("CAPSTAN_CACHE_DIR", cache.path())
+        .args(["plugin", "remove", "files"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("kept its data folder"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!env.home.path().join("plugins/store/files").exists());
+    assert!(!lock(&env).contains("[plugins.files]"));
+    assert!(cached(cache.path()), "the built-in's compiled form is kept");
+
+    let misbehave = fixture("misbehave");
+    let net = "\n[capabilities]\nnet = [\"https://api.example.com\"]\n";
+    let src = package(env.outside.path(), "0.3.0", &misbehave, net);
+    let out = env
+        .capstan()
+        .env("CAPSTAN_CACHE_DIR", cache.path())
+        .args(["plugin", "install", src.to_str().unwrap(), "--yes"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let hash = sha256(&misbehave);
+    let has = |dir: &Path| {
+        std::fs::read_dir(dir.join("compiled"))
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with(&hash))
+    };
+    assert!(has(cache.path()));
+    let out = env
+        .capstan()
+        .env("CAPSTAN_CACHE_DIR", cache.path())
+        .args(["plugin", "remove", "files", "--purge"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!has(cache.path()), "remove deletes the compiled component");
+    assert!(!env.home.path().join("plugins/data/files").exists());
+}
+
+/// Writes a .tar.gz of `(path, bytes)` entries, names written raw.
+fn tarball(path: &Path, entries: &[(&str, &[u8])]) {
+    let file = std::fs::File::create(path).unwrap();
+    let gz = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
+    let mut builder = tar::Builder::new(gz);
+    for (name, data) in entries {
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Regular);
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+        header.set_cksum();
+        builder.append(&header, *data).unwrap();
+    }
+    builder.into_inner().unwrap().finish().unwrap();
+}
+
+#[test]
+fn a_tarball_installs_and_one_with_dotdot_is_refused() {
+    let env = Env::new();
+    let src = package(env.outside.path(), "0.1.0", &fs_component(), READ_ONLY);
+    let manifest = std::fs::read(src.join("plugin.toml")).unwrap();
+    let wasm = std::fs::read(src.join("tool.wasm")).unwrap();
+    let archive = env.outside.path().join("files-0.1.0.tar.gz");
+    tarball(
+        &archive,
+        &[("files/plugin.toml", &manifest), ("files/tool.wasm", &wasm)],
+    );
+    let out = install(&env, &archive);
+    assert!(
+        stdout(&out).contains("installed files 0.1.0"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(lock(&env).contains("files-0.1.0.tar.gz"));
+
+    let evil = env.outside.path().join("evil.tar.gz");
+    tarball(
+        &evil,
+        &[("plugin.toml", &manifest), ("../escaped.txt", b"gotcha")],
+    );
+    let out = plugin(&env, &["install", evil.to_str().unwrap(), "--yes"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("../escaped.txt") && err.contains("`..`"),
+        "{err}"
+    );
+    assert!(!env.home.path().join("plugins/escaped.txt").exists());
+    assert!(!env.home.path().join("plugins/staging/escaped.txt").exists());
+}
+
+#[test]
+fn an_import_the_manifest_does_not_justify_is_refused_naming_it() {
+    let env = Env::new();
+    // misbehave opens TCP sockets, so it imports wasi:sockets.
+    let src = package(
+        env.outside.path(),
+        "0.1.0",
+        &fixture("misbehave"),
+        READ_ONLY,
+    );
+    let out = plugin(&env, &["install", src.to_str().unwrap(), "--yes"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("imports `wasi:sockets/"), "{err}");
+    assert!(err.contains("requests no network access"), "{err}");
+    assert!(!lock(&env).contains("[plugins.files]"));
+}
+
+#[test]
+fn a_bad_manifest_is_refused_with_field_and_line() {
+    let env = Env::new();
+    let dir = env.outside.path().join("bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(fs_component(), dir.join("tool.wasm")).unwrap();
+    std::fs::write(
+        dir.join("plugin.toml"),
+        "name = \"files\"\nversion = 3\ncomponents = [\"tool.wasm\"]\n",
+    )
+    .unwrap();
+    let out = plugin(&env, &["install", dir.to_str().unwrap(), "--yes"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("plugin.toml:2"), "{err}");
+    assert!(err.contains("version"), "{err}");
+}
