@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::grants::{GrantError, Grants};
+use crate::grants::{GrantError, Grants, PrepareError};
 use crate::model::ToolDef;
 use crate::plugin::{Catalog, CatalogError};
 use crate::policy::audit::{AuditError, AuditLog};
@@ -72,7 +72,7 @@ pub enum ToolboxError {
         /// The plugin.
         plugin: String,
         /// Why.
-        source: GrantError,
+        source: PrepareError,
     },
     /// The audit log cannot be opened.
     #[error(transparent)]
@@ -126,12 +126,12 @@ impl Toolbox {
             let (plugin_grants, networked) = match catalog.installed(plugin) {
                 Some(installed) => {
                     let grant = |writable| {
-                        installed
-                            .grants(Some(workspace), writable)
-                            .map_err(|source| ToolboxError::PluginGrant {
+                        installed.grants(workspace, writable).map_err(|source| {
+                            ToolboxError::PluginGrant {
                                 plugin: plugin.to_string(),
                                 source,
-                            })
+                            }
+                        })
                     };
                     let plugin_grants = PluginGrants {
                         read: grant(false)?,

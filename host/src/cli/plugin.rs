@@ -114,9 +114,7 @@ fn exit_for(err: &InstallError) -> Exit {
         InstallError::ConsentRefused { .. } => Exit::Refused,
         InstallError::Source { .. }
         | InstallError::NotInstalled { .. }
-        | InstallError::BadKind(_)
-        | InstallError::NotRequested { .. }
-        | InstallError::NotGranted { .. }
+        | InstallError::Capability { .. }
         | InstallError::AlreadyInstalled { .. }
         | InstallError::BuiltinName { .. } => Exit::Usage,
         _ => Exit::Error,
@@ -259,12 +257,7 @@ fn report(outcome: &Outcome) {
             asked,
         } => {
             println!("updated {name} {from} -> {to}");
-            if changes.is_empty() {
-                println!("  capabilities unchanged");
-            }
-            for change in changes {
-                println!("  {change}");
-            }
+            print!("{changes}");
             if !asked && !changes.is_empty() {
                 println!("  it asks for no more than before, so it was updated without asking");
             }

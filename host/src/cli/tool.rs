@@ -317,7 +317,7 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
     let (grants, limits, audit) = match setup.catalog.installed(&plugin) {
         Some(installed) => {
             let grants = installed
-                .grants(Some(&workspace), args.allow_write)
+                .grants(&workspace, args.allow_write)
                 .map_err(|e| Failure::new(Exit::Error, e))?;
             let audit = installed
                 .audit()

@@ -4,11 +4,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use super::builtin::{BUILTIN_PLUGINS, BuiltinPlugin};
-use super::install::{capabilities_within, capability_diff};
 use super::lock::{LockEntry, LockError, Lockfile};
 use super::manifest::Manifest;
 use super::store::PluginStore;
-use crate::grants::{Access, FsGrant, GrantError, Grants, ResolvedSecret};
+use crate::grants::{Access, Grants, PrepareError, SecretValues};
 use crate::home::Home;
 use crate::policy::audit::{AuditError, AuditLog};
 use crate::sandbox::engine::sha256_hex;
@@ -80,6 +79,8 @@ pub struct InstalledPlugin {
     pub data_dir: PathBuf,
     /// The audit log its calls' capability decisions go to.
     pub audit_log: PathBuf,
+    /// The user config, where secret values may be kept.
+    pub config_file: PathBuf,
     /// The verified tool component's bytes, or why the plugin was refused;
     /// checked once per process.
     checked: OnceLock<Result<Arc<[u8]>, Refusal>>,
@@ -140,11 +141,10 @@ impl InstalledPlugin {
                 "refusing to load plugin {name}: {e}; reinstall it with `capstan plugin install {source}`"
             ))
         })?;
-        if !capabilities_within(&manifest.capabilities, &self.entry.consented) {
-            let changes = capability_diff(&self.entry.consented, &manifest.capabilities);
+        if !manifest.capabilities.is_within(&self.entry.consented) {
+            let changes = self.entry.consented.diff(&manifest.capabilities);
             return Err(Refusal::NeedsConsent(format!(
-                "refusing to run plugin {name}: its plugin.toml requests more than you agreed to ({}); review and agree with `capstan plugin update {source}`",
-                changes.join("; ")
+                "refusing to run plugin {name}: its plugin.toml requests more than you agreed to:\n{changes}review and agree with `capstan plugin update {source}`"
             )));
         }
         tool_bytes.ok_or_else(|| {
@@ -188,60 +188,19 @@ impl InstalledPlugin {
     /// read-only whatever was granted (the user, or the permission policy,
     /// has not allowed changes); the plugin's own data folder keeps its
     /// granted access. Secrets take their values from the environment
-    /// variable of the same name; one that is not set is left out, with a
-    /// warning.
-    pub fn grants(&self, workspace: Option<&Path>, writable: bool) -> Result<Grants, GrantError> {
-        let capped = |access: Access| if writable { access } else { Access::Read };
-        let mut grants = Grants::none();
-        for request in &self.entry.granted.fs {
-            match request.path.as_str() {
-                "$WORKSPACE" => {
-                    if let Some(dir) = workspace {
-                        grants.workspace = Some(FsGrant::new(dir, capped(request.access))?);
-                    }
-                }
-                "$PLUGIN_DATA" => {
-                    std::fs::create_dir_all(&self.data_dir).map_err(|source| {
-                        GrantError::Unresolvable {
-                            path: self.data_dir.clone(),
-                            source,
-                        }
-                    })?;
-                    grants
-                        .fs
-                        .push(FsGrant::new(&self.data_dir, request.access)?);
-                }
-                path if Path::new(path).is_absolute() => {
-                    grants
-                        .fs
-                        .push(FsGrant::new(Path::new(path), capped(request.access))?);
-                }
-                path => {
-                    return Err(GrantError::Unresolvable {
-                        path: PathBuf::from(path),
-                        source: std::io::Error::other(
-                            "a granted folder must be $WORKSPACE, $PLUGIN_DATA or an absolute path",
-                        ),
-                    });
+    /// variable of the same name, else the user config's `[secrets]`; one
+    /// with no value is an error saying where to set it.
+    pub fn grants(&self, workspace: &Path, writable: bool) -> Result<Grants, PrepareError> {
+        let mut granted = self.entry.granted.clone();
+        if !writable {
+            for request in &mut granted.fs {
+                if request.path != crate::grants::fs::PLUGIN_DATA {
+                    request.access = Access::Read;
                 }
             }
         }
-        grants.net = self.entry.granted.net.clone();
-        grants.env = self.entry.granted.env.clone();
-        for secret in &self.entry.granted.secrets {
-            match std::env::var(&secret.name) {
-                Ok(value) if !value.is_empty() => {
-                    grants
-                        .secrets
-                        .push(ResolvedSecret::new(secret.clone(), value));
-                }
-                _ => eprintln!(
-                    "capstan: warning: the secret {} of plugin {} is not set; export {} to send it",
-                    secret.name, self.name, secret.name
-                ),
-            }
-        }
-        Ok(grants)
+        let secret_values = SecretValues::load(&self.config_file)?;
+        Grants::for_plugin(&granted, workspace, &self.data_dir, &secret_values)
     }
 }
 
@@ -305,6 +264,7 @@ impl Catalog {
                 dir: entry.dir(store.root()),
                 data_dir: store.data_dir(&name),
                 audit_log: home.audit_log(),
+                config_file: home.config_file(),
                 name: name.clone(),
                 entry,
                 checked: OnceLock::new(),

@@ -34,7 +34,7 @@ use super::store::{
     FileHashes, MAX_PACKAGE_BYTES, MAX_PACKAGE_FILES, PluginStore, SIGNATURE_FILE, StoreError,
     copy_package, hash_package,
 };
-use crate::grants::{Access, Capabilities, EnvGrant, FsRequest, NetGrant, SecretGrant};
+use crate::grants::{Capabilities, CapabilityDiff, CapabilityRef, CapabilityRefError};
 use crate::home::Home;
 use crate::sandbox::engine::sha256_hex;
 use crate::sandbox::{CacheOutcome, Sandbox};
@@ -132,34 +132,14 @@ pub enum InstallError {
         /// What to do.
         hint: String,
     },
-    /// `grant`/`revoke` named an unknown kind.
-    #[error("unknown capability kind `{0}`; use fs, net, env or secret")]
-    BadKind(String),
-    /// `grant` named something the manifest does not request.
-    #[error(
-        "{name} does not request {kind} `{value}`, so it cannot be granted; it requests: {requested}"
-    )]
-    NotRequested {
+    /// `grant`/`revoke` named a capability wrongly, or one that is not
+    /// there.
+    #[error("{name}: {source}")]
+    Capability {
         /// The plugin.
         name: String,
-        /// The kind.
-        kind: String,
-        /// The value.
-        value: String,
-        /// What it does request.
-        requested: String,
-    },
-    /// `revoke` named something not granted.
-    #[error("{name} is not granted {kind} `{value}`; it is granted: {granted}")]
-    NotGranted {
-        /// The plugin.
-        name: String,
-        /// The kind.
-        kind: String,
-        /// The value.
-        value: String,
-        /// What it is granted.
-        granted: String,
+        /// What is wrong.
+        source: CapabilityRefError,
     },
     /// A file operation failed.
     #[error("cannot {action} {}: {source}", path.display())]
@@ -214,8 +194,8 @@ pub enum Outcome {
         from: String,
         /// The new version.
         to: String,
-        /// What changed in its requests, one line each (`+`, `-`, `~`).
-        changes: Vec<String>,
+        /// What changed in its requests.
+        changes: CapabilityDiff,
         /// Whether consent was asked (the requests widened).
         asked: bool,
     },
@@ -351,19 +331,12 @@ impl<'a> Installer<'a> {
             return self.unchanged(&prepared, &old);
         }
         let requested = prepared.manifest.capabilities.clone();
-        let changes = capability_diff(&old.consented, &requested);
-        let widened = !capabilities_within(&requested, &old.consented);
+        let changes = old.consented.diff(&requested);
+        let widened = !requested.is_within(&old.consented);
         if widened {
             let text = format!(
-                "{} {} -> {} ({}) asks for more than you granted:\n{}",
-                name,
-                old.version,
-                prepared.manifest.version,
-                prepared.signer,
-                changes
-                    .iter()
-                    .map(|c| format!("  {c}\n"))
-                    .collect::<String>()
+                "{} {} -> {} ({}) asks for more than you granted:\n{changes}",
+                name, old.version, prepared.manifest.version, prepared.signer,
             );
             let request = ConsentRequest {
                 name: name.clone(),
@@ -395,50 +368,40 @@ impl<'a> Installer<'a> {
     /// Gives plugin `name` back a capability its manifest requests.
     /// Returns a sentence saying what happened.
     pub fn grant(&self, name: &str, kind: &str, value: &str) -> Result<String, InstallError> {
-        let kind = Kind::parse(kind)?;
+        let capability = |source| InstallError::Capability {
+            name: name.to_string(),
+            source,
+        };
+        let what = CapabilityRef::parse(kind, value).map_err(capability)?;
         let path = self.store.lock_path();
         let mut lock = Lockfile::load(&path)?;
         let entry = installed(&mut lock, name)?;
-        if kind.find(&entry.granted, value).is_some() {
-            return Ok(format!(
-                "{name} is already granted {} {value}",
-                kind.label()
-            ));
+        if entry.granted.without(&what).is_ok() {
+            return Ok(format!("{name} is already granted {what}"));
         }
-        let Some(item) = kind.find(&entry.consented, value) else {
-            return Err(InstallError::NotRequested {
-                name: name.to_string(),
-                kind: kind.label().to_string(),
-                value: value.to_string(),
-                requested: or_nothing(kind.values(&entry.consented)),
-            });
-        };
-        entry.granted = kind.add(&entry.granted, &item);
+        entry.granted = entry
+            .granted
+            .with_requested(&entry.consented, &what)
+            .map_err(capability)?;
         lock.save(&path)?;
-        Ok(format!("granted {name} {} {value}", kind.label()))
+        Ok(format!("granted {name} {what}"))
     }
 
     /// Takes a capability away from plugin `name`: its calls no longer get
     /// it. Returns a sentence saying what happened.
     pub fn revoke(&self, name: &str, kind: &str, value: &str) -> Result<String, InstallError> {
-        let kind = Kind::parse(kind)?;
+        let capability = |source| InstallError::Capability {
+            name: name.to_string(),
+            source,
+        };
+        let what = CapabilityRef::parse(kind, value).map_err(capability)?;
         let path = self.store.lock_path();
         let mut lock = Lockfile::load(&path)?;
         let entry = installed(&mut lock, name)?;
-        if kind.find(&entry.granted, value).is_none() {
-            return Err(InstallError::NotGranted {
-                name: name.to_string(),
-                kind: kind.label().to_string(),
-                value: value.to_string(),
-                granted: or_nothing(kind.values(&entry.granted)),
-            });
-        }
-        entry.granted = kind.remove(&entry.granted, value);
+        entry.granted = entry.granted.without(&what).map_err(capability)?;
         lock.save(&path)?;
         Ok(format!(
-            "revoked {} {value} from {name}; its calls run without it (`capstan plugin grant {name} {} {value}` gives it back)",
-            kind.label(),
-            kind.label()
+            "revoked {what} from {name}; its calls run without it (`capstan plugin grant {name} {what}` gives it back)"
         ))
     }
 
@@ -707,14 +670,6 @@ fn installed<'l>(lock: &'l mut Lockfile, name: &str) -> Result<&'l mut LockEntry
         })
 }
 
-fn or_nothing(values: Vec<String>) -> String {
-    if values.is_empty() {
-        "nothing of that kind".to_string()
-    } else {
-        values.join(", ")
-    }
-}
-
 fn is_tarball(path: &Path) -> bool {
     let name = path
         .file_name()
@@ -926,153 +881,10 @@ pub fn describe_request(manifest: &Manifest) -> String {
 /// Capabilities in plain words, one per line, indented; `files none` and
 /// so on for kinds not requested, so the user sees what is *not* asked.
 pub fn describe_capabilities(caps: &Capabilities) -> String {
-    let mut text = String::new();
-    if caps.net.is_empty() {
-        text.push_str("  network  none\n");
-    }
-    for line in describe_items(caps) {
-        text.push_str(&format!("  {line}\n"));
-    }
-    if caps.fs.is_empty() {
-        text.push_str("  files    none\n");
-    }
-    text
-}
-
-/// Each capability as one line.
-fn describe_items(caps: &Capabilities) -> Vec<String> {
-    let mut lines = Vec::new();
-    for net in &caps.net {
-        lines.push(format!("network  {}", net_text(net)));
-    }
-    for secret in &caps.secrets {
-        lines.push(format!(
-            "secret   {} -> sent as header {} to {} only",
-            secret.name,
-            secret.header,
-            secret.hosts.join(", ")
-        ));
-    }
-    for env in &caps.env {
-        lines.push(format!("env      {}", env.name()));
-    }
-    for fs in &caps.fs {
-        lines.push(format!("files    {} ({})", fs.path, access_text(fs.access)));
-    }
-    lines
-}
-
-fn access_text(access: Access) -> &'static str {
-    match access {
-        Access::Read => "read-only",
-        Access::ReadWrite => "read-write",
-    }
-}
-
-/// A network grant as written.
-pub fn net_text(grant: &NetGrant) -> String {
-    match serde_json::to_value(grant) {
-        Ok(serde_json::Value::String(text)) => text,
-        _ => format!("{grant:?}"),
-    }
-}
-
-/// What changed from `old` to `new`, one line each: `+` added, `-` removed,
-/// `~` widened or narrowed.
-pub fn capability_diff(old: &Capabilities, new: &Capabilities) -> Vec<String> {
-    let mut lines = Vec::new();
-    for fs in &new.fs {
-        match old.fs.iter().find(|o| o.path == fs.path) {
-            None => lines.push(format!(
-                "+ files    {} ({})",
-                fs.path,
-                access_text(fs.access)
-            )),
-            Some(o) if o.access != fs.access => lines.push(format!(
-                "~ files    {}: {} -> {} ({})",
-                fs.path,
-                access_text(o.access),
-                access_text(fs.access),
-                if fs.access == Access::ReadWrite {
-                    "widened"
-                } else {
-                    "narrowed"
-                }
-            )),
-            Some(_) => {}
-        }
-    }
-    for fs in &old.fs {
-        if !new.fs.iter().any(|n| n.path == fs.path) {
-            lines.push(format!(
-                "- files    {} ({})",
-                fs.path,
-                access_text(fs.access)
-            ));
-        }
-    }
-    for (sign, from, to) in [("+", old, new), ("-", new, old)] {
-        for net in &to.net {
-            if !from.net.contains(net) {
-                lines.push(format!("{sign} network  {}", net_text(net)));
-            }
-        }
-        for env in &to.env {
-            if !from.env.contains(env) {
-                lines.push(format!("{sign} env      {}", env.name()));
-            }
-        }
-    }
-    for secret in &new.secrets {
-        match old.secrets.iter().find(|o| o.name == secret.name) {
-            None => lines.push(format!(
-                "+ secret   {} -> header {} to {}",
-                secret.name,
-                secret.header,
-                secret.hosts.join(", ")
-            )),
-            Some(o) if o != secret => {
-                let wider = !secret_within(secret, o);
-                lines.push(format!(
-                    "~ secret   {}: header {} to {} -> header {} to {} ({})",
-                    secret.name,
-                    o.header,
-                    o.hosts.join(", "),
-                    secret.header,
-                    secret.hosts.join(", "),
-                    if wider { "widened" } else { "narrowed" }
-                ));
-            }
-            Some(_) => {}
-        }
-    }
-    for secret in &old.secrets {
-        if !new.secrets.iter().any(|n| n.name == secret.name) {
-            lines.push(format!("- secret   {}", secret.name));
-        }
-    }
-    lines
-}
-
-fn secret_within(new: &SecretGrant, old: &SecretGrant) -> bool {
-    new.header == old.header
-        && new.format == old.format
-        && new.hosts.iter().all(|h| old.hosts.contains(h))
-}
-
-/// Whether `new` asks for nothing beyond `old`.
-pub fn capabilities_within(new: &Capabilities, old: &Capabilities) -> bool {
-    new.fs.iter().all(|n| {
-        old.fs.iter().any(|o| {
-            o.path == n.path && (o.access == Access::ReadWrite || n.access == Access::Read)
-        })
-    }) && new.net.iter().all(|n| old.net.contains(n))
-        && new.env.iter().all(|n| old.env.contains(n))
-        && new.secrets.iter().all(|n| {
-            old.secrets
-                .iter()
-                .any(|o| o.name == n.name && secret_within(n, o))
-        })
+    caps.describe()
+        .iter()
+        .map(|line| format!("  {line}\n"))
+        .collect()
 }
 
 /// `caps` without the items of `minus` (matched exactly).
@@ -1105,108 +917,10 @@ pub fn subtract(caps: &Capabilities, minus: &Capabilities) -> Capabilities {
     }
 }
 
-/// A kind of capability, as named on the command line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Fs,
-    Net,
-    Env,
-    Secret,
-}
-
-/// One capability of a kind, copied out of a set.
-enum Item {
-    Fs(FsRequest),
-    Net(NetGrant),
-    Env(EnvGrant),
-    Secret(SecretGrant),
-}
-
-impl Kind {
-    fn parse(text: &str) -> Result<Self, InstallError> {
-        match text {
-            "fs" | "files" => Ok(Self::Fs),
-            "net" | "network" => Ok(Self::Net),
-            "env" => Ok(Self::Env),
-            "secret" | "secrets" => Ok(Self::Secret),
-            other => Err(InstallError::BadKind(other.to_string())),
-        }
-    }
-
-    fn label(self) -> &'static str {
-        match self {
-            Self::Fs => "fs",
-            Self::Net => "net",
-            Self::Env => "env",
-            Self::Secret => "secret",
-        }
-    }
-
-    /// The values of this kind in `caps`, as the user names them.
-    fn values(self, caps: &Capabilities) -> Vec<String> {
-        match self {
-            Self::Fs => caps.fs.iter().map(|f| f.path.clone()).collect(),
-            Self::Net => caps.net.iter().map(net_text).collect(),
-            Self::Env => caps.env.iter().map(|e| e.name().to_string()).collect(),
-            Self::Secret => caps.secrets.iter().map(|s| s.name.clone()).collect(),
-        }
-    }
-
-    fn find(self, caps: &Capabilities, value: &str) -> Option<Item> {
-        match self {
-            Self::Fs => caps
-                .fs
-                .iter()
-                .find(|f| f.path == value)
-                .cloned()
-                .map(Item::Fs),
-            Self::Net => caps
-                .net
-                .iter()
-                .find(|n| net_text(n) == value)
-                .cloned()
-                .map(Item::Net),
-            Self::Env => caps
-                .env
-                .iter()
-                .find(|e| e.name() == value)
-                .cloned()
-                .map(Item::Env),
-            Self::Secret => caps
-                .secrets
-                .iter()
-                .find(|s| s.name == value)
-                .cloned()
-                .map(Item::Secret),
-        }
-    }
-
-    fn add(self, caps: &Capabilities, item: &Item) -> Capabilities {
-        let mut caps = caps.clone();
-        match item {
-            Item::Fs(x) => caps.fs.push(x.clone()),
-            Item::Net(x) => caps.net.push(x.clone()),
-            Item::Env(x) => caps.env.push(x.clone()),
-            Item::Secret(x) => caps.secrets.push(x.clone()),
-        }
-        caps
-    }
-
-    fn remove(self, caps: &Capabilities, value: &str) -> Capabilities {
-        let mut caps = caps.clone();
-        match self {
-            Self::Fs => caps.fs.retain(|f| f.path != value),
-            Self::Net => caps.net.retain(|n| net_text(n) != value),
-            Self::Env => caps.env.retain(|e| e.name() != value),
-            Self::Secret => caps.secrets.retain(|s| s.name != value),
-        }
-        caps
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::grants::{Access, EnvGrant, FsRequest, NetGrant};
 
     fn net(url: &str) -> NetGrant {
         serde_json::from_value(serde_json::Value::String(url.into())).unwrap()
@@ -1228,38 +942,6 @@ mod tests {
     }
 
     #[test]
-    fn diffs_say_what_was_added_removed_and_widened() {
-        let old = caps(
-            &[("$WORKSPACE", Access::Read)],
-            &["https://a.example"],
-            &["TZ"],
-        );
-        let new = caps(
-            &[("$WORKSPACE", Access::ReadWrite)],
-            &["https://b.example"],
-            &["TZ"],
-        );
-        let diff = capability_diff(&old, &new);
-        assert!(
-            diff.contains(&"+ network  https://b.example".to_string()),
-            "{diff:?}"
-        );
-        assert!(
-            diff.contains(&"- network  https://a.example".to_string()),
-            "{diff:?}"
-        );
-        assert!(
-            diff.iter()
-                .any(|l| l.starts_with("~ files") && l.ends_with("(widened)"))
-        );
-        assert!(!capabilities_within(&new, &old));
-        assert!(capabilities_within(&old, &old));
-        let narrower = caps(&[("$WORKSPACE", Access::Read)], &[], &[]);
-        assert!(capabilities_within(&narrower, &old));
-        assert!(capability_diff(&old, &old).is_empty());
-    }
-
-    #[test]
     fn requests_read_in_plain_words() {
         let text = describe_capabilities(&caps(&[], &["https://api.example"], &[]));
         assert!(text.contains("network  https://api.example"), "{text}");
@@ -1273,22 +955,6 @@ mod tests {
         let revoked = subtract(&all, &granted);
         assert_eq!(revoked.net, vec![net("https://b.example")]);
         assert!(revoked.env.is_empty());
-    }
-
-    #[test]
-    fn kinds_find_add_and_remove() {
-        let all = caps(
-            &[("$PLUGIN_DATA", Access::ReadWrite)],
-            &["https://a.example"],
-            &[],
-        );
-        let kind = Kind::parse("net").unwrap();
-        let item = kind.find(&all, "https://a.example").unwrap();
-        let none = kind.remove(&all, "https://a.example");
-        assert!(none.net.is_empty());
-        assert_eq!(kind.add(&none, &item), all);
-        assert!(Kind::parse("disk").is_err());
-        assert_eq!(Kind::Fs.values(&all), vec!["$PLUGIN_DATA"]);
     }
 
     fn tarball(entries: &[(&str, &[u8], tar::EntryType)]) -> tempfile::NamedTempFile {
