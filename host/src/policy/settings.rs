@@ -136,6 +136,10 @@ struct SettingsFile {
     model: ModelSettings,
     #[serde(default)]
     permissions: PermissionsSection,
+    /// Publisher keys for package signatures, read from the user config by
+    /// `plugin::signature::load_trusted`; accepted here so the file parses.
+    #[serde(default, rename = "trusted_publishers")]
+    _trusted_publishers: Option<toml::Value>,
 }
 
 /// The `[permissions]` section.
@@ -184,7 +188,9 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
     let project_path = project_config_file(&workspace);
     if let Some(file) = read(&project_path)? {
         let shown = project_path.display();
-        let SettingsFile { model, permissions } = file;
+        let SettingsFile {
+            model, permissions, ..
+        } = file;
         let ModelSettings {
             provider,
             name,
