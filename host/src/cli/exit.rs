@@ -27,6 +27,8 @@ pub enum Exit {
     Model = 7,
     /// The agent reached its limit of model requests (`--max-turns`).
     MaxTurns = 8,
+    /// `capstan audit verify` found the audit log edited or truncated.
+    AuditDamaged = 9,
     /// The user interrupted the session (Ctrl-C).
     Interrupted = 130,
 }
@@ -59,6 +61,7 @@ impl Exit {
             Self::PluginCrashed => "plugin_crashed",
             Self::Model => "model_error",
             Self::MaxTurns => "max_turns",
+            Self::AuditDamaged => "audit_damaged",
             Self::Interrupted => "interrupted",
         }
     }
@@ -85,6 +88,7 @@ Exit codes:
   6  the plugin crashed, timed out, or hit a memory or output limit
   7  the model's provider refused or failed the request
   8  the agent reached its --max-turns limit
+  9  the audit log is damaged (edited or truncated; audit verify)
   130  interrupted (Ctrl-C)"
     };
 }
