@@ -169,8 +169,9 @@ fn verify(log: &Path) -> Exit {
             };
             eprintln!(
                 "error: the audit log {} is damaged at {problem}\n\
-                 {} intact {precede} it. Keep a copy of the log and its .head file to see what \
-                 changed; capstan goes on appending after the last complete record.",
+                 {} intact {precede} it. capstan goes on appending after the last complete \
+                 record and keeps reporting the damage; to start a new log, move the log and its \
+                 .head file aside (keep them to see what changed).",
                 log.display(),
                 report.records,
             );

@@ -24,7 +24,10 @@
 //! A record whose write was cut short leaves a last line without a newline.
 //! [`AuditLog::open`] keeps that line as evidence, ends it with a newline and
 //! continues the chain from the last complete record; [`verify`] then reports
-//! the cut line.
+//! the cut line. A log whose head file names a record the log no longer ends
+//! with (records cut off the end, the end replaced) is still appended to,
+//! but its head file is left alone, so later appends do not hide the damage
+//! from [`verify`]; moving the log and its head aside starts a new one.
 //!
 //! Appends from several processes are serialised with an exclusive lock on
 //! the log file; a process that finds the file grown by someone else picks
@@ -63,6 +66,9 @@ struct Inner {
     reported: bool,
     /// Whether records were appended since the head file was written.
     head_behind: bool,
+    /// The head file disagreed with the log when it was opened: it is
+    /// left as it is, so `verify` goes on reporting the damage.
+    head_frozen: bool,
     /// When the head file was last written by this handle.
     head_written: Option<Instant>,
 }
@@ -303,14 +309,24 @@ impl AuditLog {
             .create(true)
             .open(path)
             .map_err(io)?;
+        let head_path = head_path(path);
         file.lock().map_err(io)?;
-        let continued = continue_chain(&mut file);
+        let continued = continue_chain(&mut file)
+            .and_then(|(end, tip)| Ok((end, head_disagrees(&head_path, &tip)?, tip)));
         let _ = file.unlock();
-        let (end, tip) = continued.map_err(io)?;
+        let (end, damaged, tip) = continued.map_err(io)?;
+        if damaged {
+            eprintln!(
+                "capstan: warning: the audit log {} was cut or changed after it was last \
+                 written; `capstan audit verify` shows where. New records are still added.",
+                path.display()
+            );
+        }
         Ok(Self {
             inner: Arc::new(Mutex::new(Inner {
                 path: path.to_path_buf(),
-                head_path: head_path(path),
+                head_path,
+                head_frozen: damaged,
                 file,
                 end,
                 seq: tip.seq,
@@ -406,7 +422,7 @@ impl Inner {
     /// Records the tip in the head file, unless another process has
     /// appended since (its head is newer). Called with the file locked.
     fn write_head(&mut self) -> std::io::Result<()> {
-        if self.head_behind && self.file.metadata()?.len() == self.end {
+        if self.head_behind && !self.head_frozen && self.file.metadata()?.len() == self.end {
             write_head(&self.head_path, self.seq, &self.hash)?;
         }
         self.head_behind = false;
@@ -508,6 +524,17 @@ fn read_at(file: &mut File, offset: u64, len: usize) -> std::io::Result<Vec<u8>>
     file.seek(SeekFrom::Start(offset))?;
     file.read_exact(&mut buf)?;
     Ok(buf)
+}
+
+/// Whether the head file names a record the log no longer ends with or
+/// goes beyond: the log was cut or its end replaced. A head behind the log
+/// (records written after it) or no head at all is not taken as damage.
+fn head_disagrees(head: &Path, tip: &Tip) -> std::io::Result<bool> {
+    Ok(match read_head(head)? {
+        None => false,
+        Some(Err(_)) => true,
+        Some(Ok(head)) => head.seq > tip.seq || (head.seq == tip.seq && head.hash != tip.hash),
+    })
 }
 
 /// Records the chain's tip beside the log, atomically.
@@ -1076,6 +1103,36 @@ mod tests {
         check(&good[..3], ProblemKind::Truncated, 3);
         std::fs::write(&path, good.join("\n") + "\n").unwrap();
         assert!(verify(&path).unwrap().is_intact());
+    }
+
+    #[test]
+    fn appending_to_a_cut_log_does_not_hide_the_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let log = AuditLog::open(&path).unwrap();
+        for n in 0..4 {
+            scope(&log, "p", &format!("call-{n}")).record(opened("a"));
+        }
+        drop(log);
+        let good = lines(&path);
+        for keep in [2, 3] {
+            std::fs::write(&path, good[..keep].join("\n") + "\n").unwrap();
+            // A later run appends one or two records, reaching and passing
+            // the head's seq with records of its own.
+            let log = AuditLog::open(&path).unwrap();
+            scope(&log, "p", "again").record(opened("b"));
+            scope(&log, "p", "again").record(opened("c"));
+            drop(log);
+            let problem = verify(&path).unwrap().problem;
+            let problem = problem.unwrap_or_else(|| panic!("cut to {keep} went unnoticed"));
+            assert!(
+                matches!(
+                    problem.kind,
+                    ProblemKind::Truncated | ProblemKind::HeadMismatch
+                ),
+                "{problem}"
+            );
+        }
     }
 
     #[test]
