@@ -8,16 +8,21 @@
 //! through the call's [`AuditScope`](crate::policy::audit::AuditScope).
 //! Calls without an audit log pay one `Option` check.
 //!
-//! The recorded path is the one the plugin passed, relative to the folder
-//! descriptor it opened from. Plugins built on wasi-libc (Rust's `std::fs`
-//! included) open every path from the granted folder itself, so for them it
-//! is the path relative to the granted folder.
+//! The recorded path is relative to the granted folder it lies in. Plugins
+//! built on wasi-libc (Rust's `std::fs` included) open every path from the
+//! granted folder itself, and the path they pass is recorded as it is. A
+//! plugin can also open a path from a folder it opened earlier; then the
+//! folder's own place under its grant is found (on Linux, from the open
+//! folder handles) and put in front. Where that cannot be found, the path is
+//! recorded as passed, prefixed with `?/`.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use wasmtime::StoreContextMut;
-use wasmtime::component::{Linker, Resource};
-use wasmtime_wasi::filesystem::WasiFilesystemView;
+use wasmtime::component::{Linker, Resource, ResourceTable};
+use wasmtime_wasi::filesystem::{WasiFilesystemCtxView, WasiFilesystemView};
+use wasmtime_wasi::p2::bindings::filesystem::preopens;
 use wasmtime_wasi::p2::bindings::filesystem::types::{
     self, Descriptor, DescriptorFlags, ErrorCode, HostDescriptor, OpenFlags, PathFlags,
 };
@@ -58,8 +63,13 @@ fn open_at(
 ) -> Box<dyn Future<Output = wasmtime::Result<OpenAtResult>> + Send + '_> {
     Box::new(async move {
         let state = store.data_mut();
-        let named = state.audit.is_some().then(|| path.clone());
+        let audited = state.audit.is_some();
         let mut view = state.filesystem();
+        let named = audited.then(|| match folder_under_grant(&mut view, &dir) {
+            Some(folder) if folder.is_empty() => path.clone(),
+            Some(folder) => format!("{folder}/{path}"),
+            None => format!("?/{path}"),
+        });
         let opened = match HostDescriptor::open_at(
             &mut view, dir, path_flags, path, open_flags, flags,
         )
@@ -79,6 +89,58 @@ fn open_at(
         }
         Ok((opened,))
     })
+}
+
+/// Where the folder `dir` lies under the granted folder containing it:
+/// `""` for a granted folder itself, `sub/dir` for one opened beneath it,
+/// `None` when that cannot be told.
+fn folder_under_grant(
+    view: &mut WasiFilesystemCtxView<'_>,
+    dir: &Resource<Descriptor>,
+) -> Option<String> {
+    let Ok(Descriptor::Dir(base)) = view.table.get(dir) else {
+        return None;
+    };
+    let base = base.dir.clone();
+    // The granted folders, listed into a scratch table so the plugin's own
+    // table is untouched.
+    let mut scratch = ResourceTable::new();
+    let mut granted = WasiFilesystemCtxView {
+        ctx: &mut *view.ctx,
+        table: &mut scratch,
+    };
+    let roots = preopens::Host::get_directories(&mut granted).ok()?;
+    let mut folders = Vec::with_capacity(roots.len());
+    for (root, _) in roots {
+        if let Ok(Descriptor::Dir(root)) = scratch.get(&root) {
+            if Arc::ptr_eq(&root.dir, &base) {
+                return Some(String::new());
+            }
+            folders.push(root.dir.clone());
+        }
+    }
+    place_under(&base, &folders)
+}
+
+/// The path of the open folder `base` under whichever of `roots` holds it,
+/// from the operating system's record of open handles.
+#[cfg(target_os = "linux")]
+fn place_under(base: &std::fs::File, roots: &[Arc<std::fs::File>]) -> Option<String> {
+    use std::os::fd::AsRawFd;
+    let location = |file: &std::fs::File| {
+        std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
+    };
+    let base = location(base)?;
+    roots.iter().find_map(|root| {
+        let root = location(root)?;
+        let below = base.strip_prefix(&root).ok()?;
+        below.to_str().map(str::to_string)
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn place_under(_base: &std::fs::File, _roots: &[Arc<std::fs::File>]) -> Option<String> {
+    None
 }
 
 /// Whether an open failed because the sandbox refused it (a write under a
@@ -121,7 +183,44 @@ fn mode(open_flags: OpenFlags, flags: DescriptorFlags) -> String {
 
 #[cfg(test)]
 mod tests {
+    use wasmtime_wasi::WasiCtxBuilder;
+    use wasmtime_wasi::filesystem::FsPerms;
+
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn folders_opened_under_a_grant_are_placed_under_it() {
+        let granted = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(granted.path().join("sub/deeper")).unwrap();
+        let mut ctx = WasiCtxBuilder::new()
+            .preopened_dir(granted.path(), "/ws", FsPerms::ReadWrite)
+            .unwrap()
+            .build();
+        let mut table = ResourceTable::new();
+        let mut view = WasiFilesystemCtxView {
+            ctx: ctx.filesystem(),
+            table: &mut table,
+        };
+        let roots = preopens::Host::get_directories(&mut view).unwrap();
+        let root = Resource::<Descriptor>::new_borrow(roots[0].0.rep());
+        assert_eq!(folder_under_grant(&mut view, &root).as_deref(), Some(""));
+        let root = Resource::<Descriptor>::new_borrow(roots[0].0.rep());
+        let sub = HostDescriptor::open_at(
+            &mut view,
+            root,
+            PathFlags::empty(),
+            "sub/deeper".into(),
+            OpenFlags::DIRECTORY,
+            DescriptorFlags::READ,
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            folder_under_grant(&mut view, &sub).as_deref(),
+            Some("sub/deeper")
+        );
+    }
 
     #[test]
     fn modes_are_named_in_words() {
