@@ -87,7 +87,7 @@ fn show(log: &Path, args: &ShowArgs) -> Exit {
         }
         return Exit::Success;
     }
-    if records.is_empty() {
+    if records.is_empty() && args.count > 0 {
         let narrowed = args.last || args.plugin.is_some() || args.session.is_some();
         if narrowed || args.call.is_some() {
             println!("No audit records match.");
