@@ -1047,6 +1047,38 @@ mod tests {
     }
 
     #[test]
+    fn concurrent_writers_on_separate_handles_keep_one_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        let shared = AuditLog::open(&path).unwrap();
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let path = path.clone();
+                let shared = shared.clone();
+                std::thread::spawn(move || {
+                    // Half the threads share one handle, half open their own
+                    // (as separate processes would).
+                    let log = if t % 2 == 0 {
+                        shared
+                    } else {
+                        AuditLog::open(&path).unwrap()
+                    };
+                    for n in 0..250 {
+                        scope(&log, &format!("t{t}"), &format!("call-{n}")).record(opened("x"));
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        drop(shared);
+        let report = verify(&path).unwrap();
+        assert_eq!(report.records, 1000);
+        assert!(report.is_intact(), "{report:?}");
+    }
+
+    #[test]
     fn a_cut_last_line_is_kept_reported_and_written_after() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
