@@ -33,6 +33,8 @@ pub enum Exit {
     /// An installed plugin failed its integrity check (a file changed or is
     /// missing), or its manifest asks for more than the user agreed to.
     Integrity = 10,
+    /// `capstan audit verify` found the audit log edited or truncated.
+    AuditDamaged = 11,
     /// The user interrupted the session (Ctrl-C).
     Interrupted = 130,
 }
@@ -67,6 +69,7 @@ impl Exit {
             Self::MaxTurns => "max_turns",
             Self::Refused => "refused",
             Self::Integrity => "integrity",
+            Self::AuditDamaged => "audit_damaged",
             Self::Interrupted => "interrupted",
         }
     }
@@ -95,6 +98,7 @@ Exit codes:
   8  the agent reached its --max-turns limit
   9  refused: consent to a plugin's capabilities was not given
   10  an installed plugin failed its integrity check or needs consent again
+  11  the audit log is damaged (edited or truncated; audit verify)
   130  interrupted (Ctrl-C)"
     };
 }

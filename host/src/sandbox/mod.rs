@@ -11,6 +11,7 @@ mod call;
 pub mod compile_cache;
 pub mod engine;
 pub mod error;
+mod fs_audit;
 pub mod host_api;
 pub mod limits;
 pub mod tool;
@@ -75,6 +76,7 @@ impl Sandbox {
         let mut linker = Linker::new(&engine);
         let link_error = |e: wasmtime::Error| LoadError::Engine(format!("{e:#}"));
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(link_error)?;
+        fs_audit::add_to_linker(&mut linker).map_err(link_error)?;
         ToolPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(link_error)?;
         let cache = CompileCache::new(cache_dir, &engine);
