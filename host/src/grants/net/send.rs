@@ -500,19 +500,29 @@ impl Body for CappedResponseBody {
     }
 }
 
-/// The `wasi:sockets` address check: every address is refused, and the
-/// attempt recorded in `audit`.
+/// The `wasi:sockets` address check: every address a socket would connect,
+/// listen or send to is refused, and the attempt recorded in `audit`.
+///
+/// The one use let through is binding to the unspecified address on port 0,
+/// which a connect or send checks first before naming its real target: a
+/// socket bound that way can still neither connect, listen, send nor
+/// receive, and the refusal records the address the plugin was after.
 pub fn socket_refusal(
     audit: AuditScope,
 ) -> impl Fn(SocketAddr, SocketAddrUse) -> Pin<Box<dyn Future<Output = bool> + Send + Sync>>
 + Send
 + Sync
 + 'static {
-    move |address, _use| {
-        audit.record(AuditEvent::SocketRefused {
-            address: address.to_string(),
-        });
-        Box::pin(async { false })
+    move |address, purpose| {
+        let implicit_bind = matches!(purpose, SocketAddrUse::TcpBind | SocketAddrUse::UdpBind)
+            && address.ip().is_unspecified()
+            && address.port() == 0;
+        if !implicit_bind {
+            audit.record(AuditEvent::SocketRefused {
+                address: address.to_string(),
+            });
+        }
+        Box::pin(async move { implicit_bind })
     }
 }
 
