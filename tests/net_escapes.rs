@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use capstan::grants::net::RESPONSE_BODY_LIMIT;
+use capstan::grants::net::{REQUEST_BODY_LIMIT, RESPONSE_BODY_LIMIT};
 use capstan::grants::{EnvGrant, Grants, NetGrant, ResolvedSecret, SecretGrant};
 use capstan::policy::audit::AuditLog;
 use capstan::sandbox::{CallOptions, LoadedComponent, Sandbox};
@@ -31,6 +31,8 @@ enum Reply {
     Redirect(String),
     /// 200 with a body of this many bytes.
     Huge(usize),
+    /// Nothing, ever.
+    Silent,
 }
 
 /// A minimal HTTP/1.1 server on a loopback address that records every
@@ -89,7 +91,8 @@ impl Server {
 async fn read_request(stream: &mut tokio::net::TcpStream) -> String {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+    // A TLS handshake (0x16) is recorded as is: no HTTP head will follow.
+    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.first() != Some(&0x16) {
         match stream.read(&mut chunk).await {
             Ok(0) | Err(_) => break,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
@@ -113,6 +116,9 @@ async fn write_reply(stream: &mut tokio::net::TcpStream, reply: &Reply) -> std::
                 "HTTP/1.1 302 Found\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
             );
             stream.write_all(head.as_bytes()).await?;
+        }
+        Reply::Silent => {
+            tokio::time::sleep(std::time::Duration::from_secs(60)).await;
         }
         Reply::Huge(size) => {
             let head =
@@ -626,4 +632,113 @@ async fn a_huge_response_body_is_cut_off_at_the_cap() {
     let sent = host.audit_of("http_sent");
     assert_eq!(sent.len(), 1);
     assert_eq!(sent[0]["status"], 200);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unknown_scheme_is_refused_and_recorded() {
+    let host = Host::new();
+    let out = host
+        .get("ftp://127.0.0.1:2121/file", net(&["http://127.0.0.1:2121"]))
+        .await;
+    assert_eq!(error_of(&out), "HttpRequestDenied");
+    let refused = host.audit_of("http_refused");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["url"], "ftp://127.0.0.1:2121/file");
+    assert!(
+        refused[0]["reason"].as_str().unwrap().contains("scheme"),
+        "{refused:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn https_is_spoken_as_tls_even_to_a_granted_address() {
+    let host = Host::new();
+    let server = Server::start("127.0.0.1", Reply::Ok("plain")).await;
+    let out = host
+        .get(
+            &format!("https://127.0.0.1:{}/tls", server.port()),
+            net(&[&format!("https://127.0.0.1:{}", server.port())]),
+        )
+        .await;
+    // The plain server cannot complete a handshake; what it got was TLS.
+    assert!(out["error"].is_string(), "{out}");
+    let received = server.requests();
+    assert_eq!(received.len(), 1);
+    assert!(received[0].starts_with('\u{16}'), "{received:?}");
+    assert!(!received[0].contains("GET /tls"), "sent in the clear");
+    let sent = host.audit_of("http_sent");
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(sent[0]["status"].is_null(), "{sent:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn request_bodies_over_the_cap_are_refused() {
+    let host = Host::new();
+    let server = Server::start("127.0.0.1", Reply::Ok("ok")).await;
+    let grants = || net(&[&format!("http://127.0.0.1:{}", server.port())]);
+    let declared = REQUEST_BODY_LIMIT + 1;
+    let out = host
+        .call(
+            "http-get",
+            json!({
+                "url": server.url("/upload"),
+                "method": "POST",
+                "headers": [["content-length", declared.to_string()]],
+            }),
+            grants(),
+        )
+        .await;
+    assert_eq!(
+        error_of(&out),
+        format!("HttpRequestBodySize(Some({REQUEST_BODY_LIMIT}))")
+    );
+    let refused = host.audit_of("http_refused");
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0]["method"], "POST");
+    assert!(
+        refused[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("over the 16777216-byte limit"),
+        "{refused:?}"
+    );
+    assert_eq!(server.accepted(), 0);
+
+    // Streamed without a declared length, the body is cut off at the cap.
+    let size = usize::try_from(REQUEST_BODY_LIMIT).unwrap() + (1 << 20);
+    let out = host
+        .call(
+            "http-get",
+            json!({ "url": server.url("/stream"), "method": "POST", "body_bytes": size }),
+            grants(),
+        )
+        .await;
+    assert!(
+        out["error"].is_string() || out["body_error"].is_string(),
+        "{out}"
+    );
+    assert!(out["status"].is_null(), "the server answered: {out}");
+    let sent = host.audit_of("http_sent");
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(sent[0]["status"].is_null(), "{sent:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_plugins_first_byte_timeout_is_honoured() {
+    let host = Host::new();
+    let server = Server::start("127.0.0.1", Reply::Silent).await;
+    let started = std::time::Instant::now();
+    let out = host
+        .call(
+            "http-get",
+            json!({ "url": server.url("/slow"), "first_byte_timeout_ms": 200 }),
+            net(&[&format!("http://127.0.0.1:{}", server.port())]),
+        )
+        .await;
+    assert_eq!(error_of(&out), "ConnectionReadTimeout");
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(server.accepted(), 1);
+    let sent = host.audit_of("http_sent");
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert!(sent[0]["status"].is_null());
 }

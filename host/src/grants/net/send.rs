@@ -3,7 +3,10 @@
 //! address, with granted secrets added and every decision audited.
 //!
 //! Nothing here follows a redirect: a 3xx is the plugin's response like any
-//! other. Request and response bodies are capped at [`REQUEST_BODY_LIMIT`]
+//! other. A request the grants refuse is recorded as `http_refused`; one
+//! that passes them as `http_sent`, with the response status, or with none
+//! when it could not be delivered (no such name, connection refused,
+//! timeout). Request and response bodies are capped at [`REQUEST_BODY_LIMIT`]
 //! and [`RESPONSE_BODY_LIMIT`]; a response body that grows past its cap
 //! ends with an error the plugin sees.
 
@@ -87,6 +90,12 @@ impl NetHooks {
 }
 
 impl WasiHttpHooks for NetHooks {
+    /// Every scheme reaches [`NetHooks::send_request`], so that a request
+    /// with a scheme no grant can name is refused there and recorded.
+    fn is_supported_scheme(&mut self, _scheme: &http::uri::Scheme) -> bool {
+        true
+    }
+
     fn send_request(
         &mut self,
         request: Request<WasiBody>,
