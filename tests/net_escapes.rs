@@ -437,8 +437,8 @@ async fn raw_tcp_and_udp_sockets_are_refused() {
     let out = host
         .call("net-connect", json!({ "addr": tcp.to_string() }), grants())
         .await;
-    let error = error_of(&out);
-    assert!(!error.is_empty(), "{out}");
+    assert!(!error_of(&out).is_empty(), "{out}");
+    assert_eq!(out["kind"], "PermissionDenied", "{out}");
     let out = host
         .call(
             "net-connect",
@@ -447,6 +447,16 @@ async fn raw_tcp_and_udp_sockets_are_refused() {
         )
         .await;
     assert!(!error_of(&out).is_empty(), "{out}");
+    assert_eq!(out["kind"], "PermissionDenied", "{out}");
+    // Names cannot even be looked up.
+    let out = host
+        .call(
+            "net-connect",
+            json!({ "addr": format!("localhost:{}", tcp.port()) }),
+            grants(),
+        )
+        .await;
+    assert!(error_of(&out).contains("failed to lookup address"), "{out}");
 
     let accept =
         tokio::time::timeout(std::time::Duration::from_millis(300), listener.accept()).await;

@@ -212,12 +212,14 @@ impl Outgoing {
     > {
         let connect_timeout = self.options.connect_timeout.unwrap_or(CONNECT_TIMEOUT);
         let addresses = self.vetted_addresses(connect_timeout).await?;
-        self.add_secrets(request.headers_mut())?;
         let stream = connect(&addresses, connect_timeout).await?;
         let stream: Box<dyn Stream> = match self.origin.scheme {
             Scheme::Http => Box::new(stream),
             Scheme::Https => Box::new(self.tls(stream, connect_timeout).await?),
         };
+        // Secrets are added only once the request is about to go out on a
+        // connection to a vetted address.
+        self.add_secrets(request.headers_mut())?;
         let handshake =
             hyper::client::conn::http1::handshake::<_, CappedRequestBody>(TokioIo::new(stream));
         let (mut sender, conn) = tokio::time::timeout(connect_timeout, handshake)
