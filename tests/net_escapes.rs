@@ -323,6 +323,15 @@ async fn a_name_resolving_to_loopback_is_refused_unless_the_address_is_granted()
     let server = Server::start("127.0.0.1", Reply::Ok("hello from loopback")).await;
     let port = server.port();
 
+    // Under a grant for another name, it is simply not granted.
+    let out = host
+        .get(
+            &format!("http://localhost:{port}/"),
+            net(&[&format!("http://allowed.example:{port}")]),
+        )
+        .await;
+    assert_eq!(error_of(&out), "HttpRequestDenied");
+    // Under a grant for that very name, its loopback address is refused.
     let out = host
         .get(
             &format!("http://localhost:{port}/"),
@@ -331,9 +340,16 @@ async fn a_name_resolving_to_loopback_is_refused_unless_the_address_is_granted()
         .await;
     assert_eq!(error_of(&out), "DestinationIpProhibited");
     let refused = host.audit_of("http_refused");
-    assert_eq!(refused.len(), 1, "{refused:?}");
-    assert_eq!(refused[0]["url"], format!("http://localhost:{port}/"));
-    let reason = refused[0]["reason"].as_str().unwrap();
+    assert_eq!(refused.len(), 2, "{refused:?}");
+    assert!(
+        refused[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("not granted"),
+        "{refused:?}"
+    );
+    assert_eq!(refused[1]["url"], format!("http://localhost:{port}/"));
+    let reason = refused[1]["reason"].as_str().unwrap();
     assert!(reason.contains("loopback"), "{reason}");
     assert_eq!(server.accepted(), 0);
 

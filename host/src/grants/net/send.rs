@@ -65,7 +65,7 @@ pub struct NetHooks {
     secrets: Vec<ResolvedSecret>,
     /// Where decisions are recorded; filled in from the call on its first
     /// `wasi:http` use, so calls that never use it pay nothing.
-    pub audit: Option<AuditScope>,
+    pub(crate) audit: Option<AuditScope>,
 }
 
 impl NetHooks {
