@@ -88,17 +88,46 @@ impl Server {
     }
 }
 
+/// Reads one request: its head (recorded) and its body (read through so
+/// the reply comes only after the whole request, as a real server's would).
 async fn read_request(stream: &mut tokio::net::TcpStream) -> String {
     let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
+    let mut chunk = vec![0u8; 1 << 16];
     // A TLS handshake (0x16) is recorded as is: no HTTP head will follow.
-    while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.first() != Some(&0x16) {
+    let head_end = loop {
+        if buf.first() == Some(&0x16) {
+            return String::from_utf8_lossy(&buf).into_owned();
+        }
+        if let Some(at) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
         match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => break,
+            Ok(0) | Err(_) => return String::from_utf8_lossy(&buf).into_owned(),
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let lower = head.to_ascii_lowercase();
+    let length = lower
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok());
+    let chunked = lower.contains("transfer-encoding: chunked");
+    let mut body = buf[head_end..].to_vec();
+    loop {
+        let complete = match length {
+            Some(length) => body.len() >= length,
+            None => !chunked || body.ends_with(b"0\r\n\r\n"),
+        };
+        if complete {
+            break;
+        }
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => body.extend_from_slice(&chunk[..n]),
+        }
     }
-    String::from_utf8_lossy(&buf).into_owned()
+    head
 }
 
 async fn write_reply(stream: &mut tokio::net::TcpStream, reply: &Reply) -> std::io::Result<()> {
