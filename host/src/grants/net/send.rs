@@ -539,7 +539,89 @@ pub fn socket_refusal(
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
+    use crate::policy::audit::AuditLog;
+
+    fn scope(dir: &tempfile::TempDir) -> AuditScope {
+        AuditScope {
+            log: AuditLog::open(&dir.path().join("audit.jsonl")).unwrap(),
+            plugin: "p".into(),
+            call_id: "c".into(),
+            session_id: None,
+        }
+    }
+
+    fn records(dir: &tempfile::TempDir) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(dir.path().join("audit.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    fn request(url: &str) -> Request<WasiBody> {
+        let body = http_body_util::Empty::<Bytes>::new()
+            .map_err(|never| match never {})
+            .boxed_unsync();
+        Request::get(url).body(body).unwrap()
+    }
+
+    #[tokio::test]
+    async fn refused_requests_fail_before_any_io_and_are_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let grants = [NetGrant::parse("https://api.example.com").unwrap()];
+        let mut hooks = NetHooks::new(&grants, &[]);
+        hooks.audit = Some(scope(&dir));
+        for url in [
+            "https://evil.example/steal?key=1",
+            "http://api.example.com/",
+            "https://api.example.com:8443/",
+            "https://0x7f000001/",
+        ] {
+            let sent =
+                Pin::from(hooks.send_request(request(url), None, Box::new(async { Ok(()) })));
+            assert!(matches!(sent.await, Err(Error::HttpRequestDenied)), "{url}");
+        }
+        let records = records(&dir);
+        assert_eq!(records.len(), 4);
+        assert_eq!(records[0]["kind"], "http_refused");
+        assert_eq!(records[0]["url"], "https://evil.example/steal");
+        assert!(
+            records[3]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("https://127.0.0.1 is not granted")
+        );
+    }
+
+    #[tokio::test]
+    async fn sockets_may_only_check_the_implicit_bind() {
+        let dir = tempfile::tempdir().unwrap();
+        let check = socket_refusal(scope(&dir));
+        let wildcard: SocketAddr = "0.0.0.0:0".parse().unwrap();
+        let target: SocketAddr = "127.0.0.1:5000".parse().unwrap();
+        assert!(check(wildcard, SocketAddrUse::TcpBind).await);
+        assert!(check(wildcard, SocketAddrUse::UdpBind).await);
+        assert!(!check("0.0.0.0:8080".parse().unwrap(), SocketAddrUse::TcpBind).await);
+        assert!(!check(wildcard, SocketAddrUse::TcpListen).await);
+        assert!(!check(target, SocketAddrUse::TcpConnect).await);
+        assert!(!check(target, SocketAddrUse::UdpSend).await);
+        let addresses: Vec<String> = records(&dir)
+            .iter()
+            .map(|r| r["address"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            addresses,
+            [
+                "0.0.0.0:8080",
+                "0.0.0.0:0",
+                "127.0.0.1:5000",
+                "127.0.0.1:5000"
+            ]
+        );
+    }
 
     #[test]
     fn audit_urls_drop_queries_and_credentials() {
