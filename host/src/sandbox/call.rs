@@ -120,10 +120,10 @@ impl PreparedCall {
             });
         let mut builder = WasiCtxBuilder::new();
         builder.stdout(stdout.clone()).stderr(stderr.clone());
-        // Sockets stay off: name lookups are never allowed, and every
-        // address a TCP or UDP socket would bind, connect or send to is
-        // refused. With an audit log, sockets can be created so that each
-        // refused address is recorded; without one they cannot be created.
+        // Sockets stay off. Without an audit log none can be created. With
+        // one they can, so that each address a socket would connect, listen
+        // or send to is refused *and recorded* (`socket_refusal`); name
+        // lookups are never allowed.
         if let Some(scope) = &audit {
             builder
                 .allow_tcp(true)
