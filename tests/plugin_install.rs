@@ -109,6 +109,7 @@ fn install_shows_the_request_records_the_lock_and_runs_under_the_grants() {
     env.write("a.txt", "hello\n");
     let out = env
         .call("files.read", r#"{"path":"a.txt"}"#, &[])
+        .env("TZ", "UTC")
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
@@ -127,7 +128,15 @@ fn install_shows_the_request_records_the_lock_and_runs_under_the_grants() {
     // Its calls are audited.
     let audit = std::fs::read_to_string(env.home.path().join("audit/audit.jsonl")).unwrap();
     assert!(audit.contains("\"plugin\":\"files\""), "{audit}");
-    assert!(audit.contains("env_read"), "{audit}");
+    assert!(
+        audit.contains(r#""kind":"env_read","names":["TZ"]"#),
+        "{audit}"
+    );
+    assert!(
+        audit.contains(r#""allowed":true,"#) && audit.contains(r#""path":"a.txt""#),
+        "{audit}"
+    );
+    assert!(audit.contains(r#""allowed":false,"#), "{audit}");
 }
 
 #[test]

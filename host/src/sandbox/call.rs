@@ -8,11 +8,13 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{Store, Trap, UpdateDeadline};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::error::CallError;
 use super::host_api::{EventSink, LogLevel, PluginEvent};
 use super::limits::{Limits, MemoryCap};
 use crate::grants::Grants;
+use crate::grants::net::{NetHooks, socket_refusal};
 
 /// How often the deadline clock ticks. A call overrunning its time limit is
 /// stopped within about one tick.
@@ -60,6 +62,8 @@ pub struct CallState {
     pub(super) events: Option<EventSink>,
     /// Where this call's capability decisions are recorded.
     pub(crate) audit: Option<crate::policy::audit::AuditScope>,
+    http: WasiHttpCtx,
+    net: NetHooks,
 }
 
 impl WasiView for CallState {
@@ -67,6 +71,21 @@ impl WasiView for CallState {
         WasiCtxView {
             ctx: &mut self.wasi,
             table: &mut self.table,
+        }
+    }
+}
+
+/// Outgoing HTTP goes through the call's network grants
+/// ([`crate::grants::net`]).
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        if self.net.audit.is_none() && self.audit.is_some() {
+            self.net.audit = self.audit.clone();
+        }
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.net,
         }
     }
 }
@@ -90,12 +109,33 @@ impl PreparedCall {
     ) -> Result<Self, CallError> {
         let stdout = MemoryOutputPipe::new(CAPTURE_LIMIT);
         let stderr = MemoryOutputPipe::new(CAPTURE_LIMIT);
-        let mut wasi = WasiCtxBuilder::new()
+        let audit = options
+            .audit
+            .clone()
+            .map(|log| crate::policy::audit::AuditScope {
+                log,
+                plugin: plugin.to_string(),
+                call_id: call_id.to_string(),
+                session_id: options.session_id.clone(),
+            });
+        // Exactly the granted variables that are set now; nothing else.
+        let env = options.grants.env_values();
+        let mut builder = WasiCtxBuilder::new();
+        builder
             .stdout(stdout.clone())
             .stderr(stderr.clone())
-            // Exactly the granted variables that are set now; nothing else.
-            .envs(&options.grants.env_values())
-            .build();
+            .envs(&env);
+        // Sockets stay off. Without an audit log none can be created. With
+        // one they can, so that each address a socket would connect, listen
+        // or send to is refused *and recorded* (`socket_refusal`); name
+        // lookups are never allowed.
+        if let Some(scope) = &audit {
+            builder
+                .allow_tcp(true)
+                .allow_udp(true)
+                .socket_addr_check(socket_refusal(scope.clone()));
+        }
+        let mut wasi = builder.build();
         options
             .grants
             .apply(&mut wasi, file_io == FileIo::CurrentThread)
@@ -109,20 +149,14 @@ impl PreparedCall {
             memory: MemoryCap::new(options.limits.memory),
             plugin: plugin.clone(),
             events: options.events.clone(),
-            audit: options
-                .audit
-                .clone()
-                .map(|log| crate::policy::audit::AuditScope {
-                    log,
-                    plugin: plugin.to_string(),
-                    call_id: call_id.to_string(),
-                    session_id: options.session_id.clone(),
-                }),
+            audit,
+            http: WasiHttpCtx::new(),
+            net: NetHooks::new(&options.grants.net, &options.grants.secrets),
         };
         if let Some(scope) = &state.audit
-            && !options.grants.env.is_empty()
+            && !env.is_empty()
         {
-            let names = options.grants.env.iter().map(|g| g.name().to_string());
+            let names = env.into_iter().map(|(name, _)| name);
             scope.record(crate::policy::audit::AuditEvent::EnvRead {
                 names: names.collect(),
             });

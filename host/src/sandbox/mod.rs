@@ -2,8 +2,9 @@
 //! and a fresh, limited instance for every call.
 //!
 //! A plugin can reach only what its [`Grants`](crate::grants::Grants) wire
-//! into its WASI context; it gets no environment variables, no network and
-//! no sockets. Whatever it does — loop forever, allocate without end, panic,
+//! into its WASI context: no environment variables but those granted, HTTP
+//! only to granted origins (checked by [`crate::grants::net`]), and no
+//! sockets. Whatever it does — loop forever, allocate without end, panic,
 //! return a flood — ends as a [`CallError`], never as a failure of the host.
 
 mod bindings;
@@ -77,6 +78,7 @@ impl Sandbox {
         let link_error = |e: wasmtime::Error| LoadError::Engine(format!("{e:#}"));
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(link_error)?;
         fs_audit::add_to_linker(&mut linker).map_err(link_error)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(link_error)?;
         ToolPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(link_error)?;
         let cache = CompileCache::new(cache_dir, &engine);
