@@ -300,7 +300,7 @@ impl CapabilityRef {
                 FsRequest::parse(value, Access::Read).map_err(|e| invalid(e.to_string()))?;
             }
             CapabilityKind::Net => {
-                parse_net(value).map_err(invalid)?;
+                NetGrant::parse(value).map_err(invalid)?;
             }
             CapabilityKind::Env => {
                 env::check_name(value).map_err(|e| invalid(e.to_string()))?;
@@ -361,7 +361,7 @@ impl CapabilityEntry {
     pub fn words(&self) -> String {
         match self {
             Self::Fs(fs) => fs.describe(),
-            Self::Net(net) => net_text(net),
+            Self::Net(net) => net.to_string(),
             Self::Env(env) => env.name().to_string(),
             Self::Secret(secret) => secret.describe(),
         }
@@ -489,7 +489,7 @@ impl Capabilities {
         let net = self
             .net
             .iter()
-            .all(|r| granted.net.iter().any(|g| net_covers(g, r)));
+            .all(|r| granted.net.iter().any(|g| g.covers(r)));
         let env = self.env.iter().all(|r| granted.env.contains(r));
         let secrets = self
             .secrets
@@ -537,11 +537,11 @@ impl Capabilities {
                 continue;
             }
             let entry = CapabilityEntry::Net(new.clone());
-            if let Some(i) = self.net.iter().position(|old| net_covers(new, old)) {
+            if let Some(i) = self.net.iter().position(|old| new.covers(old)) {
                 matched_old[i] = true;
                 diff.widened
                     .push((CapabilityEntry::Net(self.net[i].clone()), entry));
-            } else if let Some(i) = self.net.iter().position(|old| net_covers(old, new)) {
+            } else if let Some(i) = self.net.iter().position(|old| old.covers(new)) {
                 matched_old[i] = true;
                 diff.narrowed
                     .push((CapabilityEntry::Net(self.net[i].clone()), entry));
@@ -550,7 +550,7 @@ impl Capabilities {
             }
         }
         for (old, matched) in self.net.iter().zip(matched_old) {
-            if !matched && !newer.net.iter().any(|new| net_covers(new, old)) {
+            if !matched && !newer.net.iter().any(|new| new.covers(old)) {
                 diff.removed.push(CapabilityEntry::Net(old.clone()));
             }
         }
@@ -601,7 +601,7 @@ impl Capabilities {
         let before = out.count(what.kind);
         match what.kind {
             CapabilityKind::Fs => out.fs.retain(|r| r.path != what.value),
-            CapabilityKind::Net => out.net.retain(|g| net_text(g) != what.value),
+            CapabilityKind::Net => out.net.retain(|g| g.to_string() != what.value),
             CapabilityKind::Env => out.env.retain(|g| g.name() != what.value),
             CapabilityKind::Secret => out.secrets.retain(|g| g.name != what.value),
         }
@@ -630,7 +630,7 @@ impl Capabilities {
             CapabilityKind::Net => requested
                 .net
                 .iter()
-                .find(|g| net_text(g) == what.value)
+                .find(|g| g.to_string() == what.value)
                 .map(|g| out.net.push(g.clone())),
             CapabilityKind::Env => requested
                 .env
@@ -661,7 +661,7 @@ impl Capabilities {
     fn not_found(&self, what: &CapabilityRef, where_: &'static str) -> CapabilityRefError {
         let values: Vec<String> = match what.kind {
             CapabilityKind::Fs => self.fs.iter().map(|r| r.path.clone()).collect(),
-            CapabilityKind::Net => self.net.iter().map(net_text).collect(),
+            CapabilityKind::Net => self.net.iter().map(ToString::to_string).collect(),
             CapabilityKind::Env => self.env.iter().map(|g| g.name().to_string()).collect(),
             CapabilityKind::Secret => self.secrets.iter().map(|g| g.name.clone()).collect(),
         };
@@ -688,186 +688,7 @@ fn secret_within(request: &SecretGrant, granted: &SecretGrant) -> bool {
         && request
             .hosts
             .iter()
-            .all(|h| granted.hosts.iter().any(|g| host_pattern_covers(g, h)))
-}
-
-// Origin patterns as text. `grants::net` owns enforcement; these read the
-// pattern's parts for validation, descriptions and comparisons.
-
-/// The pattern as written.
-pub(crate) fn net_text(grant: &NetGrant) -> String {
-    match serde_json::to_value(grant) {
-        Ok(serde_json::Value::String(text)) => text,
-        _ => String::new(),
-    }
-}
-
-/// The parts of an origin pattern: scheme, host pattern, effective port.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Origin {
-    scheme: String,
-    host: String,
-    port: u16,
-}
-
-/// Parses `scheme://host[:port]` (http or https; the host a name, a
-/// `*.suffix` wildcard, an IPv4 address or a bracketed IPv6 address).
-fn parse_origin(text: &str) -> Result<Origin, String> {
-    let Some((scheme, rest)) = text.split_once("://") else {
-        return Err(
-            "write an origin as scheme://host[:port], such as \"https://api.example.com\""
-                .to_string(),
-        );
-    };
-    let scheme = scheme.to_ascii_lowercase();
-    let default_port = match scheme.as_str() {
-        "https" => 443,
-        "http" => 80,
-        _ => return Err(format!("the scheme must be https or http, not `{scheme}`")),
-    };
-    let rest = rest.strip_suffix('/').unwrap_or(rest);
-    if rest.contains(['/', '?', '#']) {
-        return Err(
-            "an origin has no path, query or fragment; write only scheme://host[:port]".to_string(),
-        );
-    }
-    if rest.contains('@') {
-        return Err("an origin has no user name or password".to_string());
-    }
-    let (host, port) = if let Some(v6) = rest.strip_prefix('[') {
-        let Some((addr, after)) = v6.split_once(']') else {
-            return Err("an IPv6 address needs a closing `]`".to_string());
-        };
-        (
-            format!("[{addr}]"),
-            after
-                .strip_prefix(':')
-                .map(str::to_string)
-                .or_else(|| (!after.is_empty()).then(|| after.to_string())),
-        )
-    } else {
-        match rest.rsplit_once(':') {
-            Some((host, port)) => (host.to_string(), Some(port.to_string())),
-            None => (rest.to_string(), None),
-        }
-    };
-    let port = match port {
-        None => default_port,
-        Some(p) => match p.parse::<u16>() {
-            Ok(n) if n > 0 && p.chars().all(|c| c.is_ascii_digit()) => n,
-            _ => return Err(format!("`{p}` is not a port number (1-65535)")),
-        },
-    };
-    check_host_pattern(&host)?;
-    Ok(Origin {
-        scheme,
-        host: host.to_ascii_lowercase(),
-        port,
-    })
-}
-
-/// Checks an origin pattern and makes the grant.
-pub(crate) fn parse_net(text: &str) -> Result<NetGrant, String> {
-    parse_origin(text)?;
-    serde_json::from_value(serde_json::Value::String(text.to_string())).map_err(|e| e.to_string())
-}
-
-/// The host pattern of a grant, if it parses.
-pub(crate) fn net_host(grant: &NetGrant) -> Option<String> {
-    parse_origin(&net_text(grant)).ok().map(|o| o.host)
-}
-
-/// Whether origin pattern `wide` covers every origin `narrow` does.
-pub(crate) fn net_covers(wide: &NetGrant, narrow: &NetGrant) -> bool {
-    if wide == narrow {
-        return true;
-    }
-    match (
-        parse_origin(&net_text(wide)),
-        parse_origin(&net_text(narrow)),
-    ) {
-        (Ok(w), Ok(n)) => {
-            w.scheme == n.scheme && w.port == n.port && host_pattern_covers(&w.host, &n.host)
-        }
-        _ => false,
-    }
-}
-
-/// Whether host pattern `wide` matches every host `narrow` does:
-/// `*.example.com` covers `api.example.com` and `*.api.example.com`.
-pub(crate) fn host_pattern_covers(wide: &str, narrow: &str) -> bool {
-    let wide = wide.trim_end_matches('.').to_ascii_lowercase();
-    let narrow = narrow.trim_end_matches('.').to_ascii_lowercase();
-    if wide == narrow {
-        return true;
-    }
-    match (wide.strip_prefix("*."), narrow.strip_prefix("*.")) {
-        (Some(suffix), Some(inner)) => inner == suffix || inner.ends_with(&format!(".{suffix}")),
-        (Some(_), None) => net::host_matches(&wide, &narrow),
-        _ => false,
-    }
-}
-
-/// Checks a host pattern: a DNS name, `*.` and a DNS name with at least
-/// two labels, a dotted IPv4 address or a bracketed IPv6 address.
-pub(crate) fn check_host_pattern(host: &str) -> Result<(), String> {
-    if host.is_empty() {
-        return Err("the host is empty".to_string());
-    }
-    if let Some(inner) = host.strip_prefix('[') {
-        return match inner
-            .strip_suffix(']')
-            .map(str::parse::<std::net::Ipv6Addr>)
-        {
-            Some(Ok(_)) => Ok(()),
-            _ => Err(format!("`{host}` is not a valid IPv6 address")),
-        };
-    }
-    if host.contains(':') {
-        return Err(format!(
-            "`{host}` is not a host name (a port or scheme does not belong here; write IPv6 addresses in brackets)"
-        ));
-    }
-    let (wildcard, name) = match host.strip_prefix("*.") {
-        Some(rest) => (true, rest),
-        None => (false, host),
-    };
-    let name = name.strip_suffix('.').unwrap_or(name);
-    if name.contains('*') {
-        return Err(
-            "a wildcard is only allowed as a leading `*.`, such as \"*.example.com\"".to_string(),
-        );
-    }
-    let labels: Vec<&str> = name.split('.').collect();
-    let last_numeric = labels
-        .last()
-        .is_some_and(|l| l.chars().all(|c| c.is_ascii_digit()));
-    if last_numeric {
-        if !wildcard && name.parse::<std::net::Ipv4Addr>().is_ok() {
-            return Ok(());
-        }
-        return Err(format!(
-            "`{host}` is neither a host name nor a dotted IPv4 address such as 203.0.113.7"
-        ));
-    }
-    if wildcard && labels.len() < 2 {
-        return Err(format!(
-            "`{host}` is too wide; a wildcard needs a domain with at least two labels, such as \"*.example.com\""
-        ));
-    }
-    let label_ok = |l: &&str| {
-        !l.is_empty()
-            && l.len() <= 63
-            && !l.starts_with('-')
-            && !l.ends_with('-')
-            && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-    };
-    if name.len() > 253 || !labels.iter().all(label_ok) {
-        return Err(format!(
-            "`{host}` is not a valid host name: use letters, digits, `-` and dots"
-        ));
-    }
-    Ok(())
+            .all(|h| granted.hosts.iter().any(|g| secrets::host_covers(g, h)))
 }
 
 #[cfg(test)]
@@ -875,7 +696,7 @@ mod tests {
     use super::*;
 
     fn net(p: &str) -> NetGrant {
-        parse_net(p).unwrap()
+        NetGrant::parse(p).unwrap()
     }
 
     fn fs(path: &str, access: Access) -> FsRequest {
@@ -900,61 +721,6 @@ mod tests {
             net: vec![net("https://api.open-meteo.com")],
             env: vec![],
             secrets: vec![secret("OPEN_METEO_KEY", &["api.open-meteo.com"])],
-        }
-    }
-
-    #[test]
-    fn origins_are_checked() {
-        for ok in [
-            "https://api.github.com",
-            "https://*.githubusercontent.com",
-            "http://127.0.0.1:8080",
-            "https://[::1]:8443",
-            "HTTPS://API.Example.com/",
-        ] {
-            parse_net(ok).unwrap();
-        }
-        for (bad, says) in [
-            ("api.github.com", "scheme://host"),
-            ("ftp://x.com", "https or http"),
-            ("https://x.com/path", "no path"),
-            ("https://u:p@x.com", "user name"),
-            ("https://x.com:0", "port"),
-            ("https://x.com:99999", "port"),
-            ("https://x.com:", "port"),
-            ("https://*", "wildcard"),
-            ("https://*.com", "too wide"),
-            ("https://a.*.com", "wildcard"),
-            ("https://", "empty"),
-            ("https://2130706433", "IPv4"),
-            ("https://0x7f.1", "IPv4"),
-            ("https://[::1", "`]`"),
-            ("https://bad_host.com", "host name"),
-        ] {
-            let err = parse_net(bad).unwrap_err();
-            assert!(err.contains(says), "{bad}: {err}");
-        }
-    }
-
-    #[test]
-    fn origin_coverage_respects_scheme_port_and_host() {
-        let cases = [
-            ("https://*.example.com", "https://api.example.com", true),
-            ("https://*.example.com", "https://*.api.example.com", true),
-            ("https://*.example.com", "https://example.com", false),
-            ("https://api.example.com", "https://*.example.com", false),
-            ("https://example.com", "https://example.com:443", true),
-            ("https://example.com", "https://example.com:8443", false),
-            ("https://example.com", "http://example.com", false),
-            ("http://example.com", "http://example.com:80", true),
-            ("https://EXAMPLE.com", "https://example.com", true),
-        ];
-        for (wide, narrow, expected) in cases {
-            assert_eq!(
-                net_covers(&net(wide), &net(narrow)),
-                expected,
-                "{wide} covers {narrow}"
-            );
         }
     }
 

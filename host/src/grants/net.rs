@@ -68,6 +68,27 @@ pub enum HostPattern {
     Ip(IpAddr),
 }
 
+impl HostPattern {
+    /// Parses a host pattern on its own: a name, `*.suffix`, or an IP
+    /// literal (IPv6 in brackets).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        parse_host_pattern(text.trim())
+    }
+
+    /// Whether every host `other` matches is matched by `self` too.
+    pub fn covers(&self, other: &HostPattern) -> bool {
+        match (self, other) {
+            (Self::Name(a), Self::Name(b)) => a == b,
+            (Self::Ip(a), Self::Ip(b)) => a == b,
+            (Self::Wildcard(suffix), Self::Name(name)) => {
+                host_matches(&format!("*.{suffix}"), name)
+            }
+            (Self::Wildcard(a), Self::Wildcard(b)) => a == b || b.ends_with(&format!(".{a}")),
+            _ => false,
+        }
+    }
+}
+
 impl fmt::Display for HostPattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -153,20 +174,7 @@ impl NetGrant {
     /// Whether every request `other` allows is also allowed by `self`:
     /// an update that replaces `self` by `other` does not widen it.
     pub fn covers(&self, other: &NetGrant) -> bool {
-        if self.scheme != other.scheme || self.port != other.port {
-            return false;
-        }
-        match (&self.host, &other.host) {
-            (HostPattern::Name(a), HostPattern::Name(b)) => a == b,
-            (HostPattern::Ip(a), HostPattern::Ip(b)) => a == b,
-            (HostPattern::Wildcard(suffix), HostPattern::Name(name)) => {
-                host_matches(&format!("*.{suffix}"), name)
-            }
-            (HostPattern::Wildcard(a), HostPattern::Wildcard(b)) => {
-                a == b || b.ends_with(&format!(".{a}"))
-            }
-            _ => false,
-        }
+        self.scheme == other.scheme && self.port == other.port && self.host.covers(&other.host)
     }
 
     /// Whether a request to `host` on `scheme` and `port` is within this

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::NetGrant;
+use super::net::{HostPattern, Scheme};
 
 /// A secret as a manifest requests it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -67,11 +68,21 @@ pub enum SecretError {
         /// What is wrong and what to write instead.
         message: String,
     },
-    /// A host the secret goes to is not covered by any network grant.
+    /// A host the secret goes to is not covered by an https network grant.
     #[error(
-        "secret `{secret}` is sent to `{host}`, but no network grant covers that host; add an origin such as \"https://{host}\" to `net`, or remove the host from the secret"
+        "secret `{secret}` is sent to `{host}`, but no https network grant covers that host; add an origin such as \"https://{host}\" to `net`, or remove the host from the secret"
     )]
     HostNotGranted {
+        /// The secret.
+        secret: String,
+        /// The host.
+        host: String,
+    },
+    /// A host the secret goes to is also reachable over plain http.
+    #[error(
+        "secret `{secret}` is sent to `{host}`, which a plain http network grant also reaches; secrets travel only over https, so remove the http:// origin for that host or the host from the secret"
+    )]
+    PlainHttp {
         /// The secret.
         secret: String,
         /// The host.
@@ -194,19 +205,42 @@ pub fn check_format(format: &str) -> Result<(), String> {
 
 /// Checks a host pattern a secret is sent to.
 pub fn check_host(host: &str) -> Result<(), String> {
-    super::check_host_pattern(host)
+    HostPattern::parse(host)
+        .map(drop)
         .map_err(|m| format!("`{host}` in `hosts` is not a host pattern: {m}"))
 }
 
-/// Checks that every host each secret is sent to is covered by one of the
-/// network grants (any scheme or port), naming the first that is not.
+/// Whether host pattern `wide` matches every host `narrow` does.
+pub fn host_covers(wide: &str, narrow: &str) -> bool {
+    match (HostPattern::parse(wide), HostPattern::parse(narrow)) {
+        (Ok(wide), Ok(narrow)) => wide.covers(&narrow),
+        _ => false,
+    }
+}
+
+/// Checks that every host each secret is sent to is covered by an `https`
+/// network grant and by no plain `http` one, so a secret never travels
+/// unencrypted; names the first host that fails.
 pub fn check_hosts_granted(secrets: &[SecretGrant], net: &[NetGrant]) -> Result<(), SecretError> {
     for secret in secrets {
         for host in &secret.hosts {
-            let covered = net.iter().any(|grant| {
-                super::net_host(grant)
-                    .is_some_and(|granted| super::host_pattern_covers(&granted, host))
-            });
+            let Ok(pattern) = HostPattern::parse(host) else {
+                return Err(SecretError::HostNotGranted {
+                    secret: secret.name.clone(),
+                    host: host.clone(),
+                });
+            };
+            let reaches = |scheme: Scheme| {
+                net.iter()
+                    .any(|grant| grant.scheme() == scheme && grant.host().covers(&pattern))
+            };
+            if reaches(Scheme::Http) {
+                return Err(SecretError::PlainHttp {
+                    secret: secret.name.clone(),
+                    host: host.clone(),
+                });
+            }
+            let covered = reaches(Scheme::Https);
             if !covered {
                 return Err(SecretError::HostNotGranted {
                     secret: secret.name.clone(),
@@ -401,7 +435,7 @@ mod tests {
     fn net(patterns: &[&str]) -> Vec<NetGrant> {
         patterns
             .iter()
-            .map(|p| super::super::parse_net(p).unwrap())
+            .map(|p| NetGrant::parse(p).unwrap())
             .collect()
     }
 
@@ -487,6 +521,21 @@ mod tests {
             "{err}"
         );
         assert!(check_hosts_granted(&[key()], &[]).is_err());
+    }
+
+    #[test]
+    fn secrets_never_travel_over_plain_http() {
+        let only_http = check_hosts_granted(&[key()], &net(&["http://api.open-meteo.com"]));
+        assert!(
+            matches!(only_http, Err(SecretError::PlainHttp { .. })),
+            "{only_http:?}"
+        );
+        let both = check_hosts_granted(
+            &[key()],
+            &net(&["https://api.open-meteo.com", "http://*.open-meteo.com"]),
+        )
+        .unwrap_err();
+        assert!(both.to_string().contains("only over https"), "{both}");
     }
 
     #[test]

@@ -425,7 +425,7 @@ impl Doc<'_> {
                 "net" => {
                     let mut seen = HashSet::new();
                     for (origin, span) in self.strings("capabilities.net", value)? {
-                        let grant = match grants::parse_net(&origin) {
+                        let grant = match grants::NetGrant::parse(&origin) {
                             Ok(grant) => grant,
                             Err(why) => {
                                 return self.at(
@@ -1199,7 +1199,7 @@ timeout = "20s"
             11,
             &[
                 "secret `OPEN_METEO_KEY` is sent to `evil.example.com`",
-                "no network grant covers",
+                "no https network grant covers",
             ],
         );
         assert_fails(
