@@ -1,12 +1,10 @@
 //! Installing plugins through the real `capstan` binary: consent, the
 //! lockfile, integrity checks on every load, update diffs, grant/revoke,
-//! remove, archives, and imports the manifest does not justify.
+//! remove, archives, signatures, and imports the manifest does not justify.
 //!
 //! The packages are written here: a `plugin.toml` around the first-party
 //! `fs` component (installed under another name) or the `misbehave`
-//! fixture. Every test parses a `plugin.toml`, so all of them need
-//! `Manifest::parse`; `a_bad_manifest_is_refused_with_field_and_line` also
-//! relies on its messages naming the field and line.
+//! fixture.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -472,4 +470,56 @@ fn a_bad_manifest_is_refused_with_field_and_line() {
     let err = stderr(&out);
     assert!(err.contains("plugin.toml"), "{err}");
     assert!(err.contains("`version` at line 2"), "{err}");
+}
+
+#[test]
+fn signatures_name_a_trusted_publisher_and_bad_ones_are_refused() {
+    use capstan::plugin::signature::{SIGNATURE_FILE, SecretKey, sign};
+    let env = Env::new();
+    let alice = SecretKey::from_seed([7; 32], *b"alice-01");
+    let mallory = SecretKey::from_seed([9; 32], *b"mallory1");
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        format!(
+            "[[trusted_publishers]]\nname = \"Alice\"\nkey = \"{}\"\n",
+            alice.public_key("Alice").to_base64()
+        ),
+    )
+    .unwrap();
+    let src = package(env.outside.path(), "0.1.0", &fs_component(), READ_ONLY);
+    let listing = capstan::plugin::store::hash_package(&src)
+        .unwrap()
+        .listing();
+    let signed = |key: &SecretKey| sign(listing.as_bytes(), key, "files 0.1.0");
+
+    // A key nobody trusts: refused, saying which key and how to trust it.
+    std::fs::write(src.join(SIGNATURE_FILE), signed(&mallory)).unwrap();
+    let out = plugin(&env, &["install", src.to_str().unwrap(), "--yes"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("trusted_publishers"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(lock(&env).is_empty() || !lock(&env).contains("[plugins.files]"));
+
+    // Alice's signature over different content: refused.
+    std::fs::write(
+        src.join(SIGNATURE_FILE),
+        sign(b"0000  other.wasm\n", &alice, "files 0.1.0"),
+    )
+    .unwrap();
+    let out = plugin(&env, &["install", src.to_str().unwrap(), "--yes"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("signature cannot be accepted"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Alice's signature over this package: installed, and said so.
+    std::fs::write(src.join(SIGNATURE_FILE), signed(&alice)).unwrap();
+    let out = install(&env, &src);
+    assert!(stdout(&out).contains("signed by Alice"), "{}", stdout(&out));
+    assert!(lock(&env).contains("signed by Alice"), "{}", lock(&env));
 }

@@ -30,6 +30,7 @@ use super::builtin::BUILTIN_PLUGINS;
 use super::inspect::{self, InspectError};
 use super::lock::{LockComponent, LockEntry, LockError, LockLimits, Lockfile, now_rfc3339};
 use super::manifest::{MANIFEST_FILE, Manifest, ManifestError};
+use super::signature;
 use super::store::{
     FileHashes, MAX_PACKAGE_BYTES, MAX_PACKAGE_FILES, PluginStore, SIGNATURE_FILE, StoreError,
     copy_package, hash_package,
@@ -90,8 +91,17 @@ pub enum InstallError {
     /// The lockfile could not be read or written.
     #[error(transparent)]
     Lock(#[from] LockError),
-    /// The signature is present and does not verify.
-    #[error("refusing {name}: its signature does not verify: {reason}")]
+    /// The plugin asks for an environment variable the host keeps to
+    /// itself.
+    #[error("refusing {name}: {reason}")]
+    ModelKey {
+        /// The plugin.
+        name: String,
+        /// Which variable, and why.
+        reason: String,
+    },
+    /// The signature is present and cannot be accepted.
+    #[error("refusing {name}: its signature cannot be accepted: {reason}")]
     Signature {
         /// The plugin.
         name: String,
@@ -227,6 +237,11 @@ impl Progress {
 pub struct Installer<'a> {
     sandbox: &'a Sandbox,
     store: PluginStore,
+    /// The user config: trusted publisher keys.
+    config_file: PathBuf,
+    /// The variable the user's config names for the model's API key, which
+    /// no plugin may be granted.
+    model_key: Option<String>,
     progress: Progress,
 }
 
@@ -248,6 +263,11 @@ impl<'a> Installer<'a> {
         Self {
             sandbox,
             store: PluginStore::new(home.plugins_dir()),
+            config_file: home.config_file(),
+            model_key: std::env::current_dir()
+                .ok()
+                .and_then(|cwd| crate::policy::settings::load(home, &cwd).ok())
+                .and_then(|settings| settings.model.api_key_env),
             progress,
         }
     }
@@ -562,6 +582,14 @@ impl<'a> Installer<'a> {
             });
         };
         let manifest = Manifest::load(&root)?;
+        let model_keys: Vec<&str> = self.model_key.iter().map(String::as_str).collect();
+        manifest
+            .capabilities
+            .check_env(&model_keys)
+            .map_err(|e| InstallError::ModelKey {
+                name: manifest.name.clone(),
+                reason: e.to_string(),
+            })?;
         if BUILTIN_PLUGINS.iter().any(|p| p.name == manifest.name) {
             return Err(InstallError::BuiltinName {
                 name: manifest.name,
@@ -569,7 +597,8 @@ impl<'a> Installer<'a> {
         }
         let files = hash_package(&root)?;
         let digest = files.digest();
-        let signer = verify_package_signature(&root, &manifest.name, &files.listing())?;
+        let signer =
+            verify_package_signature(&root, &manifest.name, &files.listing(), &self.config_file)?;
         let components = self.compile_components(&root, &manifest, &files)?;
         Ok(Prepared {
             _unpacked: unpacked,
@@ -649,16 +678,21 @@ fn verify_package_signature(
     root: &Path,
     name: &str,
     listing: &str,
+    config_file: &Path,
 ) -> Result<String, InstallError> {
-    let signature = root.join(SIGNATURE_FILE);
-    if !signature.exists() {
+    let refuse = |reason: String| InstallError::Signature {
+        name: name.to_string(),
+        reason,
+    };
+    if !root.join(SIGNATURE_FILE).exists() {
         return Ok("unsigned".to_string());
     }
-    let _ = listing;
-    Err(InstallError::Signature {
-        name: name.to_string(),
-        reason: "this build of capstan cannot check package signatures".to_string(),
-    })
+    let trusted = signature::load_trusted(config_file).map_err(|e| refuse(e.to_string()))?;
+    match signature::check_package(root, listing.as_bytes(), &trusted) {
+        Ok(Some(signed)) => Ok(format!("signed by {}", signed.publisher)),
+        Ok(None) => Ok("unsigned".to_string()),
+        Err(e) => Err(refuse(e.to_string())),
+    }
 }
 
 fn installed<'l>(lock: &'l mut Lockfile, name: &str) -> Result<&'l mut LockEntry, InstallError> {

@@ -41,7 +41,6 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use blake2::{Blake2b512, Digest as _};
 use ed25519_dalek::{Signature, Signer as _, SigningKey, VerifyingKey};
-use sha2::Sha256;
 
 /// The signature file at a package's root.
 pub const SIGNATURE_FILE: &str = "plugin.minisig";
@@ -343,69 +342,15 @@ pub fn sign(listing: &[u8], secret: &SecretKey, trusted_comment: &str) -> String
     )
 }
 
-/// The listing of the package folder `dir` (see the module documentation).
-/// Symbolic links are refused: a package is plain files and folders.
-pub fn listing(dir: &Path) -> Result<Vec<u8>, SignatureError> {
-    let mut files = Vec::new();
-    collect_files(dir, "", &mut files)?;
-    files.sort();
-    let mut out = Vec::new();
-    for relative in files {
-        if relative == SIGNATURE_FILE {
-            continue;
-        }
-        let path = dir.join(&relative);
-        let bytes = std::fs::read(&path).map_err(|source| SignatureError::Io {
-            path: path.clone(),
-            source,
-        })?;
-        let digest = Sha256::digest(&bytes);
-        for b in digest {
-            out.extend_from_slice(format!("{b:02x}").as_bytes());
-        }
-        out.extend_from_slice(b"  ");
-        out.extend_from_slice(relative.as_bytes());
-        out.push(b'\n');
-    }
-    Ok(out)
-}
-
-fn collect_files(dir: &Path, prefix: &str, files: &mut Vec<String>) -> Result<(), SignatureError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| SignatureError::Io { path, source }
-    };
-    for entry in std::fs::read_dir(dir).map_err(io(dir))? {
-        let entry = entry.map_err(io(dir))?;
-        let path = entry.path();
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else {
-            return Err(SignatureError::Io {
-                path,
-                source: std::io::Error::other("the file name is not UTF-8"),
-            });
-        };
-        let relative = format!("{prefix}{name}");
-        let kind = entry.file_type().map_err(io(&path))?;
-        if kind.is_dir() {
-            collect_files(&path, &format!("{relative}/"), files)?;
-        } else if kind.is_file() {
-            files.push(relative);
-        } else {
-            return Err(SignatureError::Io {
-                path,
-                source: std::io::Error::other(
-                    "a package may hold only plain files and folders, not links",
-                ),
-            });
-        }
-    }
-    Ok(())
-}
-
-/// Checks the package folder `dir`: `Ok(None)` if it carries no signature
-/// (unsigned), `Ok(Some)` naming the publisher if its signature is good.
-pub fn check_package(dir: &Path, trusted: &[TrustedKey]) -> Result<Option<Signed>, SignatureError> {
+/// Checks the package folder `dir`, whose files are listed in `listing`
+/// (as [`FileHashes::listing`](super::store::FileHashes::listing) writes
+/// it): `Ok(None)` if it carries no signature (unsigned), `Ok(Some)` naming
+/// the publisher if its signature is good.
+pub fn check_package(
+    dir: &Path,
+    listing: &[u8],
+    trusted: &[TrustedKey],
+) -> Result<Option<Signed>, SignatureError> {
     let sig_path = dir.join(SIGNATURE_FILE);
     let text = match std::fs::read(&sig_path) {
         Ok(bytes) => String::from_utf8(bytes).map_err(|_| SignatureError::Malformed {
@@ -419,7 +364,7 @@ pub fn check_package(dir: &Path, trusted: &[TrustedKey]) -> Result<Option<Signed
             });
         }
     };
-    verify(&listing(dir)?, &text, trusted).map(Some)
+    verify(listing, &text, trusted).map(Some)
 }
 
 /// The `[[trusted_publishers]]` of the user config.
@@ -644,22 +589,31 @@ mod tests {
         std::fs::write(dir.path().join("plugin.toml"), "name = \"w\"\n").unwrap();
         std::fs::create_dir(dir.path().join("lib")).unwrap();
         std::fs::write(dir.path().join("lib/w.wasm"), b"\0asm").unwrap();
-        let listing = listing(dir.path()).unwrap();
-        let text = String::from_utf8(listing.clone()).unwrap();
+        let listing = |dir: &Path| {
+            crate::plugin::store::hash_package(dir)
+                .unwrap()
+                .listing()
+                .into_bytes()
+        };
+        let text = String::from_utf8(listing(dir.path())).unwrap();
         let paths: Vec<&str> = text.lines().map(|l| &l[66..]).collect();
         assert_eq!(paths, ["lib/w.wasm", "plugin.toml"]);
-        assert!(text.starts_with(&format!("{:x}  lib/w.wasm\n", Sha256::digest(b"\0asm"))));
+        assert!(text.starts_with(&format!(
+            "{:x}  lib/w.wasm\n",
+            sha2::Sha256::digest(b"\0asm")
+        )));
 
         let trusted = [alice().public_key("Alice")];
-        assert_eq!(check_package(dir.path(), &trusted).unwrap(), None);
-        let sig = sign(&listing, &alice(), "w 1.0");
+        let check = |dir: &Path| check_package(dir, &listing(dir), &trusted);
+        assert_eq!(check(dir.path()).unwrap(), None);
+        let sig = sign(&listing(dir.path()), &alice(), "w 1.0");
         std::fs::write(dir.path().join(SIGNATURE_FILE), sig).unwrap();
-        let signed = check_package(dir.path(), &trusted).unwrap().unwrap();
+        let signed = check(dir.path()).unwrap().unwrap();
         assert_eq!(signed.publisher, "Alice");
         // Any change to a file, or a file added, breaks it.
         std::fs::write(dir.path().join("extra.txt"), "x").unwrap();
         assert!(matches!(
-            check_package(dir.path(), &trusted),
+            check(dir.path()),
             Err(SignatureError::BadSignature { .. })
         ));
     }
