@@ -63,6 +63,23 @@ fn store_folder(env: &Env) -> PathBuf {
     entries.pop().unwrap().path()
 }
 
+/// The audit log's `plugin_refused` records, as (stage, reason).
+fn refusals(env: &Env) -> Vec<(String, String)> {
+    let text =
+        std::fs::read_to_string(env.home.path().join("audit/audit.jsonl")).unwrap_or_default();
+    text.lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|record| record["kind"] == "plugin_refused")
+        .map(|record| {
+            assert_eq!(record["plugin"], "files", "{record}");
+            (
+                record["call_id"].as_str().unwrap().to_string(),
+                record["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
 fn sha256(path: &Path) -> String {
     use sha2::Digest;
     let digest = sha2::Sha256::digest(std::fs::read(path).unwrap());
@@ -180,6 +197,10 @@ fn a_tampered_component_is_refused_naming_the_file() {
         "{err}"
     );
     assert!(err.contains("capstan plugin install"), "{err}");
+    let recorded = refusals(&env);
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(recorded[0].0, "load");
+    assert!(recorded[0].1.contains("tool.wasm"), "{recorded:?}");
     // Installing from the source again restores it.
     let out = install(&env, &src);
     assert!(stdout(&out).contains("restored"), "{}", stdout(&out));
@@ -257,6 +278,13 @@ fn a_manifest_asking_more_than_the_lock_grants_does_not_run() {
     let err = stderr(&out);
     assert!(err.contains("requests more than you agreed to"), "{err}");
     assert!(err.contains("capstan plugin update"), "{err}");
+    assert!(
+        refusals(&env)
+            .iter()
+            .any(|(stage, why)| stage == "load" && why.contains("more than you agreed to")),
+        "{:?}",
+        refusals(&env)
+    );
 }
 
 #[test]
@@ -452,6 +480,10 @@ fn an_import_the_manifest_does_not_justify_is_refused_naming_it() {
     assert!(err.contains("imports `wasi:sockets/"), "{err}");
     assert!(err.contains("requests no network access"), "{err}");
     assert!(!lock(&env).contains("[plugins.files]"));
+    let recorded = refusals(&env);
+    assert_eq!(recorded.len(), 1, "{recorded:?}");
+    assert_eq!(recorded[0].0, "install");
+    assert!(recorded[0].1.contains("wasi:sockets/"), "{recorded:?}");
 }
 
 #[test]

@@ -133,6 +133,7 @@ fn human_line(record: &AuditRecord) -> String {
         AuditEvent::EnvRead { names } => format!("env_read {}", names.join(", ")),
         AuditEvent::SecretInjected { name, host } => format!("secret_injected {name} -> {host}"),
         AuditEvent::SocketRefused { address } => format!("socket_refused {address}"),
+        AuditEvent::PluginRefused { reason } => format!("plugin_refused {reason}"),
     };
     let time = if record.time.is_empty() {
         "-"

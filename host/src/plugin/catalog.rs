@@ -108,7 +108,12 @@ impl InstalledPlugin {
     /// returns the tool component's bytes.
     fn verified(&self) -> Result<Arc<[u8]>, CatalogError> {
         self.checked
-            .get_or_init(|| self.check())
+            .get_or_init(|| {
+                self.check().inspect_err(|refusal| {
+                    let (Refusal::Integrity(reason) | Refusal::NeedsConsent(reason)) = refusal;
+                    AuditLog::record_refusal(&self.audit_log, &self.name, "load", reason);
+                })
+            })
             .clone()
             .map_err(CatalogError::from)
     }

@@ -37,6 +37,7 @@ use super::store::{
 };
 use crate::grants::{Capabilities, CapabilityDiff, CapabilityRef, CapabilityRefError};
 use crate::home::Home;
+use crate::policy::audit::AuditLog;
 use crate::sandbox::engine::sha256_hex;
 use crate::sandbox::{CacheOutcome, Sandbox};
 
@@ -239,6 +240,8 @@ pub struct Installer<'a> {
     store: PluginStore,
     /// The user config: trusted publisher keys.
     config_file: PathBuf,
+    /// Where refusals are recorded.
+    audit_log: PathBuf,
     /// The variable the user's config names for the model's API key, which
     /// no plugin may be granted.
     model_key: Option<String>,
@@ -264,6 +267,7 @@ impl<'a> Installer<'a> {
             sandbox,
             store: PluginStore::new(home.plugins_dir()),
             config_file: home.config_file(),
+            audit_log: home.audit_log(),
             model_key: std::env::current_dir()
                 .ok()
                 .and_then(|cwd| crate::policy::settings::load(home, &cwd).ok())
@@ -589,7 +593,8 @@ impl<'a> Installer<'a> {
             .map_err(|e| InstallError::ModelKey {
                 name: manifest.name.clone(),
                 reason: e.to_string(),
-            })?;
+            })
+            .inspect_err(|e| self.record_refusal(&manifest.name, e))?;
         if BUILTIN_PLUGINS.iter().any(|p| p.name == manifest.name) {
             return Err(InstallError::BuiltinName {
                 name: manifest.name,
@@ -598,8 +603,15 @@ impl<'a> Installer<'a> {
         let files = hash_package(&root)?;
         let digest = files.digest();
         let signer =
-            verify_package_signature(&root, &manifest.name, &files.listing(), &self.config_file)?;
-        let components = self.compile_components(&root, &manifest, &files)?;
+            verify_package_signature(&root, &manifest.name, &files.listing(), &self.config_file)
+                .inspect_err(|e| self.record_refusal(&manifest.name, e))?;
+        let components = self
+            .compile_components(&root, &manifest, &files)
+            .inspect_err(|e| {
+                if matches!(e, InstallError::Inspect(_)) {
+                    self.record_refusal(&manifest.name, e);
+                }
+            })?;
         Ok(Prepared {
             _unpacked: unpacked,
             root,
@@ -610,6 +622,11 @@ impl<'a> Installer<'a> {
             signer,
             components,
         })
+    }
+
+    /// Records in the audit log that `plugin` was refused at install.
+    fn record_refusal(&self, plugin: &str, error: &InstallError) {
+        AuditLog::record_refusal(&self.audit_log, plugin, "install", &error.to_string());
     }
 
     /// Inspects and compiles every component, showing progress.

@@ -158,6 +158,34 @@ pub enum AuditEvent {
         /// The address the plugin tried.
         address: String,
     },
+    /// An installed plugin was refused before any of its code ran: at
+    /// install (an import its manifest does not justify, a bad signature)
+    /// or at load (a file changed since install, a manifest asking more
+    /// than was agreed to). The record's `call_id` is `install` or `load`.
+    PluginRefused {
+        /// Why, as the user was told.
+        reason: String,
+    },
+}
+
+impl AuditLog {
+    /// Records that `plugin` was refused at `stage` (`install` or `load`).
+    /// A log that cannot be opened is reported on stderr, like a failed
+    /// append.
+    pub fn record_refusal(path: &Path, plugin: &str, stage: &str, reason: &str) {
+        match Self::open(path) {
+            Ok(log) => AuditScope {
+                log,
+                plugin: plugin.to_string(),
+                call_id: stage.to_string(),
+                session_id: None,
+            }
+            .record(AuditEvent::PluginRefused {
+                reason: reason.to_string(),
+            }),
+            Err(error) => eprintln!("capstan: {error}"),
+        }
+    }
 }
 
 /// One record as read back from the log.
