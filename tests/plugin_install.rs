@@ -555,3 +555,107 @@ fn signatures_name_a_trusted_publisher_and_bad_ones_are_refused() {
     assert!(stdout(&out).contains("signed by Alice"), "{}", stdout(&out));
     assert!(lock(&env).contains("signed by Alice"), "{}", lock(&env));
 }
+
+/// A one-request-at-a-time HTTP server on 127.0.0.1 that answers 200 and
+/// records each request's first line.
+fn serve() -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = std::io::BufReader::new(&stream);
+            let mut line = String::new();
+            let _ = reader.read_line(&mut line);
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
+                    break;
+                }
+            }
+            log.lock().unwrap().push(line.trim_end().to_string());
+            let _ = (&stream)
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok");
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn an_installed_plugin_reaches_its_granted_origin_only_and_it_is_audited() {
+    let env = Env::new();
+    let (granted, granted_seen) = serve();
+    let (other, other_seen) = serve();
+    let dir = env.outside.path().join("netty");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(fixture("hostile"), dir.join("tool.wasm")).unwrap();
+    std::fs::write(
+        dir.join("plugin.toml"),
+        format!(
+            "name = \"netty\"\nversion = \"1.0.0\"\ndescription = \"Sends requests\"\ncomponents = [\"tool.wasm\"]\n\n[capabilities]\nnet = [\"http://127.0.0.1:{granted}\"]\n"
+        ),
+    )
+    .unwrap();
+    let out = plugin(&env, &["install", dir.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("network  http://127.0.0.1:{granted}")),
+        "{}",
+        stderr(&out)
+    );
+
+    let get = |port: u16| {
+        let input = format!(r#"{{"url":"http://127.0.0.1:{port}/forecast?city=Oslo"}}"#);
+        env.call("netty.http-get", &input, &[]).output().unwrap()
+    };
+    let out = get(granted);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let answer: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(answer["status"], 200, "{answer}");
+    assert_eq!(answer["body"], "ok", "{answer}");
+    assert_eq!(
+        *granted_seen.lock().unwrap(),
+        ["GET /forecast?city=Oslo HTTP/1.1"]
+    );
+
+    let out = get(other);
+    assert!(
+        stdout(&out).contains("HttpRequestDenied"),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(other_seen.lock().unwrap().is_empty());
+
+    let audit = std::fs::read_to_string(env.home.path().join("audit/audit.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let sent: Vec<_> = records
+        .iter()
+        .filter(|r| r["kind"] == "http_sent")
+        .collect();
+    assert_eq!(sent.len(), 1, "{audit}");
+    assert_eq!(sent[0]["plugin"], "netty");
+    assert_eq!(sent[0]["status"], 200);
+    assert_eq!(
+        sent[0]["url"],
+        format!("http://127.0.0.1:{granted}/forecast"),
+        "the query is left out"
+    );
+    let refused: Vec<_> = records
+        .iter()
+        .filter(|r| r["kind"] == "http_refused")
+        .collect();
+    assert_eq!(refused.len(), 1, "{audit}");
+    assert!(
+        refused[0]["url"]
+            .as_str()
+            .unwrap()
+            .contains(&other.to_string()),
+        "{audit}"
+    );
+}
