@@ -11,6 +11,10 @@
 //! - [`plugin`]: which plugins exist and where their components come from;
 //! - [`model`]: the conversation types and the language-model providers;
 //! - [`session`]: session transcripts and resuming them;
+//! - [`agent`]: the agent loop; [`policy`]: permissions, settings and the
+//!   audit log;
+//! - [`hooks`]: hook components and their decisions; [`skills`]: skills
+//!   listed to the model and loaded on demand;
 //! - [`home`]: where data and caches live;
 //! - [`cli`]: the command line.
 
@@ -18,8 +22,10 @@ pub mod agent;
 pub mod cli;
 pub mod grants;
 pub mod home;
+pub mod hooks;
 pub mod model;
 pub mod plugin;
 pub mod policy;
 pub mod sandbox;
 pub mod session;
+pub mod skills;

@@ -1,0 +1,2 @@
+//! Running the hooks an event reaches, concurrently, and combining their
+//! decisions.
