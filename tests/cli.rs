@@ -570,3 +570,24 @@ fn a_bare_tool_name_resolves_to_the_plugin_that_offers_it() {
     );
     assert!(stderr(&out).contains("PLUGIN.TOOL"), "{}", stderr(&out));
 }
+
+#[test]
+fn output_closed_by_its_reader_ends_quietly_with_141() {
+    let env = Env::new();
+    // The reading end is gone before capstan starts, so its first write to
+    // stdout fails as it does under `capstan tool list | head -0`.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = env
+        .capstan_std()
+        .args(["tool", "list"])
+        .stdout(writer)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(141), "stderr:\n{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("panicked"),
+        "a closed pipe is reported as a crash:\n{}",
+        stderr(&out)
+    );
+}

@@ -37,6 +37,10 @@ pub enum Exit {
     AuditDamaged = 11,
     /// The user interrupted the session (Ctrl-C).
     Interrupted = 130,
+    /// Whatever read capstan's output stopped reading (`capstan ... | head`),
+    /// so the rest was not printed; the code a shell gives a program ended
+    /// by SIGPIPE.
+    OutputClosed = 141,
 }
 
 impl Exit {
@@ -71,6 +75,7 @@ impl Exit {
             Self::Integrity => "integrity",
             Self::AuditDamaged => "audit_damaged",
             Self::Interrupted => "interrupted",
+            Self::OutputClosed => "output_closed",
         }
     }
 }
@@ -99,7 +104,8 @@ Exit codes:
   9  refused: consent to a plugin's capabilities was not given
   10  an installed plugin failed its integrity check or needs consent again
   11  the audit log is damaged (edited or truncated; audit verify)
-  130  interrupted (Ctrl-C)"
+  130  interrupted (Ctrl-C)
+  141  the output was closed early (e.g. piped into head)"
     };
 }
 pub(crate) use exit_codes_help;

@@ -83,6 +83,7 @@ static PROCESS_START: OnceLock<Instant> = OnceLock::new();
 /// Runs the command line and returns the process's exit code.
 pub fn main() -> ExitCode {
     PROCESS_START.get_or_init(Instant::now);
+    end_quietly_on_closed_output();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => {
@@ -139,6 +140,26 @@ pub fn main() -> ExitCode {
     // the process alive.
     runtime.shutdown_background();
     exit.into()
+}
+
+/// Makes a write to a closed pipe (`capstan plugin info x | head -3`) end the
+/// process quietly with [`Exit::OutputClosed`], as SIGPIPE ends other
+/// command-line programs, instead of reporting the failed `println!` as an
+/// internal error. Every other panic keeps the standard report.
+fn end_quietly_on_closed_output() {
+    let standard = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        if payload.starts_with("failed printing to std") && payload.contains("Broken pipe") {
+            std::process::exit(i32::from(Exit::OutputClosed as u8));
+        }
+        standard(info);
+    }));
 }
 
 /// Raises `interrupt` on Ctrl-C; a second Ctrl-C before the turn has wound
