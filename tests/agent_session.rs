@@ -1277,3 +1277,68 @@ fn json_output_is_one_result_object() {
     assert!(cost > 0.0, "{result}");
     assert_eq!(mock.received()[0].body["model"], "claude-sonnet-4-5");
 }
+
+#[test]
+fn near_the_context_window_the_session_compacts_and_continue_resumes_from_the_summary() {
+    let env = Env::new();
+    env.write("notes.txt", "hello\n");
+    let big = Tokens {
+        input: 150_000,
+        output: 200,
+        cache_read: 30_000,
+        cache_creation: 0,
+    };
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("Reading.")
+                .call("toolu_1", "fs__read", json!({"path": "notes.txt"}))
+                .tokens(big)
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("SUMMARY: notes.txt says hello.").anthropic()),
+        Reply::sse(Answer::text("It says hello.").anthropic()),
+    ]);
+    let output = run(
+        anthropic_model(&env, &mock, "what do the notes say?", "claude-sonnet-4-5")
+            .args(["--output-format", "stream-json"]),
+    );
+    assert_exit(&output, 0);
+    let all = events(&output);
+    let compact = all.iter().find(|e| e["type"] == "compact").unwrap();
+    assert_eq!(compact["trigger"], "auto");
+    assert_eq!(compact["tokens_before"], 180_200);
+    assert_eq!(compact["summary"], "SUMMARY: notes.txt says hello.");
+    assert_eq!(result_event(&output)["result"], "It says hello.");
+
+    let received = mock.received();
+    assert_eq!(received.len(), 3);
+    let asked = received[1].messages().last().unwrap().to_string();
+    assert!(asked.contains("summarize the conversation"), "{asked}");
+    let after = received[2].messages();
+    assert_eq!(after.len(), 1, "{after:#?}");
+    let first = after[0].to_string();
+    assert!(first.contains("SUMMARY: notes.txt says hello."), "{first}");
+    assert!(!first.contains("toolu_1"), "{first}");
+
+    let transcript = only_transcript(&env);
+    let written = records(&transcript);
+    let compacted = of_type(&written, "compacted");
+    assert_eq!(compacted.len(), 1);
+    assert_eq!(compacted[0]["trigger"], "auto");
+
+    let mock2 = MockModel::start(vec![Reply::sse(Answer::text("Still hello.").anthropic())]);
+    let output = run(
+        anthropic_model(&env, &mock2, "and now?", "claude-sonnet-4-5").args([
+            "--continue",
+            "--output-format",
+            "json",
+        ]),
+    );
+    assert_exit(&output, 0);
+    let received = mock2.received();
+    let messages = received[0].messages();
+    let text = serde_json::to_string(messages).unwrap();
+    assert!(text.contains("SUMMARY: notes.txt says hello."), "{text}");
+    assert!(text.contains("and now?"), "{text}");
+    assert!(!text.contains("what do the notes say?"), "{text}");
+}

@@ -12,8 +12,10 @@
 //! - [`scheduler`]: which calls run together, and capping results;
 //! - [`interrupt`]: the user's Ctrl-C;
 //! - [`context`]: the system prompt and project instructions;
-//! - [`cost`]: tokens and cost.
+//! - [`cost`]: tokens and cost;
+//! - [`compact`]: replacing a long conversation by the model's summary.
 
+pub mod compact;
 pub mod context;
 pub mod cost;
 pub mod interrupt;
@@ -34,6 +36,7 @@ use crate::policy::{Decision, DecisionSource, Mode, Outcome, Policy, Rule, ToolF
 use crate::session::record::Event;
 use crate::session::{SessionError, TranscriptWriter};
 
+pub use compact::{CompactError, CompactReport, CompactTrigger};
 pub use cost::SessionCost;
 pub use interrupt::Interrupt;
 pub use toolbox::{AgentTool, Toolbox, ToolboxError};
@@ -56,6 +59,9 @@ pub struct AgentConfig {
     pub result_cap: usize,
     /// The system prompt.
     pub system: String,
+    /// The model's context window in tokens; 0 turns automatic compaction
+    /// off.
+    pub context_window: u64,
 }
 
 impl AgentConfig {
@@ -68,7 +74,15 @@ impl AgentConfig {
             max_parallel: 8,
             result_cap: 64 << 10,
             system: system.into(),
+            context_window: 0,
         }
+        .with_context_window_of_model()
+    }
+
+    /// Sets the context window from the model's family.
+    fn with_context_window_of_model(mut self) -> Self {
+        self.context_window = compact::context_window_for(&self.model);
+        self
     }
 }
 
@@ -134,6 +148,13 @@ pub enum AgentEvent<'a> {
     Usage(Usage),
     /// Something the user should know that is not an error of the turn.
     Notice(&'a str),
+    /// The model is summarizing the conversation.
+    Compacting {
+        /// Why.
+        trigger: CompactTrigger,
+    },
+    /// The conversation was replaced by the model's summary.
+    Compacted(&'a CompactReport),
 }
 
 /// A tool call that needs the user's say-so.
@@ -219,6 +240,9 @@ pub enum AgentError {
     /// The transcript could not be written.
     #[error(transparent)]
     Session(#[from] SessionError),
+    /// A compaction the user asked for could not be made.
+    #[error("cannot compact: {0}")]
+    Compact(#[from] CompactError),
 }
 
 /// One agent session: the conversation, the model, the tools and the
@@ -233,6 +257,8 @@ pub struct Agent {
     cost: SessionCost,
     workspace: PathBuf,
     home: Option<Home>,
+    /// The tokens the last request used, for deciding when to compact.
+    context_tokens: Option<u64>,
 }
 
 /// One tool call the model asked for.
@@ -264,6 +290,7 @@ impl Agent {
             cost,
             workspace,
             home,
+            context_tokens: None,
         }
     }
 
@@ -285,6 +312,7 @@ impl Agent {
             old.record_end()?;
         }
         self.messages.clear();
+        self.context_tokens = None;
         self.transcript = transcript;
         self.cost = SessionCost::new(self.config.model.clone());
         Ok(())
@@ -347,6 +375,9 @@ impl Agent {
         frontend: &mut dyn Frontend,
         interrupt: &Interrupt,
     ) -> Result<TurnReport, AgentError> {
+        if self.should_compact() {
+            self.compact_or_notice(frontend, interrupt, false).await?;
+        }
         self.push_user_text(prompt)?;
         let mut report = TurnReport {
             end: TurnEnd::Finished(StopReason::EndTurn),
@@ -364,6 +395,9 @@ impl Agent {
                 self.record(Event::Interrupted { reason })?;
                 report.end = TurnEnd::MaxTurns(report.requests);
                 return Ok(report);
+            }
+            if report.requests > 0 && self.should_compact() {
+                self.compact_or_notice(frontend, interrupt, true).await?;
             }
             report.requests += 1;
             let request = Request {
@@ -421,6 +455,7 @@ impl Agent {
                 Some(Ok(response)) => response,
             };
             report.usage.add(response.usage);
+            self.context_tokens = Some(compact::tokens_in_context(response.usage));
             self.cost.add(response.usage);
             frontend.event(AgentEvent::Usage(response.usage));
             if let Some(transcript) = &mut self.transcript {
@@ -486,6 +521,117 @@ impl Agent {
                 return Ok(report);
             }
         }
+    }
+
+    /// Whether the last request came close enough to the context window
+    /// that the conversation should be compacted before the next one.
+    fn should_compact(&self) -> bool {
+        self.context_tokens
+            .is_some_and(|tokens| compact::needs_compaction(tokens, self.config.context_window))
+    }
+
+    /// Compacts automatically; a summary the model could not give is a
+    /// notice, and the conversation goes on as it was.
+    async fn compact_or_notice(
+        &mut self,
+        frontend: &mut dyn Frontend,
+        interrupt: &Interrupt,
+        mid_turn: bool,
+    ) -> Result<(), AgentError> {
+        match self
+            .compact_with(CompactTrigger::Auto, None, frontend, interrupt, mid_turn)
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(AgentError::Compact(error)) => {
+                // Not asked again until another request reports its size.
+                self.context_tokens = None;
+                let text = format!("could not compact the conversation: {error}");
+                frontend.event(AgentEvent::Notice(&text));
+                Ok(())
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    /// Replaces the conversation by the model's summary of it (`/compact`,
+    /// with an optional focus for the summary). The transcript keeps the
+    /// whole history and records the compaction.
+    pub async fn compact(
+        &mut self,
+        focus: Option<&str>,
+        frontend: &mut dyn Frontend,
+        interrupt: &Interrupt,
+    ) -> Result<CompactReport, AgentError> {
+        self.compact_with(CompactTrigger::Manual, focus, frontend, interrupt, false)
+            .await
+    }
+
+    async fn compact_with(
+        &mut self,
+        trigger: CompactTrigger,
+        focus: Option<&str>,
+        frontend: &mut dyn Frontend,
+        interrupt: &Interrupt,
+        mid_turn: bool,
+    ) -> Result<CompactReport, AgentError> {
+        if self.messages.is_empty() {
+            return Err(CompactError::Empty.into());
+        }
+        frontend.event(AgentEvent::Compacting { trigger });
+        let request = Request {
+            model: self.config.model.clone(),
+            system: self.config.system.clone(),
+            messages: compact::summary_request_messages(&self.messages, focus),
+            // Requests holding tool calls must declare the tools; the
+            // instruction says not to call them, and calls are ignored.
+            tools: self.toolbox.defs(),
+            max_tokens: self.config.max_tokens,
+        };
+        let mut sink = |event: StreamEvent| {
+            if let StreamEvent::Retrying {
+                attempt,
+                after,
+                reason,
+            } = event
+            {
+                frontend.event(AgentEvent::Retrying {
+                    attempt,
+                    after,
+                    reason: &reason,
+                });
+            }
+        };
+        let outcome = tokio::select! {
+            result = self.provider.stream(&request, &mut sink) => Some(result),
+            () = interrupt.raised() => None,
+        };
+        let response = match outcome {
+            None => return Err(CompactError::Interrupted.into()),
+            Some(result) => result?,
+        };
+        self.cost.add(response.usage);
+        frontend.event(AgentEvent::Usage(response.usage));
+        if let Some(transcript) = &mut self.transcript {
+            transcript.record_usage(response.usage)?;
+        }
+        let summary = compact::summary_text(&response.content).ok_or(CompactError::NoSummary)?;
+        let message = compact::summary_message(&summary, mid_turn);
+        let report = CompactReport {
+            trigger,
+            messages_before: self.messages.len(),
+            tokens_before: self.context_tokens,
+            summary,
+        };
+        self.record(Event::Compacted {
+            trigger: trigger.name().to_string(),
+            messages_before: report.messages_before,
+            message: message.clone(),
+        })?;
+        self.messages = vec![message];
+        self.context_tokens = None;
+        frontend.event(AgentEvent::Compacted(&report));
+        Ok(report)
     }
 
     /// Adds the user's text, joining it to a user message already last

@@ -470,3 +470,133 @@ async fn decisions_and_the_conversation_are_in_the_transcript() {
     assert!(loaded.ended);
     assert_eq!(loaded.usage.input_tokens, 20);
 }
+
+/// The text of a message's text blocks, joined.
+fn text_of(message: &Message) -> String {
+    message
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn near_the_context_window_the_turn_goes_on_from_a_summary() {
+    let steps = vec![
+        Step::Answer("reading", vec![("fs__read", json!({"path": "a.txt"}))]),
+        Step::Answer("SUMMARY: the user said go; a.txt holds alpha.", Vec::new()),
+        Step::Answer("done", Vec::new()),
+    ];
+    let mut s = setup(steps, Mode::Default).await;
+    // Every test answer reports 15 tokens: over 85% of this window.
+    s.agent.config.context_window = 15;
+    let report = s
+        .agent
+        .run_turn("go", &mut TestFrontend::default(), &Interrupt::new())
+        .await
+        .unwrap();
+    assert_eq!(report.end, TurnEnd::Finished(StopReason::EndTurn));
+    assert_eq!(report.text, "done");
+    let requests = s.model.requests();
+    assert_eq!(requests.len(), 3);
+    // The summary request holds the whole conversation and the instruction.
+    let asked = text_of(requests[1].messages.last().unwrap());
+    assert!(asked.contains(compact::SUMMARY_REQUEST_MARKER), "{asked}");
+    assert_eq!(requests[1].messages.len(), 3);
+    // The turn goes on from the summary alone, told to carry on.
+    assert_eq!(requests[2].messages.len(), 1);
+    assert_no_orphans(&requests[2]);
+    let summary = text_of(&requests[2].messages[0]);
+    assert!(summary.contains("SUMMARY: the user said go"), "{summary}");
+    assert!(summary.contains("Continue the task"), "{summary}");
+    assert_eq!(s.agent.messages().len(), 2);
+}
+
+#[tokio::test]
+async fn compact_replaces_the_conversation_and_a_resume_starts_from_the_summary() {
+    let steps = vec![
+        Step::Answer("reading", vec![("fs__read", json!({"path": "a.txt"}))]),
+        Step::Answer("a.txt says alpha", Vec::new()),
+        Step::Answer("SUMMARY: a.txt says alpha.", Vec::new()),
+    ];
+    let mut s = setup(steps, Mode::Default).await;
+    let home_dir = tempfile::tempdir().unwrap();
+    let home = Home::at(home_dir.path().to_path_buf(), home_dir.path().join("cache"));
+    let sessions = crate::session::Sessions::for_workspace(&home, s.ws.path()).unwrap();
+    let transcript = sessions.create("test-model", "test").unwrap();
+    let path = transcript.path().to_path_buf();
+    s.agent.set_transcript(transcript);
+    let mut frontend = TestFrontend::default();
+    s.agent
+        .run_turn("what is in a.txt?", &mut frontend, &Interrupt::new())
+        .await
+        .unwrap();
+    assert_eq!(s.agent.messages().len(), 4);
+
+    let report = s
+        .agent
+        .compact(
+            Some("keep the file names"),
+            &mut frontend,
+            &Interrupt::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(report.trigger, CompactTrigger::Manual);
+    assert_eq!(report.messages_before, 4);
+    assert_eq!(report.tokens_before, Some(15));
+    assert_eq!(report.summary, "SUMMARY: a.txt says alpha.");
+    let asked = text_of(s.model.requests()[2].messages.last().unwrap());
+    assert!(asked.ends_with("focus on: keep the file names"), "{asked}");
+    assert_eq!(s.agent.messages().len(), 1);
+    assert!(text_of(&s.agent.messages()[0]).contains("SUMMARY: a.txt says alpha."));
+
+    // The transcript keeps the history and the compaction; loading it
+    // gives the conversation as it now is.
+    let records: Vec<Value> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let compacted = records.iter().find(|r| r["type"] == "compacted").unwrap();
+    assert_eq!(compacted["trigger"], "manual");
+    assert_eq!(compacted["messages_before"], 4);
+    assert!(records.iter().any(|r| r["type"] == "tool_results"));
+    let loaded = crate::session::load::load(&path).unwrap();
+    assert_eq!(loaded.messages, s.agent.messages());
+}
+
+#[tokio::test]
+async fn a_compaction_without_a_summary_leaves_the_conversation_alone() {
+    let steps = vec![
+        Step::Answer("hello", Vec::new()),
+        Step::Answer("", vec![("fs__read", json!({"path": "a.txt"}))]),
+    ];
+    let mut s = setup(steps, Mode::Default).await;
+    let mut frontend = TestFrontend::default();
+    let empty = s
+        .agent
+        .compact(None, &mut frontend, &Interrupt::new())
+        .await;
+    assert!(matches!(
+        empty,
+        Err(AgentError::Compact(CompactError::Empty))
+    ));
+    s.agent
+        .run_turn("hi", &mut frontend, &Interrupt::new())
+        .await
+        .unwrap();
+    let before = s.agent.messages().to_vec();
+    let failed = s
+        .agent
+        .compact(None, &mut frontend, &Interrupt::new())
+        .await;
+    assert!(
+        matches!(failed, Err(AgentError::Compact(CompactError::NoSummary))),
+        "{failed:?}"
+    );
+    assert_eq!(s.agent.messages(), before);
+}

@@ -104,7 +104,7 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
         Err(error) => {
             let exit = match error {
                 AgentError::Model(_) => Exit::Model,
-                AgentError::Session(_) => Exit::Error,
+                AgentError::Session(_) | AgentError::Compact(_) => Exit::Error,
             };
             (exit, "error", String::new(), Some(error.to_string()))
         }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::agent::{AgentEvent, Frontend, PermissionAnswer, PermissionRequest};
+use crate::agent::{AgentEvent, CompactTrigger, Frontend, PermissionAnswer, PermissionRequest};
 use crate::policy::Outcome;
 
 /// ANSI styling, or none.
@@ -266,6 +266,28 @@ impl Frontend for TerminalFrontend {
                 }
             }
             AgentEvent::Notice(text) => self.line(&self.err.yellow(text)),
+            AgentEvent::Compacting { trigger } => {
+                self.finish_line();
+                if trigger == CompactTrigger::Auto {
+                    self.line(&self.err.dim(
+                        "the conversation is nearing the model's context window; compacting it",
+                    ));
+                }
+                self.start_spinner("summarizing the conversation");
+            }
+            AgentEvent::Compacted(report) => {
+                self.stop_spinner();
+                let before = report
+                    .tokens_before
+                    .map(|tokens| format!(", about {tokens} tokens"))
+                    .unwrap_or_default();
+                let text = format!(
+                    "compacted: {} messages{before} replaced by a summary of {} characters",
+                    report.messages_before,
+                    report.summary.chars().count()
+                );
+                self.line(&self.err.dim(&text));
+            }
         }
     }
 
@@ -373,6 +395,14 @@ impl Frontend for StreamJsonFrontend {
             AgentEvent::ToolResults(message) => json!({ "type": "user", "message": message }),
             AgentEvent::Usage(usage) => json!({ "type": "usage", "usage": usage }),
             AgentEvent::Notice(text) => json!({ "type": "notice", "text": text }),
+            AgentEvent::Compacting { .. } => return,
+            AgentEvent::Compacted(report) => json!({
+                "type": "compact",
+                "trigger": report.trigger.name(),
+                "messages_before": report.messages_before,
+                "tokens_before": report.tokens_before,
+                "summary": report.summary,
+            }),
         };
         Self::emit(&value);
     }

@@ -8,7 +8,7 @@ use rustyline::error::ReadlineError;
 use super::Exit;
 use super::render::TerminalFrontend;
 use super::setup::{self, Session, SessionArgs};
-use crate::agent::{AgentError, Interrupt, TurnEnd};
+use crate::agent::{Interrupt, TurnEnd};
 use crate::policy::Mode;
 use crate::session::Sessions;
 
@@ -18,6 +18,7 @@ Commands:
   /help            this list
   /clear           start a new conversation (the old one stays saved)
   /cost            tokens and cost of this session
+  /compact [FOCUS] replace the conversation by a summary of it (what to keep, optionally)
   /mode [MODE]     show or set the permission mode: default, accept-edits, plan, bypass
   /plugins         the plugins and their tools
   /exit            leave (Ctrl-D works too)
@@ -67,6 +68,10 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
         }
         let _ = editor.add_history_entry(trimmed);
         if let Some(command) = trimmed.strip_prefix('/') {
+            if let Some(focus) = compact_focus(command) {
+                compact(&mut session, &mut frontend, &interrupt, focus).await;
+                continue;
+            }
             match slash_command(&mut session, command) {
                 Flow::Continue => continue,
                 Flow::Exit => break,
@@ -140,10 +145,32 @@ async fn run_turn(
                 ))
             ),
         },
-        Err(AgentError::Model(error)) => eprintln!("{}", style.red(&format!("error: {error}"))),
-        Err(AgentError::Session(error)) => {
-            eprintln!("{}", style.red(&format!("error: {error}")));
-        }
+        Err(error) => eprintln!("{}", style.red(&format!("error: {error}"))),
+    }
+    interrupt.clear();
+}
+
+/// The focus of a `/compact [FOCUS]` command (empty when none), or `None`
+/// for another command.
+fn compact_focus(command: &str) -> Option<&str> {
+    let rest = command.strip_prefix("compact")?;
+    (rest.is_empty() || rest.starts_with(char::is_whitespace)).then(|| rest.trim())
+}
+
+/// `/compact`: the model summarizes the conversation, which goes on from
+/// the summary.
+async fn compact(
+    session: &mut Session,
+    frontend: &mut TerminalFrontend,
+    interrupt: &Interrupt,
+    focus: &str,
+) {
+    interrupt.clear();
+    let focus = (!focus.is_empty()).then_some(focus);
+    let outcome = session.agent.compact(focus, frontend, interrupt).await;
+    frontend.finish_line();
+    if let Err(error) = outcome {
+        eprintln!("{}", frontend.err_style().red(&format!("error: {error}")));
     }
     interrupt.clear();
 }

@@ -181,6 +181,9 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
     let mut config = AgentConfig::new(choice.model.clone(), system);
     config.max_tokens = choice.max_tokens;
     config.max_turns = args.max_turns.max(1);
+    if let Some(window) = settings.model.context_window {
+        config.context_window = window;
+    }
     let provider_name = choice.provider.name().to_string();
     let mut agent = Agent::new(
         choice.provider,

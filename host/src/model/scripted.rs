@@ -21,7 +21,10 @@
 //!
 //! The turn played is the number of assistant messages already in the
 //! request, so the provider keeps no state and a resumed session continues
-//! where it left off.
+//! where it left off. A request to summarize the conversation (compaction)
+//! is answered with a plain account of it — the user's prompts and the
+//! tools called — that also records how many turns were played, so the
+//! script goes on from the right turn after the summary.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -33,6 +36,7 @@ use super::{
     Block, EventSink, ModelFuture, Provider, Request, Response, Role, StopReason, StreamEvent,
     Usage,
 };
+use crate::agent::compact::SUMMARY_REQUEST_MARKER;
 use crate::sandbox::tool::valid_tool_name;
 
 /// The provider's name in messages.
@@ -226,14 +230,16 @@ impl Provider for ScriptedProvider {
 
     fn stream<'a>(&'a self, request: &'a Request, events: EventSink<'a>) -> ModelFuture<'a> {
         Box::pin(async move {
-            let played = request
-                .messages
-                .iter()
-                .filter(|message| message.role == Role::Assistant)
-                .count();
-            let (text, calls, delay): (&str, &[ToolCall], u64) = match self.turns.get(played) {
-                Some(turn) => (&turn.text, &turn.tool_calls, turn.delay_ms),
-                None => (END_OF_SCRIPT, &[], 0),
+            let played = turns_played(request);
+            let summary;
+            let (text, calls, delay): (&str, &[ToolCall], u64) = if asks_for_summary(request) {
+                summary = summarize(request, played);
+                (&summary, &[], 0)
+            } else {
+                match self.turns.get(played) {
+                    Some(turn) => (&turn.text, &turn.tool_calls, turn.delay_ms),
+                    None => (END_OF_SCRIPT, &[], 0),
+                }
             };
             if delay > 0 {
                 tokio::time::sleep(Duration::from_millis(delay)).await;
@@ -284,6 +290,88 @@ impl Provider for ScriptedProvider {
             })
         })
     }
+}
+
+/// How a scripted summary records the turns played before it.
+const PLAYED_MARK: &str = "[scripted turns played: ";
+
+/// The user's text blocks of a request, in order.
+fn user_texts(request: &Request) -> impl Iterator<Item = &str> {
+    request
+        .messages
+        .iter()
+        .filter(|message| message.role == Role::User)
+        .flat_map(|message| &message.content)
+        .filter_map(|block| match block {
+            Block::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+}
+
+/// The turns played so far: the assistant messages in the request, plus
+/// those a compaction summary stood in for.
+fn turns_played(request: &Request) -> usize {
+    let answered = request
+        .messages
+        .iter()
+        .filter(|message| message.role == Role::Assistant)
+        .count();
+    let summarized = user_texts(request)
+        .filter_map(|text| {
+            let start = text.find(PLAYED_MARK)? + PLAYED_MARK.len();
+            let digits = text[start..].split(']').next()?;
+            digits.parse::<usize>().ok()
+        })
+        .last()
+        .unwrap_or(0);
+    answered + summarized
+}
+
+/// Whether the request asks for a summary of the conversation.
+fn asks_for_summary(request: &Request) -> bool {
+    request
+        .messages
+        .last()
+        .is_some_and(|message| {
+            message.role == Role::User
+                && message.content.iter().any(|block| {
+                    matches!(block, Block::Text { text } if text.starts_with(SUMMARY_REQUEST_MARKER))
+                })
+        })
+}
+
+/// A summary of the conversation: the user's prompts and the tools called,
+/// with the turns played.
+fn summarize(request: &Request, played: usize) -> String {
+    let prompts: Vec<&str> = user_texts(request)
+        .filter(|text| !text.starts_with(SUMMARY_REQUEST_MARKER) && !text.contains(PLAYED_MARK))
+        .collect();
+    let tools: Vec<&str> = request
+        .messages
+        .iter()
+        .flat_map(|message| &message.content)
+        .filter_map(|block| match block {
+            Block::ToolUse { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut text = String::from("Summary of the scripted conversation. ");
+    if prompts.is_empty() {
+        text.push_str("The user asked nothing new. ");
+    } else {
+        text.push_str("The user asked: ");
+        text.push_str(&prompts.join(" / "));
+        text.push_str(". ");
+    }
+    if tools.is_empty() {
+        text.push_str("No tools were called. ");
+    } else {
+        text.push_str("Tools called: ");
+        text.push_str(&tools.join(", "));
+        text.push_str(". ");
+    }
+    text.push_str(&format!("{PLAYED_MARK}{played}]"));
+    text
 }
 
 /// The name the model knows a script's tool by: the tool offered under
@@ -581,6 +669,35 @@ mod tests {
         );
         assert!(third.usage.input_tokens > 0);
         assert_eq!(third.usage.output_tokens, 9);
+    }
+
+    #[tokio::test]
+    async fn a_summary_request_is_answered_and_the_script_goes_on_after_it() {
+        let provider = ScriptedProvider::from_json(DEMO, "demo.json").unwrap();
+        let tools = vec![tool("fs__read"), tool("fs__grep"), tool("fs__edit")];
+        let mut asked = request(2, tools.clone());
+        asked.messages.push(message(
+            Role::User,
+            &crate::agent::compact::summary_instruction(None),
+        ));
+        let (summary, _) = play(&provider, &asked).await;
+        let Block::Text { text } = &summary.content[0] else {
+            panic!("the summary is not text");
+        };
+        assert!(text.contains("The user asked: Rename old_name."), "{text}");
+        assert!(text.ends_with("[scripted turns played: 2]"), "{text}");
+
+        // After the compaction only the summary is left, and the script
+        // plays its third turn.
+        let mut after = request(0, tools);
+        after.messages = vec![message(Role::User, text)];
+        let (third, _) = play(&provider, &after).await;
+        assert_eq!(
+            third.content,
+            vec![Block::Text {
+                text: "Done: renamed old_name to new_name.".to_string()
+            }]
+        );
     }
 
     #[tokio::test]

@@ -7,7 +7,8 @@
 //!    someone else wrote may hold it, so it may only narrow what runs: its
 //!    `deny` and `ask` rules and `mode = "plan"` apply; its `allow` rules and
 //!    any other mode are ignored with a warning. In `[model]` it may set only
-//!    `name` and `max_tokens`, so a repository cannot send the user's API key
+//!    `name`, `max_tokens` and `context_window`, so a repository cannot send
+//!    the user's API key
 //!    to a server of its choosing;
 //! 3. the project local config, `<projects>/<workspace key>/config.toml`
 //!    under [`Home::projects_dir`]. It lives outside the repository, capstan
@@ -25,6 +26,7 @@
 //! base_url = "https://api.anthropic.com"
 //! api_key_env = "ANTHROPIC_API_KEY"
 //! max_tokens = 8192
+//! context_window = 200000  # when to compact; known for most models
 //!
 //! [permissions]
 //! mode = "default"
@@ -56,6 +58,10 @@ pub struct ModelSettings {
     pub api_key_env: Option<String>,
     /// The most tokens one reply may use.
     pub max_tokens: Option<u32>,
+    /// The model's context window in tokens, for compacting the
+    /// conversation before it fills up (0 turns that off). By default it is
+    /// known from the model's family, else 128k.
+    pub context_window: Option<u64>,
 }
 
 impl ModelSettings {
@@ -67,12 +73,14 @@ impl ModelSettings {
             base_url,
             api_key_env,
             max_tokens,
+            context_window,
         } = other;
         self.provider = provider.or(self.provider.take());
         self.name = name.or(self.name.take());
         self.base_url = base_url.or(self.base_url.take());
         self.api_key_env = api_key_env.or(self.api_key_env.take());
         self.max_tokens = max_tokens.or(self.max_tokens.take());
+        self.context_window = context_window.or(self.context_window.take());
     }
 }
 
@@ -199,6 +207,7 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
             base_url,
             api_key_env,
             max_tokens,
+            context_window,
         } = model;
         let ignored: Vec<&str> = [
             ("provider", provider.is_some()),
@@ -210,7 +219,7 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
         .collect();
         if !ignored.is_empty() {
             settings.warnings.push(format!(
-                "{shown}: ignored [model] {} — a project's config may set only `name` and `max_tokens`, so a repository cannot send your API key elsewhere; set them in your user config ({})",
+                "{shown}: ignored [model] {} — a project's config may set only `name`, `max_tokens` and `context_window`, so a repository cannot send your API key elsewhere; set them in your user config ({})",
                 ignored.join(", "),
                 home.config_file().display()
             ));
@@ -218,6 +227,7 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
         settings.model.override_with(ModelSettings {
             name,
             max_tokens,
+            context_window,
             ..ModelSettings::default()
         });
         match permissions.mode {

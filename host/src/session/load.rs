@@ -236,6 +236,10 @@ pub fn load(path: &Path) -> Result<LoadedSession, SessionError> {
             | Event::Assistant { message, .. }
             | Event::ToolResults { message } => raw_messages.push(message),
             Event::Usage { usage } => session.usage.add(usage),
+            Event::Compacted { message, .. } => {
+                raw_messages.clear();
+                raw_messages.push(message);
+            }
             Event::End => session.ended = true,
             Event::Interrupted { .. } | Event::DamagedLine { .. } | Event::Permission { .. } => {}
             Event::Unknown => session.warnings.push(LoadWarning::UnknownRecord {

@@ -99,6 +99,16 @@ pub enum Event {
         /// The damaged line's number, counting from 1.
         line: usize,
     },
+    /// The conversation was compacted: the messages so far are replaced,
+    /// for the model and on resume, by `message`, which holds the summary.
+    Compacted {
+        /// `manual` (`/compact`) or `auto` (near the context window).
+        trigger: String,
+        /// How many messages the summary replaced.
+        messages_before: usize,
+        /// The user message the conversation continues from.
+        message: Message,
+    },
     /// The session ended normally.
     End,
     /// A record type from a newer capstan; skipped when read.
