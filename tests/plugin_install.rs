@@ -659,3 +659,50 @@ fn an_installed_plugin_reaches_its_granted_origin_only_and_it_is_audited() {
         "{audit}"
     );
 }
+
+#[test]
+fn socket_imports_replaced_by_trapping_stubs_install_without_a_network_request() {
+    use capstan::plugin::socket_stubs::{socket_imports, stub_socket_imports};
+    let env = Env::new();
+    // misbehave opens TCP sockets, so it imports wasi:sockets, as every
+    // component built with componentize-py does.
+    let original = std::fs::read(fixture("misbehave")).unwrap();
+    let before = socket_imports(&original).unwrap();
+    assert!(
+        before
+            .iter()
+            .any(|name| name.starts_with("wasi:sockets/tcp")),
+        "{before:?}"
+    );
+    let stubbed = stub_socket_imports(&original).unwrap().unwrap();
+    assert_eq!(socket_imports(&stubbed).unwrap(), Vec::<String>::new());
+    assert!(stub_socket_imports(&stubbed).unwrap().is_none());
+    let wasm = env.outside.path().join("stubbed.wasm");
+    std::fs::write(&wasm, &stubbed).unwrap();
+
+    let src = package(env.outside.path(), "0.1.0", &wasm, READ_ONLY);
+    install(&env, &src);
+    // Its other tools work as before.
+    let out = env
+        .capstan()
+        .args(["tool", "call", "files.chatty", r#"{"message":"hi"}"#])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "done");
+    // A socket call stops at the stub, and nothing is reached.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let out = env
+        .capstan()
+        .args(["tool", "call", "files.connect"])
+        .arg(format!("{{\"path\":\"{address}\"}}"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(6), "{}", stderr(&out));
+    assert!(
+        listener.accept().is_err(),
+        "the plugin reached the listener"
+    );
+}

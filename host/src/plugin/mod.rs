@@ -13,6 +13,7 @@ pub mod install;
 pub mod lock;
 pub mod manifest;
 pub mod signature;
+pub mod socket_stubs;
 pub mod store;
 
 pub use catalog::{Catalog, CatalogError, PluginSource};
