@@ -74,6 +74,24 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
             &mut silent
         }
     };
+    // `/name arguments` runs a skill: its text becomes the prompt.
+    let prompt = match crate::skills::session::parse_invocation(&prompt) {
+        Some((name, arguments)) => {
+            let loaded = session
+                .agent
+                .toolbox()
+                .invoke_skill(name, arguments, Some(&session_id))
+                .await;
+            match loaded {
+                Ok(text) => text,
+                Err(message) => {
+                    let _ = session.agent.finish();
+                    return fail(Exit::Usage, &message);
+                }
+            }
+        }
+        None => prompt,
+    };
     let outcome = session.agent.run_turn(&prompt, frontend, &interrupt).await;
     if format == OutputFormat::Text {
         // The answer's text was streamed; end it with a newline.
