@@ -38,7 +38,14 @@ fn session(env: &Env, mock: &MockModel, prompt: &str) -> assert_cmd::Command {
     }
     cmd.env("ANTHROPIC_API_KEY", "sk-ant-mock")
         .env("NO_COLOR", "1")
-        .args(["--base-url", &mock.url(), "--model", "mock-model", "-p", prompt])
+        .args([
+            "--base-url",
+            &mock.url(),
+            "--model",
+            "mock-model",
+            "-p",
+            prompt,
+        ])
         .timeout(RUN_TIMEOUT);
     cmd
 }
@@ -132,10 +139,30 @@ fn skill_list_json(env: &Env) -> Value {
 #[test]
 fn skills_are_discovered_from_every_source_and_clashes_say_which_won() {
     let env = Env::new();
-    write_skill(&project_skills(&env), "project-skill", "description: From .capstan.", "P\n");
-    write_skill(&project_skills(&env), "shared", "description: The project's shared.", "P\n");
-    write_skill(&user_skills(&env), "user-skill", "description: From the user's folder.", "U\n");
-    write_skill(&user_skills(&env), "shared", "description: The user's shared.", "U\n");
+    write_skill(
+        &project_skills(&env),
+        "project-skill",
+        "description: From .capstan.",
+        "P\n",
+    );
+    write_skill(
+        &project_skills(&env),
+        "shared",
+        "description: The project's shared.",
+        "P\n",
+    );
+    write_skill(
+        &user_skills(&env),
+        "user-skill",
+        "description: From the user's folder.",
+        "U\n",
+    );
+    write_skill(
+        &user_skills(&env),
+        "shared",
+        "description: The user's shared.",
+        "U\n",
+    );
     write_skill(
         &env.ws.path().join(".claude/skills"),
         "claude-project",
@@ -189,7 +216,11 @@ fn skills_are_discovered_from_every_source_and_clashes_say_which_won() {
     assert_exit(&output, 0);
     let out = stdout(&output);
     assert!(out.contains("not used: .capstan/skills wins"), "{out}");
-    assert!(stderr(&output).contains("broken/SKILL.md:4"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("broken/SKILL.md:4"),
+        "{}",
+        stderr(&output)
+    );
 
     let output = run(env.capstan().args(["skill", "show", "user-skill"]));
     assert_exit(&output, 0);
@@ -259,7 +290,9 @@ fn the_model_sees_skills_and_loads_one_with_arguments_and_its_files() {
     let prompt = system(&received[0]);
     assert!(prompt.contains("# Skills"), "{prompt}");
     assert!(
-        prompt.contains("- review-pr: Reviews a pull request. When to use: The user asks for a PR review."),
+        prompt.contains(
+            "- review-pr: Reviews a pull request. When to use: The user asks for a PR review."
+        ),
         "{prompt}"
     );
     assert!(!prompt.contains("hidden-from-model"), "{prompt}");
@@ -286,7 +319,10 @@ fn the_model_sees_skills_and_loads_one_with_arguments_and_its_files() {
     let (escape, is_error) = tool_result(&received[2], "t3");
     assert!(is_error && !escape.contains("TOP-SECRET"), "{escape}");
     let (hidden, is_error) = tool_result(&received[2], "t4");
-    assert!(is_error && hidden.contains("only the user can run it"), "{hidden}");
+    assert!(
+        is_error && hidden.contains("only the user can run it"),
+        "{hidden}"
+    );
 }
 
 #[test]
@@ -313,7 +349,7 @@ fn many_skills_are_cut_to_the_budget_users_own_first() {
     let output = run(&mut session(&env, &mock, "hi"));
     assert_exit(&output, 0);
     let prompt = system(&mock.received()[0]);
-    let section = &prompt[prompt.find("# Skills").unwrap()..];
+    let section = &prompt[prompt.find("\n# Skills\n").unwrap()..];
     for i in 0..5 {
         assert!(section.contains(&format!("- project-{i}:")), "{section}");
     }
@@ -414,8 +450,14 @@ fn inline_shell_in_a_skill_is_never_run() {
     assert_exit(&output, 0);
     let (loaded, _) = tool_result(&mock.received()[1], "t1");
     assert!(loaded.contains("NOT executed"), "{loaded}");
-    assert!(loaded.contains(&format!("touch {}", marker.display())), "{loaded}");
-    assert!(!marker.exists() && !marker2.exists(), "a skill's inline shell ran");
+    assert!(
+        loaded.contains(&format!("touch {}", marker.display())),
+        "{loaded}"
+    );
+    assert!(
+        !marker.exists() && !marker2.exists(),
+        "a skill's inline shell ran"
+    );
 
     // Run by the user as /shelly: the same note, nothing run.
     let mock = MockModel::start(vec![Reply::sse(Answer::text("ok").anthropic())]);
@@ -423,7 +465,10 @@ fn inline_shell_in_a_skill_is_never_run() {
     assert_exit(&output, 0);
     let text = first_user_text(&mock.received()[0]);
     assert!(text.contains("NOT executed"), "{text}");
-    assert!(!marker.exists() && !marker2.exists(), "a skill's inline shell ran");
+    assert!(
+        !marker.exists() && !marker2.exists(),
+        "a skill's inline shell ran"
+    );
     let output = run(env.capstan().args(["skill", "show", "shelly"]));
     assert_exit(&output, 0);
     assert!(!marker.exists());
@@ -449,7 +494,10 @@ fn slash_name_in_print_mode_runs_the_skill_and_honours_invocability() {
     assert_exit(&output, 0);
     let request = &mock.received()[0];
     let text = first_user_text(request);
-    assert!(text.contains("The user ran the skill /deploy with arguments: staging"), "{text}");
+    assert!(
+        text.contains("The user ran the skill /deploy with arguments: staging"),
+        "{text}"
+    );
     assert!(text.contains("Deploy to staging now."), "{text}");
     assert!(!system(request).contains("- deploy:"));
     assert!(system(request).contains("- background:"));
@@ -457,7 +505,11 @@ fn slash_name_in_print_mode_runs_the_skill_and_honours_invocability() {
     let mock = MockModel::start(vec![]);
     let output = run(&mut session(&env, &mock, "/background"));
     assert_exit(&output, 2);
-    assert!(stderr(&output).contains("user-invocable: false"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("user-invocable: false"),
+        "{}",
+        stderr(&output)
+    );
     assert!(mock.received().is_empty());
 
     let output = run(&mut session(&env, &mock, "/no-such-skill x"));
@@ -494,7 +546,10 @@ fn a_skill_component_is_installed_listed_and_loaded_under_its_grants() {
     assert_exit(&output, 0);
     let info = stdout(&output);
     assert!(info.contains("exports skill"), "{info}");
-    assert!(info.contains("skills:") && info.contains("release-notes"), "{info}");
+    assert!(
+        info.contains("skills:") && info.contains("release-notes"),
+        "{info}"
+    );
 
     let list = skill_list_json(&env);
     let notes = list["skills"]
@@ -510,12 +565,20 @@ fn a_skill_component_is_installed_listed_and_loaded_under_its_grants() {
     let mock = MockModel::start(vec![
         Reply::sse(
             Answer::text("")
-                .call("t1", "skill", json!({"name": "release-notes", "arguments": "2.0 beta"}))
+                .call(
+                    "t1",
+                    "skill",
+                    json!({"name": "release-notes", "arguments": "2.0 beta"}),
+                )
                 .anthropic(),
         ),
         Reply::sse(
             Answer::text("")
-                .call("t2", "skill", json!({"name": "release-notes", "resource": "template.md"}))
+                .call(
+                    "t2",
+                    "skill",
+                    json!({"name": "release-notes", "resource": "template.md"}),
+                )
                 .call("t3", "skill", json!({"name": "maintainer-only"}))
                 .call("t4", "fs__ls", json!({"path": "."}))
                 .anthropic(),
@@ -526,7 +589,10 @@ fn a_skill_component_is_installed_listed_and_loaded_under_its_grants() {
     assert_exit(&output, 0);
     let received = mock.received();
     let prompt = system(&received[0]);
-    assert!(prompt.contains("- release-notes: Drafts release notes"), "{prompt}");
+    assert!(
+        prompt.contains("- release-notes: Drafts release notes"),
+        "{prompt}"
+    );
     assert!(!prompt.contains("maintainer-only"), "{prompt}");
     let (loaded, is_error) = tool_result(&received[1], "t1");
     assert!(!is_error, "{loaded}");
@@ -536,7 +602,10 @@ fn a_skill_component_is_installed_listed_and_loaded_under_its_grants() {
     );
     assert!(loaded.contains("The VERSION file says 9.9.9."), "{loaded}");
     let (template, is_error) = tool_result(&received[2], "t2");
-    assert!(!is_error && template.contains("TEMPLATE-MARKER"), "{template}");
+    assert!(
+        !is_error && template.contains("TEMPLATE-MARKER"),
+        "{template}"
+    );
     let (denied, is_error) = tool_result(&received[2], "t3");
     assert!(is_error && denied.contains("only the user"), "{denied}");
     // Its allowed-tools (fs.read, fs.grep) hold while it is active.
@@ -581,11 +650,26 @@ fn a_claude_code_plugin_folder_is_imported_with_its_native_parts_refused() {
     let output = run(env.capstan().args(["plugin", "info", "review-kit"]));
     assert_exit(&output, 0);
     let info = stdout(&output);
-    assert!(info.contains("skills:") && info.contains("code-review"), "{info}");
-    assert!(info.contains("not installed from the Claude Code plugin:"), "{info}");
+    assert!(
+        info.contains("skills:") && info.contains("code-review"),
+        "{info}"
+    );
+    assert!(
+        info.contains("not installed from the Claude Code plugin:"),
+        "{info}"
+    );
     assert!(info.contains("bin/: executables tracker-server"), "{info}");
-    assert!(!info.contains("bin/tracker-server"), "native files were stored:\n{info}");
-    assert!(info.contains("skills/code-review/references/checklist.md"), "{info}");
+    for native in [
+        "  bin/tracker-server\n",
+        "  hooks/hooks.json\n",
+        "  .mcp.json\n",
+    ] {
+        assert!(!info.contains(native), "{native:?} was stored:\n{info}");
+    }
+    assert!(
+        info.contains("skills/code-review/references/checklist.md"),
+        "{info}"
+    );
 
     let list = skill_list_json(&env);
     let skills = list["skills"].as_array().unwrap();
@@ -602,7 +686,11 @@ fn a_claude_code_plugin_folder_is_imported_with_its_native_parts_refused() {
     let mock = MockModel::start(vec![
         Reply::sse(
             Answer::text("")
-                .call("t1", "skill", json!({"name": "code-review", "arguments": "feature-x"}))
+                .call(
+                    "t1",
+                    "skill",
+                    json!({"name": "code-review", "arguments": "feature-x"}),
+                )
                 .anthropic(),
         ),
         Reply::sse(
@@ -622,31 +710,41 @@ fn a_claude_code_plugin_folder_is_imported_with_its_native_parts_refused() {
     let (loaded, is_error) = tool_result(&received[1], "t1");
     assert!(!is_error, "{loaded}");
     assert!(loaded.contains("Review feature-x."), "{loaded}");
-    assert!(loaded.contains("NOT executed") && loaded.contains("git diff --stat"), "{loaded}");
+    assert!(
+        loaded.contains("NOT executed") && loaded.contains("git diff --stat"),
+        "{loaded}"
+    );
     let (checklist, is_error) = tool_result(&received[2], "t2");
-    assert!(!is_error && checklist.contains("CHECKLIST-MARKER"), "{checklist}");
+    assert!(
+        !is_error && checklist.contains("CHECKLIST-MARKER"),
+        "{checklist}"
+    );
 
     // A skill file changed in the store is refused, not loaded.
-    let store_file = env
-        .home
-        .path()
-        .join("plugins")
-        .read_dir()
-        .unwrap()
-        .flatten()
-        .map(|e| e.path().join("skills/code-review/SKILL.md"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| {
-            // Store folders may be nested one level deeper.
-            walk_find(&env.home.path().join("plugins"), "skills/code-review/SKILL.md").unwrap()
-        });
-    std::fs::write(&store_file, "---\nname: code-review\ndescription: evil\n---\nEvil\n").unwrap();
+    let store_file = walk_find(
+        &env.home.path().join("plugins"),
+        "skills/code-review/SKILL.md",
+    )
+    .unwrap();
+    std::fs::write(
+        &store_file,
+        "---\nname: code-review\ndescription: evil\n---\nEvil\n",
+    )
+    .unwrap();
     let list = skill_list_json(&env);
     assert!(
-        list["skills"].as_array().unwrap().iter().all(|s| s["name"] != "code-review"),
+        list["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["name"] != "code-review"),
         "{list:#}"
     );
-    assert!(list["warnings"].to_string().contains("has changed since it was installed"));
+    assert!(
+        list["warnings"]
+            .to_string()
+            .contains("has changed since it was installed")
+    );
 }
 
 #[test]

@@ -222,9 +222,7 @@ impl Toolbox {
     /// Why `tool` may not run now, if an active skill's `allowed-tools`
     /// leaves it out.
     pub fn skill_refusal(&self, tool: &AgentTool) -> Option<String> {
-        self.skills
-            .as_ref()?
-            .refusal(&tool.name, &tool.model_name)
+        self.skills.as_ref()?.refusal(&tool.name, &tool.model_name)
     }
 
     /// The user's turn ended: no skill stays active.

@@ -309,9 +309,13 @@ fn one_line(entry: &LockEntry) -> String {
 /// Claude Code plugin.
 async fn print_skills(home: &Home, sandbox: &Sandbox, name: &str, dir: &std::path::Path) {
     let workspace = std::env::current_dir().unwrap_or_else(|_| dir.to_path_buf());
-    let skills =
-        crate::skills::Skills::discover(sandbox, home, &workspace, crate::sandbox::Limits::default())
-            .await;
+    let skills = crate::skills::Skills::discover(
+        sandbox,
+        home,
+        &workspace,
+        crate::sandbox::Limits::default(),
+    )
+    .await;
     let source = crate::skills::Source::Plugin(name.to_string());
     let set = skills.set();
     let ours: Vec<&crate::skills::Skill> = set
@@ -332,7 +336,11 @@ async fn print_skills(home: &Home, sandbox: &Sandbox, name: &str, dir: &std::pat
             println!("  {}  {line}{used}", skill.meta.name);
         }
     }
-    for warning in set.warnings().iter().filter(|w| w.contains(&format!("plugin {name}"))) {
+    for warning in set
+        .warnings()
+        .iter()
+        .filter(|w| w.contains(&format!("plugin {name}")))
+    {
         println!("  warning: {warning}");
     }
     let notes = dir.join(crate::skills::claude_plugin::IMPORT_NOTES);

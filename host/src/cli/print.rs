@@ -80,7 +80,7 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
             let loaded = session
                 .agent
                 .toolbox()
-                .invoke_skill(name, arguments, Some(&session_id))
+                .invoke_skill(name, arguments, Some(session_id.as_str()))
                 .await;
             match loaded {
                 Ok(text) => text,

@@ -160,7 +160,9 @@ async fn run_turn(
 }
 
 /// The built-in slash commands; a skill cannot take their names.
-const BUILTIN_COMMANDS: &[&str] = &["help", "?", "exit", "quit", "q", "cost", "clear", "mode", "plugins"];
+const BUILTIN_COMMANDS: &[&str] = &[
+    "help", "?", "exit", "quit", "q", "cost", "clear", "mode", "plugins",
+];
 
 /// For `/name arguments` naming a skill the user can run: the skill's
 /// text as the prompt (`Some(Some(..))`), or `Some(None)` after showing why

@@ -172,10 +172,11 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
     let mut toolbox = Toolbox::load(sandbox, &catalog, &workspace, Limits::default())
         .await
         .map_err(|e| SetupError::new(Exit::Error, e))?;
-    let skills = Skills::discover(toolbox.sandbox(), &home, &workspace, Limits::default()).await;
-    notices.extend(skills.set().warnings());
+    let found_skills =
+        Skills::discover(toolbox.sandbox(), &home, &workspace, Limits::default()).await;
+    notices.extend(found_skills.set().warnings());
     let skill_listing = skills::prompt::listing(
-        skills.set().skills(),
+        found_skills.set().skills(),
         skills::prompt::budget_chars(skills::prompt::DEFAULT_CONTEXT_TOKENS),
         skills::session::TOOL_NAME,
     );
@@ -186,7 +187,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
             skill_listing.left_out.join(", ")
         ));
     }
-    toolbox.set_skills(skills);
+    toolbox.set_skills(found_skills);
 
     let policy = build_policy(&settings, args);
 

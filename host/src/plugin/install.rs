@@ -592,20 +592,16 @@ impl<'a> Installer<'a> {
             });
         };
         let imported = if crate::skills::claude_plugin::is_claude_plugin(&root) {
-            let imported =
-                crate::skills::claude_plugin::import(&root, &self.store.staging_dir()).map_err(
-                    |reason| InstallError::Source {
-                        path: source.to_path_buf(),
-                        reason,
-                    },
-                )?;
+            let imported = crate::skills::claude_plugin::import(&root, &self.store.staging_dir())
+                .map_err(|reason| InstallError::Source {
+                path: source.to_path_buf(),
+                reason,
+            })?;
             Some(imported)
         } else {
             None
         };
-        let root = imported
-            .as_ref()
-            .map_or(root, |i| i.root().to_path_buf());
+        let root = imported.as_ref().map_or(root, |i| i.root().to_path_buf());
         let manifest = Manifest::load(&root)?;
         let model_keys: Vec<&str> = self.model_key.iter().map(String::as_str).collect();
         manifest
@@ -770,7 +766,8 @@ fn is_tarball(path: &Path) -> bool {
 fn package_root(dir: &Path) -> Option<PathBuf> {
     let is_package = |d: &Path| {
         d.join(MANIFEST_FILE).is_file()
-            || d.join(crate::skills::claude_plugin::CLAUDE_MANIFEST).is_file()
+            || d.join(crate::skills::claude_plugin::CLAUDE_MANIFEST)
+                .is_file()
     };
     if is_package(dir) {
         return Some(dir.to_path_buf());

@@ -350,12 +350,17 @@ mod tests {
         let found = Discovery::folders(&home, &ws, None);
         let set = found.finish();
         let names: Vec<&str> = set.skills().iter().map(|s| s.meta.name.as_str()).collect();
-        assert_eq!(names, ["project-only", "shared", "user-only", "claude-only"]);
+        assert_eq!(
+            names,
+            ["project-only", "shared", "user-only", "claude-only"]
+        );
         assert_eq!(set.get("shared").unwrap().source, Source::Project);
         assert_eq!(set.shadowed().len(), 1);
         let warnings = set.warnings();
         assert!(
-            warnings.iter().any(|w| w.contains("broken/SKILL.md:3")),
+            warnings
+                .iter()
+                .any(|w| w.contains("broken/SKILL.md:") && w.contains("invalid YAML")),
             "{warnings:?}"
         );
         assert!(

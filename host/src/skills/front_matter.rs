@@ -93,7 +93,10 @@ pub fn parse(text: &str, folder_name: &str) -> Result<SkillFile, FrontMatterErro
         let docs = YamlLoader::load_from_str(yaml).map_err(|e| {
             // The front matter starts on line 2, after the opening `---`.
             let line = e.marker().line().max(1) + 1;
-            FrontMatterError::at(line, format!("invalid YAML in the front matter: {}", e.info()))
+            FrontMatterError::at(
+                line,
+                format!("invalid YAML in the front matter: {}", e.info()),
+            )
         })?;
         let root = docs.into_iter().next().unwrap_or(Yaml::Null);
         let fields = match root {
@@ -175,7 +178,9 @@ fn split(text: &str) -> Result<(Option<&str>, &str, usize), FrontMatterError> {
     let mut offset = first_end;
     let mut line = 2;
     while offset < text.len() {
-        let end = text[offset..].find('\n').map_or(text.len(), |i| offset + i + 1);
+        let end = text[offset..]
+            .find('\n')
+            .map_or(text.len(), |i| offset + i + 1);
         let current = text[offset..end].trim_end();
         if current == "---" || current == "..." {
             return Ok((Some(&text[first_end..offset]), &text[end..], line + 1));
@@ -403,10 +408,16 @@ mod tests {
         assert!(err.line >= 3, "{err:?}");
         assert!(err.message.contains("invalid YAML"), "{err:?}");
 
-        let err = parse("---\nname: x\ndescription: d\nuser-invocable: maybe\n---\n", "x")
-            .unwrap_err();
+        let err = parse(
+            "---\nname: x\ndescription: d\nuser-invocable: maybe\n---\n",
+            "x",
+        )
+        .unwrap_err();
         assert_eq!(err.line, 4);
-        assert!(err.message.contains("`user-invocable` must be true or false"));
+        assert!(
+            err.message
+                .contains("`user-invocable` must be true or false")
+        );
 
         let err = parse("---\nname: x\ndescription: d\n", "x").unwrap_err();
         assert!(err.message.contains("never closed"), "{err:?}");

@@ -15,7 +15,7 @@
 //! no capstan counterpart (`Bash(...)`, `WebFetch`) allow nothing.
 
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use serde_json::{Value, json};
 
@@ -69,7 +69,12 @@ impl Skills {
     /// Finds every skill for a session in `workspace`: the `SKILL.md`
     /// folders of every source and the skills of installed skill
     /// components (each asked for its list in a fresh sandbox).
-    pub async fn discover(sandbox: &Sandbox, home: &Home, workspace: &Path, limits: Limits) -> Self {
+    pub async fn discover(
+        sandbox: &Sandbox,
+        home: &Home,
+        workspace: &Path,
+        limits: Limits,
+    ) -> Self {
         let claude = claude_home();
         let mut found = Discovery::folders(home, workspace, claude.as_deref());
         let mut components = Vec::new();
@@ -148,7 +153,10 @@ impl Skills {
                                 meta: SkillMeta {
                                     name: meta.name,
                                     description: clip(
-                                        meta.description.split_whitespace().collect::<Vec<_>>().join(" "),
+                                        meta.description
+                                            .split_whitespace()
+                                            .collect::<Vec<_>>()
+                                            .join(" "),
                                         super::front_matter::MAX_DESCRIPTION,
                                     ),
                                     when_to_use: meta.when_to_use,
@@ -169,9 +177,9 @@ impl Skills {
                     }
                 }
             }
-            Err(e) => found
-                .warnings
-                .push(format!("installed plugins' skill components were skipped: {e}")),
+            Err(e) => found.warnings.push(format!(
+                "installed plugins' skill components were skipped: {e}"
+            )),
         }
         Self {
             set: found.finish(),
@@ -533,7 +541,9 @@ pub fn allows(pattern: &str, name: &str, model_name: &str) -> bool {
         return true;
     }
     if let Some(prefix) = base.strip_suffix(".*") {
-        return name.split_once('.').is_some_and(|(plugin, _)| plugin == prefix);
+        return name
+            .split_once('.')
+            .is_some_and(|(plugin, _)| plugin == prefix);
     }
     if let Some(prefix) = base.strip_suffix("__*") {
         return model_name
@@ -560,12 +570,18 @@ fn clean_relative(path: &str) -> Option<String> {
 /// Reads `rel` inside `dir`, refusing anything whose real path (symbolic
 /// links resolved) is outside the folder.
 fn read_inside(dir: &Path, rel: &str) -> Result<Vec<u8>, CallError> {
-    let root = dir
-        .canonicalize()
-        .map_err(|e| CallError::Failed(format!("cannot open the skill's folder {}: {e}", dir.display())))?;
+    let root = dir.canonicalize().map_err(|e| {
+        CallError::Failed(format!(
+            "cannot open the skill's folder {}: {e}",
+            dir.display()
+        ))
+    })?;
     let path: PathBuf = root.join(rel);
     let real = path.canonicalize().map_err(|_| {
-        CallError::Failed(format!("the skill has no file {rel} (in {})", root.display()))
+        CallError::Failed(format!(
+            "the skill has no file {rel} (in {})",
+            root.display()
+        ))
     })?;
     if !real.starts_with(&root) {
         return Err(CallError::Denied(format!(
@@ -596,9 +612,59 @@ mod tests {
         assert!(!allows("fs.*", "fsx.read", "fsx__read"));
     }
 
+    fn skills_with(active: Vec<Active>) -> Skills {
+        Skills {
+            set: SkillSet::default(),
+            components: Vec::new(),
+            active: Mutex::new(active),
+            read_tool: "fs__read".to_string(),
+        }
+    }
+
+    #[test]
+    fn an_active_skill_narrows_until_the_turn_ends() {
+        let skills = skills_with(vec![Active {
+            name: "careful".into(),
+            allowed: vec!["Read".into(), "fs.grep".into()],
+        }]);
+        assert_eq!(skills.refusal("fs.read", "fs__read"), None);
+        assert_eq!(skills.refusal(TOOL_NAME, TOOL_NAME), None);
+        let refusal = skills.refusal("fs.write", "fs__write").unwrap();
+        assert!(
+            refusal.contains("`careful`") && refusal.contains("fs.write"),
+            "{refusal}"
+        );
+        skills.end_turn();
+        assert_eq!(skills.refusal("fs.write", "fs__write"), None);
+        assert!(skills.active().is_empty());
+    }
+
+    #[test]
+    fn every_active_narrowing_skill_must_allow_a_tool() {
+        let skills = skills_with(vec![
+            Active {
+                name: "open".into(),
+                allowed: Vec::new(),
+            },
+            Active {
+                name: "a".into(),
+                allowed: vec!["fs.*".into()],
+            },
+            Active {
+                name: "b".into(),
+                allowed: vec!["fs.read".into()],
+            },
+        ]);
+        assert_eq!(skills.refusal("fs.read", "fs__read"), None);
+        assert!(skills.refusal("fs.ls", "fs__ls").unwrap().contains("`b`"));
+    }
+
     #[test]
     fn invocations_are_split() {
-        assert_eq!(parse_invocation("/review-pr 123 now"), Some(("review-pr", "123 now")));
+        assert_eq!(
+            parse_invocation("/review-pr 123 now"),
+            Some(("review-pr", "123 now"))
+        );
         assert_eq!(parse_invocation("  /deploy\n"), Some(("deploy", "")));
         assert_eq!(parse_invocation("/etc/passwd is odd"), None);
         assert_eq!(parse_invocation("review"), None);

@@ -79,10 +79,7 @@ pub fn substitute(body: &str, subs: &Substitutions<'_>) -> String {
             }) {
                 Some((index, len)) => {
                     used_arguments = true;
-                    (
-                        Some(words.get(index).cloned().unwrap_or_default()),
-                        len,
-                    )
+                    (Some(words.get(index).cloned().unwrap_or_default()), len)
                 }
                 None => (None, 1),
             }
@@ -223,7 +220,10 @@ mod tests {
             with_args("$ARGUMENTS[0]/$ARGUMENTS[1] $ARGUMENTS[x]", "x y"),
             "x/y $ARGUMENTS[x]"
         );
-        assert_eq!(with_args("costs $10 and $", "a"), "costs $10 and $\n\nARGUMENTS: a\n");
+        assert_eq!(
+            with_args("costs $10 and $", "a"),
+            "costs $10 and $\n\nARGUMENTS: a\n"
+        );
         assert_eq!(with_args("no placeholders", ""), "no placeholders");
         assert_eq!(
             substitute(

@@ -246,7 +246,11 @@ mod tests {
             load(&skills, "notes", "\"1.2 beta\" x").unwrap(),
             "notes for 1.2 beta"
         );
-        assert!(load(&skills, "nope", "").unwrap_err().contains("offers: notes"));
+        assert!(
+            load(&skills, "nope", "")
+                .unwrap_err()
+                .contains("offers: notes")
+        );
         assert_eq!(
             resource(&skills, "notes", "./template.md").unwrap(),
             b"# Template"
