@@ -396,19 +396,18 @@ fn refuse_mcp(root: &Path, manifest: &Value) -> Vec<String> {
 /// One line listing the MCP servers of `servers` (an `.mcp.json` or the
 /// manifest's `mcpServers`).
 fn describe_mcp(label: &str, servers: &Value) -> Option<String> {
-    let servers = servers
-        .get("mcpServers")
-        .unwrap_or(servers)
-        .as_object()?;
+    let servers = servers.get("mcpServers").unwrap_or(servers).as_object()?;
     let names: Vec<String> = servers
         .iter()
-        .map(|(name, server)| match server.get("command").and_then(Value::as_str) {
-            Some(command) => format!("{name} (runs {command})"),
-            None => match server.get("url").and_then(Value::as_str) {
-                Some(url) => format!("{name} ({url})"),
-                None => name.clone(),
+        .map(
+            |(name, server)| match server.get("command").and_then(Value::as_str) {
+                Some(command) => format!("{name} (runs {command})"),
+                None => match server.get("url").and_then(Value::as_str) {
+                    Some(url) => format!("{name} ({url})"),
+                    None => name.clone(),
+                },
             },
-        })
+        )
         .collect();
     (!names.is_empty()).then(|| {
         format!(
