@@ -52,6 +52,19 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
             "workspace": session.workspace,
             "permission_mode": session.agent.policy().mode().to_string(),
             "tools": tools,
+            "skills": session
+                .agent
+                .toolbox()
+                .skills()
+                .map(|skills| {
+                    skills
+                        .set()
+                        .skills()
+                        .iter()
+                        .map(|s| s.meta.name.clone())
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default(),
             "resumed": session.resumed,
         }));
     }

@@ -140,7 +140,24 @@ impl Discovery {
             .filter(|p| p.join("SKILL.md").is_file())
             .collect();
         folders.sort();
+        // A repository's skill folder must really be inside it: a symbolic
+        // link could otherwise make the skill tool serve files from
+        // anywhere the link points.
+        let project = matches!(source, Source::Project | Source::ClaudeProject);
+        let root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
         for folder in folders {
+            if project
+                && !folder
+                    .canonicalize()
+                    .is_ok_and(|real| real.starts_with(&root) && real != root)
+            {
+                self.warnings.push(format!(
+                    "skipped the skill in {}: it is a symbolic link leading outside {}; a project's skills must be inside the project",
+                    folder.display(),
+                    dir.display()
+                ));
+                continue;
+            }
             let file = folder.join("SKILL.md");
             let folder_name = folder
                 .file_name()
@@ -368,6 +385,38 @@ mod tests {
                 .iter()
                 .any(|w| w.contains("`shared`") && w.contains("using the one from .capstan/skills")),
             "{warnings:?}"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_project_skill_folder_linking_outside_the_project_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path().join("home"), dir.path().join("cache"));
+        let ws = dir.path().join("ws");
+        let elsewhere = dir.path().join("elsewhere");
+        skill(&elsewhere, "outside", "d");
+        fs::create_dir_all(ws.join(".capstan/skills")).unwrap();
+        std::os::unix::fs::symlink(
+            elsewhere.join("outside"),
+            ws.join(".capstan/skills/outside"),
+        )
+        .unwrap();
+        // The user's own folders may link wherever they like.
+        fs::create_dir_all(home.config_dir().join("skills")).unwrap();
+        std::os::unix::fs::symlink(
+            elsewhere.join("outside"),
+            home.config_dir().join("skills/outside"),
+        )
+        .unwrap();
+        let set = Discovery::folders(&home, &ws, None).finish();
+        assert_eq!(set.get("outside").unwrap().source, Source::User);
+        assert!(
+            set.warnings()
+                .iter()
+                .any(|w| w.contains("symbolic link leading outside")),
+            "{:?}",
+            set.warnings()
         );
     }
 
