@@ -202,9 +202,15 @@ impl Toolbox {
         &self.sandbox
     }
 
-    /// Offers `skills` to the model through the host's `skill` tool.
+    /// Offers `skills` to the model through the host's `skill` tool (when
+    /// the model may load any of them), and to the user as `/name`.
     pub fn set_skills(&mut self, skills: Skills) {
         self.tools.retain(|t| t.plugin != SKILL_TOOL);
+        let loadable = skills.set().skills().iter().any(|s| s.meta.model_invocable);
+        if !loadable {
+            self.skills = Some(Arc::new(skills));
+            return;
+        }
         self.tools.push(AgentTool {
             model_name: crate::skills::session::TOOL_NAME.to_string(),
             name: crate::skills::session::TOOL_NAME.to_string(),

@@ -76,7 +76,18 @@ impl Skills {
         limits: Limits,
     ) -> Self {
         let claude = claude_home();
-        let mut found = Discovery::folders(home, workspace, claude.as_deref());
+        Self::discover_in(sandbox, home, workspace, limits, claude.as_deref()).await
+    }
+
+    /// [`Skills::discover`] with `~/.claude` at `claude_home` (or none).
+    pub async fn discover_in(
+        sandbox: &Sandbox,
+        home: &Home,
+        workspace: &Path,
+        limits: Limits,
+        claude_home: Option<&Path>,
+    ) -> Self {
+        let mut found = Discovery::folders(home, workspace, claude_home);
         let mut components = Vec::new();
         let store = PluginStore::new(home.plugins_dir());
         match Lockfile::load(&store.lock_path()) {
