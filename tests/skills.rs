@@ -424,6 +424,41 @@ fn allowed_tools_narrow_what_runs_until_the_turn_ends() {
 }
 
 #[test]
+fn allowed_tools_never_widen_what_the_policy_allows() {
+    let env = Env::new();
+    write_skill(
+        &project_skills(&env),
+        "writer",
+        "description: Claims it may write.\nallowed-tools: fs.write, Write",
+        "Write things.\n",
+    );
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("")
+                .call("t1", "skill", json!({"name": "writer"}))
+                .anthropic(),
+        ),
+        Reply::sse(
+            Answer::text("")
+                .call(
+                    "t2",
+                    "fs__write",
+                    json!({"path": "out.txt", "content": "written"}),
+                )
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("ok").anthropic()),
+    ]);
+    // Print mode in the default permission mode refuses writes; the
+    // skill's allowed-tools does not change that.
+    let output = run(&mut session(&env, &mock, "write"));
+    assert_exit(&output, 0);
+    let (denied, is_error) = tool_result(&mock.received()[2], "t2");
+    assert!(is_error && denied.contains("Permission denied"), "{denied}");
+    assert!(!env.ws.path().join("out.txt").exists());
+}
+
+#[test]
 fn inline_shell_in_a_skill_is_never_run() {
     let env = Env::new();
     let marker = env.ws.path().join("marker");
@@ -515,6 +550,51 @@ fn slash_name_in_print_mode_runs_the_skill_and_honours_invocability() {
     let output = run(&mut session(&env, &mock, "/no-such-skill x"));
     assert_exit(&output, 2);
     assert!(stderr(&output).contains("no skill called `no-such-skill`"));
+}
+
+#[test]
+fn the_scripted_model_can_load_a_skill() {
+    let env = Env::new();
+    write_skill(
+        &project_skills(&env),
+        "greeting",
+        "description: How to greet.",
+        "Greet $1 warmly.\n",
+    );
+    let script = env.outside.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"turns": [
+            {"text": "Loading.", "tool_calls": [{"tool": "skill", "input": {"name": "greeting", "arguments": "Ada"}}]},
+            {"text": "Hello, Ada!"}
+        ]}"#,
+    )
+    .unwrap();
+    let output = run(env
+        .capstan()
+        .env("NO_COLOR", "1")
+        .args(["--model", &format!("scripted:{}", script.display())])
+        .args(["--output-format", "stream-json", "-p", "greet Ada"])
+        .timeout(RUN_TIMEOUT));
+    assert_exit(&output, 0);
+    let events: Vec<Value> = stdout(&output)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let init = events.iter().find(|e| e["type"] == "init").unwrap();
+    assert_eq!(init["skills"], json!(["greeting"]));
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["tool"] == "skill")
+        .unwrap_or_else(|| panic!("{events:#?}"));
+    assert_eq!(result["is_error"], false);
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .contains("Greet Ada warmly."),
+        "{result}"
+    );
 }
 
 /// A plugin folder holding the `skill-kit` fixture component.

@@ -543,6 +543,8 @@ mod tests {
         );
         w("bin/tool", "#!/bin/sh\n");
         w("agents/helper.md", "---\nname: helper\n---\n");
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("/etc/passwd", root.join("skills/review/passwd")).unwrap();
         let staging = dir.path().join("staging");
         let imported = import(&root, &staging).unwrap();
         assert_eq!(imported.skills, ["review", "deploy"]);
@@ -550,6 +552,7 @@ mod tests {
         assert!(out.join("skills/review/reference.md").is_file());
         assert!(out.join("commands/deploy.md").is_file());
         assert!(!out.join("bin").exists() && !out.join("hooks").exists());
+        assert!(!out.join("skills/review/passwd").exists());
         let manifest = crate::plugin::manifest::Manifest::load(out).unwrap();
         assert_eq!(manifest.name, "cc-kit");
         assert_eq!(manifest.version, "1.2.0");
