@@ -715,7 +715,7 @@ fn a_claude_code_plugin_folder_is_imported_with_its_native_parts_refused() {
         "review-kit 1.4.2",
         "skills   commands/deploy.md, skills/changelog/SKILL.md, skills/code-review/SKILL.md",
         "not installed:",
-        "hooks/hooks.json: 2 hooks (PostToolUse Write|Edit: command ${CLAUDE_PLUGIN_ROOT}/scripts/format.sh; PreToolUse Write|Edit: command ${CLAUDE_PLUGIN_ROOT}/scripts/check.sh) not installed",
+        "hooks/hooks.json: 2 command hooks (PostToolUse Write|Edit: ${CLAUDE_PLUGIN_ROOT}/scripts/format.sh; PreToolUse Write|Edit: ${CLAUDE_PLUGIN_ROOT}/scripts/check.sh) not installed",
         "see docs/hooks.md",
         ".mcp.json: MCP servers docs (https://mcp.example.com/docs), tracker (runs ${CLAUDE_PLUGIN_ROOT}/bin/tracker-server) not installed",
         "bin/: executables tracker-server not installed",
@@ -844,7 +844,7 @@ fn a_claude_code_plugin_installs_from_a_tar_gz_too() {
         .arg(&archive)
         .arg("--yes"));
     assert_exit(&output, 0);
-    assert!(stderr(&output).contains("hooks/hooks.json: 2 hooks"));
+    assert!(stderr(&output).contains("hooks/hooks.json: 2 command hooks"));
     let list = skill_list_json(&env);
     assert!(list["skills"].to_string().contains("code-review"));
 }

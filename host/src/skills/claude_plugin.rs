@@ -348,7 +348,12 @@ fn refuse_hooks(root: &Path, manifest: &Value) -> Vec<String> {
                         } else {
                             format!("{event} {matcher}")
                         };
-                        commands.push(format!("{on}: {kind} {what}"));
+                        let shown = if kind == "command" {
+                            format!("{on}: {what}")
+                        } else {
+                            format!("{on}: {kind} {what}")
+                        };
+                        commands.push((kind.to_string(), shown));
                     }
                 }
             }
@@ -356,11 +361,22 @@ fn refuse_hooks(root: &Path, manifest: &Value) -> Vec<String> {
         if commands.is_empty() {
             continue;
         }
+        let mut kinds: Vec<(String, usize)> = Vec::new();
+        for (kind, _) in &commands {
+            match kinds.iter_mut().find(|(k, _)| k == kind) {
+                Some((_, n)) => *n += 1,
+                None => kinds.push((kind.clone(), 1)),
+            }
+        }
+        let counts: Vec<String> = kinds
+            .iter()
+            .map(|(kind, n)| format!("{n} {kind} hook{}", if *n == 1 { "" } else { "s" }))
+            .collect();
+        let shown: Vec<&str> = commands.iter().map(|(_, s)| s.as_str()).collect();
         lines.push(format!(
-            "{label}: {} hook{} ({}) not installed — capstan runs hooks as sandboxed components with typed decisions, never shell commands; see docs/hooks.md",
-            commands.len(),
-            if commands.len() == 1 { "" } else { "s" },
-            commands.join("; ")
+            "{label}: {} ({}) not installed — capstan runs hooks as sandboxed components with typed decisions, never shell commands; see docs/hooks.md",
+            counts.join(" and "),
+            shown.join("; ")
         ));
     }
     lines
@@ -558,7 +574,7 @@ mod tests {
         assert_eq!(manifest.version, "1.2.0");
         assert!(manifest.components.is_empty());
         let all = imported.refused.join("\n");
-        assert!(all.contains("hooks/hooks.json: 2 hooks (PreToolUse Write|Edit: command ./scripts/check.sh; Stop: command notify)"), "{all}");
+        assert!(all.contains("hooks/hooks.json: 2 command hooks (PreToolUse Write|Edit: ./scripts/check.sh; Stop: notify)"), "{all}");
         assert!(
             all.contains(".mcp.json: MCP server github (runs npx)"),
             "{all}"
