@@ -33,6 +33,7 @@ lint: setup
     cargo fmt --all --check --manifest-path plugins/Cargo.toml
     cargo fmt --all --check --manifest-path tests/fixtures/misbehave/Cargo.toml
     cargo fmt --all --check --manifest-path tests/fixtures/hostile/Cargo.toml
+    cargo fmt --all --check --manifest-path tests/fixtures/skill-kit/Cargo.toml
     cargo clippy --workspace --all-targets -- -D warnings
     cargo clippy --manifest-path plugins/Cargo.toml --target {{wasm_target}} --target-dir target/wasm-plugins --release -- -D warnings
 
@@ -42,6 +43,7 @@ fmt:
     cargo fmt --all --manifest-path plugins/Cargo.toml
     cargo fmt --all --manifest-path tests/fixtures/misbehave/Cargo.toml
     cargo fmt --all --manifest-path tests/fixtures/hostile/Cargo.toml
+    cargo fmt --all --manifest-path tests/fixtures/skill-kit/Cargo.toml
 
 # Measure: fresh-instance call, compile and cached load, whole-process call;
 # the agent loop's overhead per turn and its startup.

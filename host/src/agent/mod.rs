@@ -368,8 +368,20 @@ impl Agent {
 
     /// Runs one turn: the user's `prompt`, then model answers and tool
     /// calls until the model ends its turn, the user interrupts, or
-    /// `max_turns` requests were made.
+    /// `max_turns` requests were made. Skills loaded during the turn (or
+    /// run by the user just before it) stop being active when it ends.
     pub async fn run_turn(
+        &mut self,
+        prompt: &str,
+        frontend: &mut dyn Frontend,
+        interrupt: &Interrupt,
+    ) -> Result<TurnReport, AgentError> {
+        let report = self.turn(prompt, frontend, interrupt).await;
+        self.toolbox.end_skill_turn();
+        report
+    }
+
+    async fn turn(
         &mut self,
         prompt: &str,
         frontend: &mut dyn Frontend,
@@ -831,6 +843,9 @@ impl Agent {
                 "The input of {} must be a JSON object matching its schema.",
                 tool.model_name
             )));
+        }
+        if let Some(refusal) = self.toolbox.skill_refusal(&tool) {
+            return Ok(Err(refusal));
         }
         let facts = ToolFacts {
             tool: &tool.name,

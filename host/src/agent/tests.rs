@@ -600,3 +600,79 @@ async fn a_compaction_without_a_summary_leaves_the_conversation_alone() {
     );
     assert_eq!(s.agent.messages(), before);
 }
+
+#[tokio::test]
+async fn an_active_skill_narrows_tools_until_the_users_turn_ends() {
+    let ws = tempfile::tempdir().unwrap();
+    let home_dir = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "alpha\n").unwrap();
+    let skill = ws.path().join(".capstan/skills/careful");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: careful\ndescription: Reads only.\nallowed-tools: fs.read\n---\nOnly read.\n",
+    )
+    .unwrap();
+    let sandbox = Sandbox::new(compile_cache()).unwrap();
+    let mut toolbox = Toolbox::load(sandbox, &Catalog::builtin(), ws.path(), Limits::default())
+        .await
+        .unwrap();
+    let home = crate::home::Home::at(home_dir.path().to_path_buf(), home_dir.path().join("cache"));
+    let skills = crate::skills::Skills::discover_in(
+        toolbox.sandbox(),
+        &home,
+        ws.path(),
+        Limits::default(),
+        None,
+    )
+    .await;
+    toolbox.set_skills(skills);
+    let steps = vec![
+        Step::Answer("loading", vec![("skill", json!({"name": "careful"}))]),
+        Step::Answer(
+            "working",
+            vec![
+                ("fs__ls", json!({"path": "."})),
+                ("fs__read", json!({"path": "a.txt"})),
+            ],
+        ),
+        Step::Answer("done", Vec::new()),
+        Step::Answer("listing", vec![("fs__ls", json!({"path": "."}))]),
+        Step::Answer("listed", Vec::new()),
+    ];
+    let model = TestModel::new(steps);
+    let mut agent = Agent::new(
+        Box::new(model.clone()),
+        toolbox,
+        Policy::new(Mode::Default, Vec::new()),
+        AgentConfig::new("test-model", "system"),
+        ws.path().to_path_buf(),
+        None,
+    );
+    let mut frontend = TestFrontend::default();
+    agent
+        .run_turn("review", &mut frontend, &Interrupt::new())
+        .await
+        .unwrap();
+    let requests = model.requests();
+    let loaded = results(requests[1].messages.last().unwrap());
+    assert!(
+        loaded[0].1.contains("Only read.") && !loaded[0].2,
+        "{loaded:?}"
+    );
+    let sent = results(requests[2].messages.last().unwrap());
+    assert!(
+        sent[0].2 && sent[0].1.contains("`careful` is active"),
+        "{sent:?}"
+    );
+    assert!(!sent[1].2 && sent[1].1.contains("alpha"), "{sent:?}");
+
+    // The next turn of the same session: the skill is no longer active.
+    agent
+        .run_turn("now list", &mut frontend, &Interrupt::new())
+        .await
+        .unwrap();
+    let requests = model.requests();
+    let sent = results(requests[4].messages.last().unwrap());
+    assert!(!sent[0].2 && sent[0].1.contains("a.txt"), "{sent:?}");
+}

@@ -12,6 +12,7 @@
 //! once the policy has let the call run.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -23,6 +24,10 @@ use crate::policy::audit::{AuditError, AuditLog};
 use crate::sandbox::{
     CallError, CallOptions, EventSink, Limits, LoadedComponent, Sandbox, ToolSpec,
 };
+use crate::skills::Skills;
+
+/// The `plugin` index of the host-implemented `skill` tool.
+const SKILL_TOOL: usize = usize::MAX;
 
 /// A tool as the session knows it.
 #[derive(Debug, Clone)]
@@ -99,6 +104,7 @@ pub struct Toolbox {
     tools: Vec<AgentTool>,
     events: Option<EventSink>,
     audit: Option<AuditLog>,
+    skills: Option<Arc<Skills>>,
 }
 
 /// The name the model uses for tool `PLUGIN.TOOL`.
@@ -187,7 +193,67 @@ impl Toolbox {
             tools,
             events: None,
             audit: None,
+            skills: None,
         })
+    }
+
+    /// The sandbox the tools run in.
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    /// Offers `skills` to the model through the host's `skill` tool (when
+    /// the model may load any of them), and to the user as `/name`.
+    pub fn set_skills(&mut self, skills: Skills) {
+        self.tools.retain(|t| t.plugin != SKILL_TOOL);
+        let loadable = skills.set().skills().iter().any(|s| s.meta.model_invocable);
+        if !loadable {
+            self.skills = Some(Arc::new(skills));
+            return;
+        }
+        self.tools.push(AgentTool {
+            model_name: crate::skills::session::TOOL_NAME.to_string(),
+            name: crate::skills::session::TOOL_NAME.to_string(),
+            spec: Skills::tool_spec(),
+            plugin: SKILL_TOOL,
+        });
+        self.skills = Some(Arc::new(skills));
+    }
+
+    /// The session's skills, if any were set.
+    pub fn skills(&self) -> Option<&Skills> {
+        self.skills.as_deref()
+    }
+
+    /// Why `tool` may not run now, if an active skill's `allowed-tools`
+    /// leaves it out.
+    pub fn skill_refusal(&self, tool: &AgentTool) -> Option<String> {
+        self.skills.as_ref()?.refusal(&tool.name, &tool.model_name)
+    }
+
+    /// The user's turn ended: no skill stays active.
+    pub fn end_skill_turn(&self) {
+        if let Some(skills) = &self.skills {
+            skills.end_turn();
+        }
+    }
+
+    /// Runs skill `name` for the user (`/name arguments`): the text that
+    /// becomes the user's message. The skill is active until the turn ends.
+    pub async fn invoke_skill(
+        &self,
+        name: &str,
+        arguments: &str,
+        session_id: Option<&str>,
+    ) -> Result<String, String> {
+        match &self.skills {
+            Some(skills) => {
+                skills
+                    .invoke(&self.sandbox, name, arguments, session_id)
+                    .await
+            }
+            None => Err(format!("there is no skill called `{name}`")),
+        }
     }
 
     /// Sends plugins' log lines and progress reports to `events`.
@@ -239,6 +305,13 @@ impl Toolbox {
         session_id: Option<&str>,
     ) -> (Result<String, CallError>, Duration) {
         let started = Instant::now();
+        if tool.plugin == SKILL_TOOL {
+            let result = match &self.skills {
+                Some(skills) => skills.call(&self.sandbox, input, session_id).await,
+                None => Err(CallError::Failed("no skills are loaded".to_string())),
+            };
+            return (result, started.elapsed());
+        }
         let (Some(component), Some(plugin)) = (
             self.components.get(tool.plugin),
             self.grants.get(tool.plugin),

@@ -10,6 +10,7 @@ pub mod render;
 mod repl;
 mod session_list;
 pub mod setup;
+mod skill;
 mod tool;
 
 use std::io::IsTerminal;
@@ -75,6 +76,9 @@ enum Command {
     /// What plugins touched: show and verify the audit log.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
+    /// Skills: list them (with where each comes from) and show one.
+    #[command(subcommand)]
+    Skill(skill::SkillCommand),
 }
 
 /// When the process started, for "ready in" figures.
@@ -122,6 +126,7 @@ pub fn main() -> ExitCode {
             Some(Command::Session(command)) => session_list::run(command),
             Some(Command::Plugin(command)) => plugin::run(command, verbose).await,
             Some(Command::Audit(command)) => audit::run(command),
+            Some(Command::Skill(command)) => skill::run(command).await,
             None => {
                 let interactive = !cli.session.print
                     && std::io::stdin().is_terminal()

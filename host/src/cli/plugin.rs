@@ -305,6 +305,56 @@ fn one_line(entry: &LockEntry) -> String {
     }
 }
 
+/// The skills plugin `name` brings, and what was not installed from a
+/// Claude Code plugin.
+async fn print_skills(home: &Home, sandbox: &Sandbox, name: &str, dir: &std::path::Path) {
+    let workspace = std::env::current_dir().unwrap_or_else(|_| dir.to_path_buf());
+    let skills = crate::skills::Skills::discover(
+        sandbox,
+        home,
+        &workspace,
+        crate::sandbox::Limits::default(),
+    )
+    .await;
+    let source = crate::skills::Source::Plugin(name.to_string());
+    let set = skills.set();
+    let ours: Vec<&crate::skills::Skill> = set
+        .skills()
+        .iter()
+        .chain(set.shadowed().iter().map(|s| &s.loser))
+        .filter(|s| s.source == source)
+        .collect();
+    if !ours.is_empty() {
+        println!("skills:");
+        for skill in ours {
+            let used = if set.shadowed().iter().any(|s| std::ptr::eq(&s.loser, skill)) {
+                "  (not used: another source offers this name)"
+            } else {
+                ""
+            };
+            let line: String = skill.meta.description.chars().take(80).collect();
+            println!("  {}  {line}{used}", skill.meta.name);
+        }
+    }
+    for warning in set
+        .warnings()
+        .iter()
+        .filter(|w| w.contains(&format!("plugin {name}")))
+    {
+        println!("  warning: {warning}");
+    }
+    let notes = dir.join(crate::skills::claude_plugin::IMPORT_NOTES);
+    if let Ok(text) = std::fs::read_to_string(&notes) {
+        let refused: Vec<&str> = text.lines().filter(|l| l.starts_with("- ")).collect();
+        if !refused.is_empty() {
+            println!("not installed from the Claude Code plugin:");
+            for line in refused {
+                println!("  {}", &line[2..]);
+            }
+        }
+    }
+}
+
 async fn info(home: &Home, name: &str) -> Result<Exit, Failure> {
     let store = crate::plugin::store::PluginStore::new(home.plugins_dir());
     let lock = crate::plugin::lock::Lockfile::load(&store.lock_path())
@@ -349,10 +399,11 @@ async fn info(home: &Home, name: &str) -> Result<Exit, Failure> {
     for (path, hash) in &entry.files {
         println!("  {hash}  {path}");
     }
+    let sandbox = sandbox(home)?;
+    print_skills(home, &sandbox, name, &entry.dir(store.root())).await;
     if entry.tool_component().is_none() {
         return Ok(Exit::Success);
     }
-    let sandbox = sandbox(home)?;
     let mut catalog = Catalog::builtin();
     catalog
         .add_installed(home)

@@ -52,6 +52,19 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
             "workspace": session.workspace,
             "permission_mode": session.agent.policy().mode().to_string(),
             "tools": tools,
+            "skills": session
+                .agent
+                .toolbox()
+                .skills()
+                .map(|skills| {
+                    skills
+                        .set()
+                        .skills()
+                        .iter()
+                        .map(|s| s.meta.name.clone())
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default(),
             "resumed": session.resumed,
         }));
     }
@@ -73,6 +86,24 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
             silent = SilentFrontend;
             &mut silent
         }
+    };
+    // `/name arguments` runs a skill: its text becomes the prompt.
+    let prompt = match crate::skills::session::parse_invocation(&prompt) {
+        Some((name, arguments)) => {
+            let loaded = session
+                .agent
+                .toolbox()
+                .invoke_skill(name, arguments, Some(session_id.as_str()))
+                .await;
+            match loaded {
+                Ok(text) => text,
+                Err(message) => {
+                    let _ = session.agent.finish();
+                    return fail(Exit::Usage, &message);
+                }
+            }
+        }
+        None => prompt,
     };
     let outcome = session.agent.run_turn(&prompt, frontend, &interrupt).await;
     if format == OutputFormat::Text {

@@ -21,6 +21,7 @@ Commands:
   /compact [FOCUS] replace the conversation by a summary of it (what to keep, optionally)
   /mode [MODE]     show or set the permission mode: default, accept-edits, plan, bypass
   /plugins         the plugins and their tools
+  /NAME [ARGS]     run a skill (listed below; `capstan skill list` shows all)
   /exit            leave (Ctrl-D works too)
 Keys: Ctrl-C stops a running turn (twice to quit); end a line with \\ to continue it.";
 
@@ -50,7 +51,11 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
 
     if let Some(prompt) = args.prompt.clone() {
         let _ = editor.add_history_entry(prompt.as_str());
-        run_turn(&mut session, &mut frontend, &interrupt, &prompt).await;
+        match skill_prompt(&session, &prompt).await {
+            Some(Some(text)) => run_turn(&mut session, &mut frontend, &interrupt, &text).await,
+            Some(None) => {}
+            None => run_turn(&mut session, &mut frontend, &interrupt, &prompt).await,
+        }
     }
     loop {
         let line = match read_prompt(&mut editor) {
@@ -67,6 +72,12 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
             continue;
         }
         let _ = editor.add_history_entry(trimmed);
+        if let Some(prompt) = skill_prompt(&session, trimmed).await {
+            if let Some(prompt) = prompt {
+                run_turn(&mut session, &mut frontend, &interrupt, &prompt).await;
+            }
+            continue;
+        }
         if let Some(command) = trimmed.strip_prefix('/') {
             if let Some(focus) = compact_focus(command) {
                 compact(&mut session, &mut frontend, &interrupt, focus).await;
@@ -175,6 +186,56 @@ async fn compact(
     interrupt.clear();
 }
 
+/// The built-in slash commands; a skill cannot take their names.
+const BUILTIN_COMMANDS: &[&str] = &[
+    "help", "?", "exit", "quit", "q", "cost", "clear", "mode", "plugins",
+];
+
+/// For `/name arguments` naming a skill the user can run: the skill's
+/// text as the prompt (`Some(Some(..))`), or `Some(None)` after showing why
+/// it cannot run. `None` when the line is not a skill's invocation.
+async fn skill_prompt(session: &Session, line: &str) -> Option<Option<String>> {
+    let (name, arguments) = crate::skills::session::parse_invocation(line)?;
+    if BUILTIN_COMMANDS.contains(&name) {
+        return None;
+    }
+    let skills = session.agent.toolbox().skills()?;
+    skills.set().get(name)?;
+    let loaded = session
+        .agent
+        .toolbox()
+        .invoke_skill(name, arguments, session.agent.session_id())
+        .await;
+    Some(match loaded {
+        Ok(text) => Some(text),
+        Err(message) => {
+            eprintln!("error: {message}");
+            None
+        }
+    })
+}
+
+/// The skills the user can run, for `/help`.
+fn skills_help(session: &Session) -> String {
+    let Some(skills) = session.agent.toolbox().skills() else {
+        return String::new();
+    };
+    let runnable = skills.user_invocable();
+    if runnable.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from("Skills:\n");
+    for (name, hint, description) in runnable {
+        let usage = match hint {
+            Some(hint) => format!("/{name} {hint}"),
+            None => format!("/{name}"),
+        };
+        let first: String = description.chars().take(70).collect();
+        text.push_str(&format!("  {usage:16} {first}\n"));
+    }
+    text
+}
+
 enum Flow {
     Continue,
     Exit,
@@ -186,7 +247,7 @@ fn slash_command(session: &mut Session, command: &str) -> Flow {
         None => (command, ""),
     };
     match name {
-        "help" | "?" => eprintln!("{HELP}"),
+        "help" | "?" => eprintln!("{HELP}\n{}", skills_help(session)),
         "exit" | "quit" | "q" => return Flow::Exit,
         "cost" => eprintln!("{}", session.agent.cost().report()),
         "clear" => {

@@ -16,6 +16,7 @@ use crate::policy::settings::{self, Settings};
 use crate::policy::{Layer, Mode, Policy, Rule, RuleKind};
 use crate::sandbox::{Limits, Sandbox};
 use crate::session::Sessions;
+use crate::skills::{self, Skills};
 
 /// The flags of an agent session.
 #[derive(Debug, Clone, Args)]
@@ -168,15 +169,32 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
             .add_file(spec)
             .map_err(|e| SetupError::new(Exit::Usage, e))?;
     }
-    let toolbox = Toolbox::load(sandbox, &catalog, &workspace, Limits::default())
+    let mut toolbox = Toolbox::load(sandbox, &catalog, &workspace, Limits::default())
         .await
         .map_err(|e| SetupError::new(Exit::Error, e))?;
+    let found_skills =
+        Skills::discover(toolbox.sandbox(), &home, &workspace, Limits::default()).await;
+    notices.extend(found_skills.set().warnings());
+    let skill_listing = skills::prompt::listing(
+        found_skills.set().skills(),
+        skills::prompt::budget_chars(skills::prompt::DEFAULT_CONTEXT_TOKENS),
+        skills::session::TOOL_NAME,
+    );
+    if !skill_listing.left_out.is_empty() {
+        notices.push(format!(
+            "{} skills were left out of the model's list to keep the prompt within its budget ({}); they can still be run as /name",
+            skill_listing.left_out.len(),
+            skill_listing.left_out.join(", ")
+        ));
+    }
+    toolbox.set_skills(found_skills);
 
     let policy = build_policy(&settings, args);
 
     let instructions = context::discover_instructions(Some(home.config_dir()), &workspace);
     notices.extend(instructions.warnings.iter().cloned());
-    let system = system_prompt(&toolbox, &workspace, &policy, &instructions, &choice.model);
+    let mut system = system_prompt(&toolbox, &workspace, &policy, &instructions, &choice.model);
+    system.push_str(&skill_listing.text);
 
     let mut config = AgentConfig::new(choice.model.clone(), system);
     config.max_tokens = choice.max_tokens;

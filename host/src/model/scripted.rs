@@ -159,8 +159,10 @@ impl TryFrom<String> for ScriptToolName {
             Some((plugin, tool)) if valid_tool_name(plugin) && valid_tool_name(tool) => {
                 Ok(Self(name))
             }
+            // The host's own tool, which loads skills.
+            None if name == crate::skills::session::TOOL_NAME => Ok(Self(name)),
             _ => Err(format!(
-                "tool `{name}` is not of the form `plugin.tool` (lowercase letters, digits, `-` and `_`, like `fs.read`)"
+                "tool `{name}` is not of the form `plugin.tool` (lowercase letters, digits, `-` and `_`, like `fs.read`), nor `skill`"
             )),
         }
     }

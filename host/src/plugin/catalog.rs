@@ -103,6 +103,20 @@ impl From<Refusal> for CatalogError {
 }
 
 impl InstalledPlugin {
+    /// Plugin `name` of `home`'s store, as its lock entry records it.
+    pub fn new(home: &Home, name: &str, entry: LockEntry) -> Self {
+        let store = PluginStore::new(home.plugins_dir());
+        Self {
+            dir: entry.dir(store.root()),
+            data_dir: store.data_dir(name),
+            audit_log: home.audit_log(),
+            config_file: home.config_file(),
+            name: name.to_string(),
+            entry,
+            checked: OnceLock::new(),
+        }
+    }
+
     /// Checks, once per process, that every file is as installed and that
     /// the manifest asks for nothing beyond what the user agreed to, and
     /// returns the tool component's bytes.
@@ -265,15 +279,7 @@ impl Catalog {
             if self.entries.iter().any(|(n, _)| *n == name) {
                 return Err(CatalogError::Duplicate(name));
             }
-            let plugin = InstalledPlugin {
-                dir: entry.dir(store.root()),
-                data_dir: store.data_dir(&name),
-                audit_log: home.audit_log(),
-                config_file: home.config_file(),
-                name: name.clone(),
-                entry,
-                checked: OnceLock::new(),
-            };
+            let plugin = InstalledPlugin::new(home, &name, entry);
             self.entries
                 .push((name, PluginSource::Installed(Arc::new(plugin))));
         }

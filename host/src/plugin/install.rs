@@ -251,6 +251,11 @@ pub struct Installer<'a> {
 /// A package read, checked and compiled, not yet in the store.
 struct Prepared {
     _unpacked: Option<tempfile::TempDir>,
+    /// A Claude Code plugin converted to a capstan package, and what of it
+    /// was refused.
+    imported: Option<crate::skills::claude_plugin::Imported>,
+    /// The package's `SKILL.md` skills (and Claude Code commands), by path.
+    skill_files: Vec<String>,
     root: PathBuf,
     source: String,
     manifest: Manifest,
@@ -308,13 +313,14 @@ impl<'a> Installer<'a> {
             });
         }
         let requested = prepared.manifest.capabilities.clone();
-        let text = format!(
+        let mut text = format!(
             "{} {} ({}) wants:\n{}",
             name,
             prepared.manifest.version,
             prepared.signer,
             describe_request(&prepared.manifest)
         );
+        text.push_str(&describe_skills(&prepared));
         let request = ConsentRequest {
             name: name.clone(),
             version: prepared.manifest.version.clone(),
@@ -585,6 +591,17 @@ impl<'a> Installer<'a> {
                 reason: "it is neither a folder nor a .tar.gz archive".to_string(),
             });
         };
+        let imported = if crate::skills::claude_plugin::is_claude_plugin(&root) {
+            let imported = crate::skills::claude_plugin::import(&root, &self.store.staging_dir())
+                .map_err(|reason| InstallError::Source {
+                path: source.to_path_buf(),
+                reason,
+            })?;
+            Some(imported)
+        } else {
+            None
+        };
+        let root = imported.as_ref().map_or(root, |i| i.root().to_path_buf());
         let manifest = Manifest::load(&root)?;
         let model_keys: Vec<&str> = self.model_key.iter().map(String::as_str).collect();
         manifest
@@ -601,6 +618,20 @@ impl<'a> Installer<'a> {
             });
         }
         let files = hash_package(&root)?;
+        let skill_files: Vec<String> = files
+            .0
+            .keys()
+            .filter(|rel| crate::skills::discover::skill_file_in_plugin(rel).is_some())
+            .cloned()
+            .collect();
+        if manifest.components.is_empty() && skill_files.is_empty() {
+            return Err(InstallError::Source {
+                path: source.to_path_buf(),
+                reason: format!(
+                    "{MANIFEST_FILE} lists no components and the package has no skills (skills/NAME/SKILL.md); list its .wasm files in `components`, or add skills"
+                ),
+            });
+        }
         let digest = files.digest();
         let signer =
             verify_package_signature(&root, &manifest.name, &files.listing(), &self.config_file)
@@ -614,6 +645,8 @@ impl<'a> Installer<'a> {
             })?;
         Ok(Prepared {
             _unpacked: unpacked,
+            imported,
+            skill_files,
             root,
             source: canonical.display().to_string(),
             manifest,
@@ -731,14 +764,44 @@ fn is_tarball(path: &Path) -> bool {
 
 /// The folder holding `plugin.toml`: `dir` itself or its single subfolder.
 fn package_root(dir: &Path) -> Option<PathBuf> {
-    if dir.join(MANIFEST_FILE).is_file() {
+    let is_package = |d: &Path| {
+        d.join(MANIFEST_FILE).is_file()
+            || d.join(crate::skills::claude_plugin::CLAUDE_MANIFEST)
+                .is_file()
+    };
+    if is_package(dir) {
         return Some(dir.to_path_buf());
     }
     let entries: Vec<_> = std::fs::read_dir(dir).ok()?.flatten().collect();
     match entries.as_slice() {
-        [only] if only.path().join(MANIFEST_FILE).is_file() => Some(only.path()),
+        [only] if is_package(&only.path()) => Some(only.path()),
         _ => None,
     }
+}
+
+/// The consent lines about skills: which the package brings, and for a
+/// Claude Code plugin what was not installed and why.
+fn describe_skills(prepared: &Prepared) -> String {
+    let mut text = String::new();
+    if !prepared.skill_files.is_empty() {
+        text.push_str(&format!(
+            "  skills   {} (instructions for the model; they run no code)\n",
+            prepared.skill_files.join(", ")
+        ));
+    }
+    if let Some(imported) = &prepared.imported {
+        text.push_str(&format!(
+            "  imported from a Claude Code plugin: {}\n",
+            imported.skills.join(", ")
+        ));
+        if !imported.refused.is_empty() {
+            text.push_str("  not installed:\n");
+            for line in &imported.refused {
+                text.push_str(&format!("    {line}\n"));
+            }
+        }
+    }
+    text
 }
 
 /// Unpacks a `.tar.gz` into `into`, refusing absolute paths, `..`, links,

@@ -7,7 +7,7 @@
 //! version = "0.2.0"                      # required: semver, MAJOR.MINOR.PATCH[-pre][+build]
 //! description = "Forecasts from open-meteo.com"   # required: one line, <= 200 characters
 //! authors = ["Ada <ada@example.com>"]    # optional
-//! components = ["weather.wasm"]          # required: relative .wasm paths, no `..`
+//! components = ["weather.wasm"]          # required: relative .wasm paths, no `..` ([] for skills only)
 //!
 //! [capabilities]                         # optional; nothing is granted by default
 //! fs = [{ path = "$WORKSPACE", access = "read" }]    # or "$PLUGIN_DATA", or an absolute path; access "read" (default) or "read-write"
@@ -384,14 +384,9 @@ impl Doc<'_> {
     }
 
     fn components(&self, value: &Spanned<DeValue<'_>>) -> Result<Vec<String>, ManifestError> {
+        // An empty list is a plugin of `SKILL.md` skills only; install
+        // checks that the package has some.
         let items = self.strings("components", value)?;
-        if items.is_empty() {
-            return self.at(
-                value.span(),
-                "components",
-                "the list is empty; name at least one .wasm file, such as [\"plugin.wasm\"]",
-            );
-        }
         let mut seen = HashSet::new();
         let mut components = Vec::new();
         for (component, span) in items {
@@ -1057,7 +1052,10 @@ timeout = "20s"
     #[test]
     fn components_are_relative_wasm_files_listed_once() {
         let set = |list: &str| edit("[\"weather.wasm\", \"lib/extra.wasm\"]", list);
-        assert_fails(&set("[]"), 5, &["empty"]);
+        // A plugin of SKILL.md skills only has no components.
+        let text = set("[]");
+        let skills_only = Manifest::parse(&text, Path::new("plugin.toml")).unwrap();
+        assert!(skills_only.components.is_empty());
         assert_fails(&set("[\"/abs/x.wasm\"]"), 5, &["absolute"]);
         assert_fails(&set("[\"C:/x.wasm\"]"), 5, &["absolute"]);
         assert_fails(&set("[\"../x.wasm\"]"), 5, &["`..`"]);

@@ -15,6 +15,7 @@ pub mod error;
 mod fs_audit;
 pub mod host_api;
 pub mod limits;
+pub mod skill;
 pub mod tool;
 
 use std::path::PathBuf;
@@ -31,6 +32,7 @@ pub use compile_cache::{CacheOutcome, CompileCache};
 pub use error::{CallError, LoadError};
 pub use host_api::{EventSink, LogLevel, PluginEvent};
 pub use limits::Limits;
+pub use skill::SkillComponent;
 pub use tool::{Content, ToolOutput, ToolSpec};
 
 use call::PreparedCall;

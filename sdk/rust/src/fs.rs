@@ -17,9 +17,20 @@ pub fn read(path: &Path) -> io::Result<Vec<u8>> {
     imp::read(path)
 }
 
+/// The folders this call was granted, as the plugin sees them (for a
+/// skill's `load`, which gets no call context: the workspace is among them
+/// when the plugin was granted `$WORKSPACE`). Empty outside WebAssembly.
+pub fn granted_folders() -> Vec<std::path::PathBuf> {
+    imp::granted_folders()
+}
+
 #[cfg(not(target_arch = "wasm32"))]
 mod imp {
     use super::*;
+
+    pub fn granted_folders() -> Vec<std::path::PathBuf> {
+        Vec::new()
+    }
 
     pub fn read(path: &Path) -> io::Result<Vec<u8>> {
         let bytes = std::fs::read(path);
@@ -46,6 +57,13 @@ mod imp {
 
     /// The size of later reads, once a file turned out to be larger.
     const CHUNK: u64 = 64 << 10;
+
+    pub fn granted_folders() -> Vec<std::path::PathBuf> {
+        get_directories()
+            .into_iter()
+            .map(|(_, root)| std::path::PathBuf::from(root))
+            .collect()
+    }
 
     pub fn read(path: &Path) -> io::Result<Vec<u8>> {
         let text = path

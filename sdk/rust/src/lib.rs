@@ -1,4 +1,5 @@
-//! Write [capstan](https://github.com/capstan-dev/capstan) tools in Rust.
+//! Write [capstan](https://github.com/capstan-dev/capstan) tools (and
+//! computed skills, see [`export_skills!`]) in Rust.
 //!
 //! A tool is a typed input struct and a function. The SDK exports them as a
 //! WebAssembly component implementing the `capstan:plugin/tool` interface:
@@ -34,6 +35,7 @@
 mod context;
 mod error;
 mod output;
+mod skill;
 mod tool;
 
 pub mod fs;
@@ -42,6 +44,7 @@ pub mod log;
 pub use context::Context;
 pub use error::ToolError;
 pub use output::{Content, Output};
+pub use skill::{Arguments, Skill};
 pub use tool::Tool;
 
 pub use schemars;
@@ -50,7 +53,7 @@ pub use serde_json;
 
 /// Everything a tool author usually needs, in one import.
 pub mod prelude {
-    pub use crate::{Content, Context, Output, Tool, ToolError};
+    pub use crate::{Arguments, Content, Context, Output, Skill, Tool, ToolError};
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
 }
@@ -71,8 +74,22 @@ pub mod bindings {
     });
 }
 
+/// Bindings of the `skill-plugin` world, for [`export_skills!`].
+#[doc(hidden)]
+#[allow(missing_docs, unsafe_code, clippy::all)]
+pub mod skill_bindings {
+    wit_bindgen::generate!({
+        path: "wit",
+        world: "skill-plugin",
+        pub_export_macro: true,
+        export_macro_name: "__export_skill_plugin",
+        default_bindings_module: "capstan_sdk::skill_bindings",
+    });
+}
+
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::skill::{list as list_skills, load as load_skill, resource as skill_resource};
     pub use crate::tool::{call, describe};
 }
 
@@ -109,5 +126,53 @@ macro_rules! export_tools {
         }
 
         $crate::bindings::__export_tool_plugin!(__CapstanToolPlugin with_types_in $crate::bindings);
+    };
+}
+
+/// Exports the skills returned by a function as this crate's component
+/// (the `capstan:plugin/skill` interface).
+///
+/// ```ignore
+/// use capstan_sdk::prelude::*;
+///
+/// fn skills() -> Vec<Skill> {
+///     vec![Skill::new("release-notes", "Drafts release notes.", |args: &Arguments| {
+///         Ok(format!("Write the notes for version {}.", args.get(0).unwrap_or("next")))
+///     })
+///     .argument_hint("[version]")]
+/// }
+///
+/// capstan_sdk::export_skills!(skills);
+/// ```
+///
+/// A component offers tools or skills; build two components (listed
+/// together in one plugin's `plugin.toml`) to offer both.
+#[macro_export]
+macro_rules! export_skills {
+    ($skills:path) => {
+        #[doc(hidden)]
+        struct __CapstanSkillPlugin;
+
+        impl $crate::skill_bindings::exports::capstan::plugin::skill::Guest for __CapstanSkillPlugin {
+            fn list() -> ::std::vec::Vec<$crate::skill_bindings::exports::capstan::plugin::skill::SkillMeta> {
+                $crate::__private::list_skills(&$skills())
+            }
+
+            fn load(
+                name: ::std::string::String,
+                arguments: ::std::string::String,
+            ) -> ::std::result::Result<::std::string::String, ::std::string::String> {
+                $crate::__private::load_skill(&$skills(), &name, &arguments)
+            }
+
+            fn resource(
+                name: ::std::string::String,
+                path: ::std::string::String,
+            ) -> ::std::result::Result<::std::vec::Vec<u8>, ::std::string::String> {
+                $crate::__private::skill_resource(&$skills(), &name, &path)
+            }
+        }
+
+        $crate::skill_bindings::__export_skill_plugin!(__CapstanSkillPlugin with_types_in $crate::skill_bindings);
     };
 }

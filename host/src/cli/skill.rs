@@ -1,0 +1,222 @@
+//! `capstan skill ...`: the skills a session here would have, where each
+//! comes from, which won a name clash, and one skill in full.
+
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use super::Exit;
+use crate::home::Home;
+use crate::sandbox::{Limits, Sandbox};
+use crate::skills::{Origin, Skill, Skills};
+
+/// The skill commands.
+#[derive(Debug, clap::Subcommand)]
+pub enum SkillCommand {
+    /// List the skills: name, source, who may run them, description; and
+    /// which source won where two offer the same name.
+    List {
+        /// One JSON object with every skill, the clashes and the warnings.
+        #[arg(long)]
+        json: bool,
+        /// The workspace whose project skills count [default: the current folder].
+        #[arg(long, short = 'w', value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
+    /// Show one skill: its fields, where it is, and its text.
+    Show {
+        /// The skill's name.
+        name: String,
+        /// The workspace whose project skills count [default: the current folder].
+        #[arg(long, short = 'w', value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
+}
+
+/// Runs a skill command.
+pub async fn run(command: SkillCommand) -> Exit {
+    match execute(command).await {
+        Ok(exit) => exit,
+        Err((exit, message)) => {
+            eprintln!("error: {message}");
+            exit
+        }
+    }
+}
+
+type Failure = (Exit, String);
+
+async fn load(workspace: Option<PathBuf>) -> Result<Skills, Failure> {
+    let workspace = match workspace {
+        Some(dir) => dir,
+        None => std::env::current_dir().map_err(|e| {
+            (
+                Exit::Error,
+                format!("cannot tell the current folder ({e}); pass --workspace DIR"),
+            )
+        })?,
+    };
+    let workspace = std::fs::canonicalize(&workspace).map_err(|e| {
+        (
+            Exit::Usage,
+            format!("cannot use {} as the workspace: {e}", workspace.display()),
+        )
+    })?;
+    let home = Home::from_env().map_err(|e| (Exit::Error, e.to_string()))?;
+    let sandbox =
+        Sandbox::new(home.compile_cache_dir()).map_err(|e| (Exit::Error, e.to_string()))?;
+    Ok(Skills::discover(&sandbox, &home, &workspace, Limits::default()).await)
+}
+
+/// Who may run a skill, in words.
+fn invocation(skill: &Skill) -> &'static str {
+    match (skill.meta.user_invocable, skill.meta.model_invocable) {
+        (true, true) => "user+model",
+        (true, false) => "user only",
+        (false, true) => "model only",
+        (false, false) => "nobody",
+    }
+}
+
+fn skill_json(skill: &Skill) -> serde_json::Value {
+    json!({
+        "name": skill.meta.name,
+        "description": skill.meta.description,
+        "when_to_use": skill.meta.when_to_use,
+        "argument_hint": skill.meta.argument_hint,
+        "user_invocable": skill.meta.user_invocable,
+        "model_invocable": skill.meta.model_invocable,
+        "allowed_tools": skill.meta.allowed_tools,
+        "source": skill.source.kind(),
+        "source_label": skill.source.label(),
+        "plugin": match &skill.source {
+            crate::skills::Source::Plugin(name) => Some(name.as_str()),
+            _ => None,
+        },
+        "location": skill.location(),
+    })
+}
+
+async fn execute(command: SkillCommand) -> Result<Exit, Failure> {
+    match command {
+        SkillCommand::List { json, workspace } => {
+            let skills = load(workspace).await?;
+            let set = skills.set();
+            if json {
+                let value = json!({
+                    "skills": set.skills().iter().map(skill_json).collect::<Vec<_>>(),
+                    "shadowed": set.shadowed().iter().map(|s| json!({
+                        "name": s.name,
+                        "winner": s.winner.label(),
+                        "loser": skill_json(&s.loser),
+                    })).collect::<Vec<_>>(),
+                    "warnings": set.warnings(),
+                });
+                println!("{value}");
+                return Ok(Exit::Success);
+            }
+            for warning in set.warnings() {
+                eprintln!("warning: {warning}");
+            }
+            if set.skills().is_empty() {
+                println!(
+                    "no skills found; add one as .capstan/skills/NAME/SKILL.md, or install a plugin that has some"
+                );
+                return Ok(Exit::Success);
+            }
+            let width = set
+                .skills()
+                .iter()
+                .map(|s| s.meta.name.len())
+                .max()
+                .unwrap_or(0);
+            let source_width = set
+                .skills()
+                .iter()
+                .map(|s| s.source.label().len())
+                .max()
+                .unwrap_or(0);
+            for skill in set.skills() {
+                let description: String = skill.meta.description.chars().take(80).collect();
+                println!(
+                    "{:width$}  {:source_width$}  {:10}  {description}",
+                    skill.meta.name,
+                    skill.source.label(),
+                    invocation(skill),
+                );
+            }
+            for shadowed in set.shadowed() {
+                println!(
+                    "{:width$}  {:source_width$}  not used: {} wins",
+                    shadowed.name,
+                    shadowed.loser.source.label(),
+                    shadowed.winner.label()
+                );
+            }
+            Ok(Exit::Success)
+        }
+        SkillCommand::Show { name, workspace } => {
+            let skills = load(workspace).await?;
+            let Some(skill) = skills.set().get(&name) else {
+                let known: Vec<&str> = skills
+                    .set()
+                    .skills()
+                    .iter()
+                    .map(|s| s.meta.name.as_str())
+                    .collect();
+                return Err((
+                    Exit::Usage,
+                    format!(
+                        "there is no skill called `{name}`; {}",
+                        if known.is_empty() {
+                            "no skills were found".to_string()
+                        } else {
+                            format!("the skills are: {}", known.join(", "))
+                        }
+                    ),
+                ));
+            };
+            let meta = &skill.meta;
+            println!("{}", meta.name);
+            println!("  description    {}", meta.description);
+            if let Some(when) = &meta.when_to_use {
+                println!("  when to use    {when}");
+            }
+            if let Some(hint) = &meta.argument_hint {
+                println!("  arguments      {hint}");
+            }
+            println!("  source         {}", skill.source.label());
+            println!("  location       {}", skill.location());
+            println!("  run by         {}", invocation(skill));
+            if !meta.allowed_tools.is_empty() {
+                println!("  allowed tools  {}", meta.allowed_tools.join(", "));
+            }
+            for shadowed in skills.set().shadowed().iter().filter(|s| s.name == name) {
+                println!(
+                    "  also offered by {} ({}), not used",
+                    shadowed.loser.source.label(),
+                    shadowed.loser.location()
+                );
+            }
+            match &skill.origin {
+                Origin::File { body, .. } => {
+                    if !crate::skills::text::inline_shell(body).is_empty() {
+                        println!(
+                            "  note           holds inline shell commands, which capstan never runs"
+                        );
+                    }
+                    println!();
+                    print!("{body}");
+                    if !body.ends_with('\n') {
+                        println!();
+                    }
+                }
+                Origin::Component { .. } => {
+                    println!();
+                    println!("(its text is computed by the plugin's component when loaded)");
+                }
+            }
+            Ok(Exit::Success)
+        }
+    }
+}

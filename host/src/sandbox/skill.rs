@@ -1,0 +1,178 @@
+//! Calling skill components: `list`, `load` and `resource` of the
+//! `capstan:plugin/skill` interface, each in a fresh instance with the
+//! call's grants and limits, like a tool call.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::call::{CallOptions, PreparedCall};
+use super::engine;
+use super::{CallError, Limits, LoadError, Sandbox, new_call_id};
+
+/// Host-side bindings of the `skill-plugin` world. The `host` import is the
+/// one already in the sandbox's linker.
+#[allow(missing_docs)]
+mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "skill-plugin",
+        exports: { default: async },
+    });
+}
+
+use bindings::SkillPluginPre;
+
+/// What a skill component says about one of its skills.
+pub use bindings::exports::capstan::plugin::skill::SkillMeta as WitSkillMeta;
+
+/// A skill component compiled and linked, ready to be instantiated per call.
+pub struct SkillComponent {
+    name: Arc<str>,
+    sha256: String,
+    pre: SkillPluginPre<super::CallState>,
+}
+
+impl SkillComponent {
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The SHA-256 of the component's bytes.
+    pub fn sha256(&self) -> &str {
+        &self.sha256
+    }
+}
+
+impl Sandbox {
+    /// Loads a component that exports `capstan:plugin/skill`, from the
+    /// compile cache when possible.
+    pub fn load_skill_component(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        sha256: Option<&str>,
+        origin: &str,
+    ) -> Result<SkillComponent, LoadError> {
+        let sha256 = sha256.map_or_else(|| engine::sha256_hex(wasm), str::to_string);
+        let (component, _) = self.cache.load(&self.engine, wasm, &sha256, origin)?;
+        let incompatible = |reason: String| LoadError::Incompatible {
+            origin: origin.to_string(),
+            reason,
+        };
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| incompatible(format!("{e:#}")))?;
+        let pre = SkillPluginPre::new(pre).map_err(|e| {
+            incompatible(format!(
+                "it does not export the skill interface capstan:plugin/skill@0.1.0 ({e:#})"
+            ))
+        })?;
+        Ok(SkillComponent {
+            name: Arc::from(name),
+            sha256,
+            pre,
+        })
+    }
+
+    /// Asks a skill component which skills it offers. Runs with no grants
+    /// and a short deadline.
+    pub async fn list_skills(
+        &self,
+        component: &SkillComponent,
+    ) -> Result<Vec<WitSkillMeta>, CallError> {
+        let options = CallOptions {
+            limits: Limits {
+                timeout: Duration::from_secs(10),
+                ..Limits::default()
+            },
+            ..CallOptions::default()
+        };
+        let mut call = self.prepare_skill_call(component, &options)?;
+        let limit = call.wall_clock_limit();
+        let work = async {
+            let plugin = component.pre.instantiate_async(&mut call.store).await?;
+            plugin
+                .capstan_plugin_skill()
+                .call_list(&mut call.store)
+                .await
+        };
+        let outcome = tokio::time::timeout(limit, work).await;
+        call.settle(outcome)
+    }
+
+    /// Runs `load(name, arguments)` in a fresh instance under `options`.
+    pub async fn load_skill(
+        &self,
+        component: &SkillComponent,
+        name: &str,
+        arguments: &str,
+        options: &CallOptions,
+    ) -> Result<String, CallError> {
+        let mut call = self.prepare_skill_call(component, options)?;
+        let limit = call.wall_clock_limit();
+        let work = async {
+            let plugin = component.pre.instantiate_async(&mut call.store).await?;
+            plugin
+                .capstan_plugin_skill()
+                .call_load(&mut call.store, name, arguments)
+                .await
+        };
+        let outcome = tokio::time::timeout(limit, work).await;
+        let result = call.settle(outcome)?;
+        let text = result.map_err(CallError::Failed)?;
+        if text.len() > options.limits.output {
+            return Err(CallError::OutputTooLarge {
+                plugin: component.name.to_string(),
+                size: text.len() as u64,
+                limit: options.limits.output as u64,
+            });
+        }
+        Ok(text)
+    }
+
+    /// Runs `resource(name, path)` in a fresh instance under `options`.
+    pub async fn skill_resource(
+        &self,
+        component: &SkillComponent,
+        name: &str,
+        path: &str,
+        options: &CallOptions,
+    ) -> Result<Vec<u8>, CallError> {
+        let mut call = self.prepare_skill_call(component, options)?;
+        let limit = call.wall_clock_limit();
+        let work = async {
+            let plugin = component.pre.instantiate_async(&mut call.store).await?;
+            plugin
+                .capstan_plugin_skill()
+                .call_resource(&mut call.store, name, path)
+                .await
+        };
+        let outcome = tokio::time::timeout(limit, work).await;
+        let result = call.settle(outcome)?;
+        let bytes = result.map_err(CallError::Failed)?;
+        if bytes.len() > options.limits.output {
+            return Err(CallError::OutputTooLarge {
+                plugin: component.name.to_string(),
+                size: bytes.len() as u64,
+                limit: options.limits.output as u64,
+            });
+        }
+        Ok(bytes)
+    }
+
+    fn prepare_skill_call(
+        &self,
+        component: &SkillComponent,
+        options: &CallOptions,
+    ) -> Result<PreparedCall, CallError> {
+        PreparedCall::new(
+            &self.engine,
+            &component.name,
+            &new_call_id(),
+            options,
+            self.file_io,
+        )
+    }
+}

@@ -1,0 +1,452 @@
+//! `SKILL.md`: YAML front matter between `---` lines, then the Markdown
+//! body.
+//!
+//! The fields are those of the Agent Skills format (`name`,
+//! `description`) and Claude Code's additions (`when_to_use`,
+//! `allowed-tools`, `user-invocable`, `disable-model-invocation`,
+//! `argument-hint`). Other keys Claude Code or the format accept
+//! (`license`, `metadata`, `version`, `model`, `compatibility`, ...) are
+//! tolerated and ignored. A file without front matter is a skill named after
+//! its folder, described by its first paragraph, as in Claude Code.
+
+use yaml_rust2::{Yaml, YamlLoader};
+
+/// The longest skill name (the Agent Skills limit).
+pub const MAX_NAME: usize = 64;
+
+/// The longest description kept (the Agent Skills limit).
+pub const MAX_DESCRIPTION: usize = 1024;
+
+/// What a `SKILL.md` (or a skill component) says about a skill.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SkillMeta {
+    /// Lowercase letters, digits and `-`.
+    pub name: String,
+    /// What it is for.
+    pub description: String,
+    /// When the model should reach for it.
+    pub when_to_use: Option<String>,
+    /// A hint for arguments, shown to the user.
+    pub argument_hint: Option<String>,
+    /// Whether the user can run it as `/name`.
+    pub user_invocable: bool,
+    /// Whether the model may load it on its own.
+    pub model_invocable: bool,
+    /// Tools that may run while it is active; empty means no narrowing.
+    pub allowed_tools: Vec<String>,
+}
+
+/// A parsed `SKILL.md`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillFile {
+    /// Its front matter.
+    pub meta: SkillMeta,
+    /// The Markdown after the front matter.
+    pub body: String,
+}
+
+/// Why a `SKILL.md` was not accepted: the line (1-based) and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrontMatterError {
+    /// The line of the file the problem is on.
+    pub line: usize,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl FrontMatterError {
+    fn at(line: usize, message: impl Into<String>) -> Self {
+        Self {
+            line,
+            message: message.into(),
+        }
+    }
+}
+
+/// Whether `name` is a valid skill name: 1 to 64 lowercase ASCII letters,
+/// digits and hyphens, not starting or ending with a hyphen and without
+/// `--`.
+pub fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--")
+}
+
+/// Parses `text`, the contents of a `SKILL.md` in a folder named
+/// `folder_name` (the name when the front matter gives none).
+pub fn parse(text: &str, folder_name: &str) -> Result<SkillFile, FrontMatterError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let (yaml, body, body_line) = split(text)?;
+    let mut meta = SkillMeta {
+        user_invocable: true,
+        model_invocable: true,
+        ..SkillMeta::default()
+    };
+    let mut name = None;
+    let mut description = None;
+    if let Some(yaml) = yaml {
+        let docs = YamlLoader::load_from_str(yaml).map_err(|e| {
+            // The front matter starts on line 2, after the opening `---`.
+            let line = e.marker().line().max(1) + 1;
+            FrontMatterError::at(
+                line,
+                format!("invalid YAML in the front matter: {}", e.info()),
+            )
+        })?;
+        let root = docs.into_iter().next().unwrap_or(Yaml::Null);
+        let fields = match root {
+            Yaml::Hash(fields) => fields,
+            Yaml::Null => Default::default(),
+            _ => {
+                return Err(FrontMatterError::at(
+                    2,
+                    "the front matter must be a mapping of keys to values, such as `name: my-skill`",
+                ));
+            }
+        };
+        for (key, value) in fields {
+            let Some(key) = key.as_str().map(str::to_string) else {
+                continue;
+            };
+            let line = key_line(yaml, &key);
+            match key.as_str() {
+                "name" => name = Some(string(&key, value, line)?),
+                "description" => description = Some(string(&key, value, line)?),
+                "when_to_use" | "when-to-use" => {
+                    meta.when_to_use = Some(string(&key, value, line)?).filter(|s| !s.is_empty());
+                }
+                "argument-hint" | "argument_hint" => {
+                    meta.argument_hint =
+                        Some(scalar_text(&key, value, line)?).filter(|s| !s.is_empty());
+                }
+                "user-invocable" | "user_invocable" => {
+                    meta.user_invocable = boolean(&key, &value, line)?;
+                }
+                "disable-model-invocation" | "disable_model_invocation" => {
+                    meta.model_invocable = !boolean(&key, &value, line)?;
+                }
+                "allowed-tools" | "allowed_tools" => {
+                    meta.allowed_tools = tool_list(&key, value, line)?;
+                }
+                // Tolerated, as Claude Code does: license, metadata, version,
+                // model, compatibility, context, agent, hooks, ...
+                _ => {}
+            }
+        }
+    }
+    let name = match name {
+        Some(name) => name,
+        None => folder_name.to_string(),
+    };
+    if !valid_name(&name) {
+        return Err(FrontMatterError::at(
+            1,
+            format!(
+                "`{name}` cannot be a skill name: use 1 to {MAX_NAME} lowercase letters, digits and `-` (set `name:` in the front matter)"
+            ),
+        ));
+    }
+    let description = match description.filter(|d| !d.trim().is_empty()) {
+        Some(description) => description,
+        None => first_paragraph(body).ok_or_else(|| {
+            FrontMatterError::at(
+                body_line,
+                "the skill has no description: add `description:` to the front matter saying what it does and when to use it",
+            )
+        })?,
+    };
+    meta.name = name;
+    meta.description = clip(collapse(&description), MAX_DESCRIPTION);
+    Ok(SkillFile {
+        meta,
+        body: body.to_string(),
+    })
+}
+
+/// Splits the front matter (without its `---` lines) from the body, and
+/// says on which line the body starts.
+fn split(text: &str) -> Result<(Option<&str>, &str, usize), FrontMatterError> {
+    let first_end = text.find('\n').map_or(text.len(), |i| i + 1);
+    if text[..first_end].trim_end() != "---" {
+        return Ok((None, text, 1));
+    }
+    let mut offset = first_end;
+    let mut line = 2;
+    while offset < text.len() {
+        let end = text[offset..]
+            .find('\n')
+            .map_or(text.len(), |i| offset + i + 1);
+        let current = text[offset..end].trim_end();
+        if current == "---" || current == "..." {
+            return Ok((Some(&text[first_end..offset]), &text[end..], line + 1));
+        }
+        offset = end;
+        line += 1;
+    }
+    Err(FrontMatterError::at(
+        1,
+        "the front matter opened with `---` on line 1 is never closed; end it with a line `---`",
+    ))
+}
+
+/// The line (1-based, in the file) where top-level `key` is written.
+fn key_line(yaml: &str, key: &str) -> usize {
+    yaml.lines()
+        .position(|l| {
+            l.strip_prefix(key)
+                .or_else(|| {
+                    l.strip_prefix('"')
+                        .and_then(|l| l.strip_prefix(key))
+                        .and_then(|l| l.strip_prefix('"'))
+                })
+                .is_some_and(|rest| rest.trim_start().starts_with(':'))
+        })
+        .map_or(2, |i| i + 2)
+}
+
+fn string(key: &str, value: Yaml, line: usize) -> Result<String, FrontMatterError> {
+    match value {
+        Yaml::String(s) => Ok(s.trim().to_string()),
+        Yaml::Null => Ok(String::new()),
+        other => Err(FrontMatterError::at(
+            line,
+            format!("`{key}` must be text, found {}", kind(&other)),
+        )),
+    }
+}
+
+/// Text, or a number or boolean written as text (an argument hint such as
+/// `[issue-number]` would otherwise be a list).
+fn scalar_text(key: &str, value: Yaml, line: usize) -> Result<String, FrontMatterError> {
+    match value {
+        Yaml::String(s) | Yaml::Real(s) => Ok(s.trim().to_string()),
+        Yaml::Integer(n) => Ok(n.to_string()),
+        Yaml::Boolean(b) => Ok(b.to_string()),
+        Yaml::Null => Ok(String::new()),
+        Yaml::Array(items) => {
+            let parts: Result<Vec<String>, _> = items
+                .into_iter()
+                .map(|item| scalar_text(key, item, line))
+                .collect();
+            Ok(format!("[{}]", parts?.join(", ")))
+        }
+        other => Err(FrontMatterError::at(
+            line,
+            format!("`{key}` must be text, found {}", kind(&other)),
+        )),
+    }
+}
+
+fn boolean(key: &str, value: &Yaml, line: usize) -> Result<bool, FrontMatterError> {
+    match value {
+        Yaml::Boolean(b) => Ok(*b),
+        Yaml::String(s) if s == "true" || s == "false" => Ok(s == "true"),
+        other => Err(FrontMatterError::at(
+            line,
+            format!("`{key}` must be true or false, found {}", kind(other)),
+        )),
+    }
+}
+
+/// `allowed-tools`: a list, or one string separated by commas or spaces
+/// (`Read, Grep, Bash(git log:*)`), keeping parentheses together.
+fn tool_list(key: &str, value: Yaml, line: usize) -> Result<Vec<String>, FrontMatterError> {
+    let mut tools = Vec::new();
+    match value {
+        Yaml::Null => {}
+        Yaml::String(s) => tools.extend(split_tools(&s)),
+        Yaml::Array(items) => {
+            for item in items {
+                match item {
+                    Yaml::String(s) => tools.extend(split_tools(&s)),
+                    other => {
+                        return Err(FrontMatterError::at(
+                            line,
+                            format!("`{key}` must list tool names, found {}", kind(&other)),
+                        ));
+                    }
+                }
+            }
+        }
+        other => {
+            return Err(FrontMatterError::at(
+                line,
+                format!(
+                    "`{key}` must be a list of tool names or one line of them, found {}",
+                    kind(&other)
+                ),
+            ));
+        }
+    }
+    Ok(tools)
+}
+
+/// Splits `Read, Grep Bash(git diff:*)` at commas and spaces outside
+/// parentheses.
+fn split_tools(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut depth = 0usize;
+    for c in text.chars() {
+        match c {
+            '(' => {
+                depth += 1;
+                current.push(c);
+            }
+            ')' => {
+                depth = depth.saturating_sub(1);
+                current.push(c);
+            }
+            ',' | ' ' | '\t' | '\n' if depth == 0 => {
+                if !current.trim().is_empty() {
+                    out.push(current.trim().to_string());
+                }
+                current.clear();
+            }
+            _ => current.push(c),
+        }
+    }
+    if !current.trim().is_empty() {
+        out.push(current.trim().to_string());
+    }
+    out
+}
+
+fn kind(value: &Yaml) -> &'static str {
+    match value {
+        Yaml::Real(_) | Yaml::Integer(_) => "a number",
+        Yaml::String(_) => "text",
+        Yaml::Boolean(_) => "a boolean",
+        Yaml::Array(_) => "a list",
+        Yaml::Hash(_) => "a mapping",
+        Yaml::Alias(_) => "an alias",
+        Yaml::Null => "nothing",
+        Yaml::BadValue => "an invalid value",
+    }
+}
+
+/// The first paragraph of Markdown text that is not a heading.
+fn first_paragraph(body: &str) -> Option<String> {
+    let mut paragraph = Vec::new();
+    for line in body.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            if !paragraph.is_empty() {
+                break;
+            }
+            continue;
+        }
+        paragraph.push(line);
+    }
+    (!paragraph.is_empty()).then(|| paragraph.join(" "))
+}
+
+/// Whitespace runs (newlines included) as single spaces.
+fn collapse(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// At most `limit` characters, with `…` when cut.
+pub fn clip(text: String, limit: usize) -> String {
+    if text.chars().count() <= limit {
+        return text;
+    }
+    let mut cut: String = text.chars().take(limit.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_agent_skills_and_claude_code_fields() {
+        let text = "---\nname: review-pr\ndescription: >\n  Reviews a pull request\n  carefully.\nwhen_to_use: When the user asks for a review.\nargument-hint: [pr-number]\nallowed-tools: Read, Grep, Bash(git diff:*)\nuser-invocable: true\ndisable-model-invocation: false\nlicense: MIT\nmetadata:\n  author: someone\nversion: 1.2\nmodel: sonnet\n---\n# Review\n\nLook at $ARGUMENTS.\n";
+        let file = parse(text, "folder").unwrap();
+        assert_eq!(file.meta.name, "review-pr");
+        assert_eq!(file.meta.description, "Reviews a pull request carefully.");
+        assert_eq!(
+            file.meta.when_to_use.as_deref(),
+            Some("When the user asks for a review.")
+        );
+        assert_eq!(file.meta.argument_hint.as_deref(), Some("[pr-number]"));
+        assert_eq!(
+            file.meta.allowed_tools,
+            ["Read", "Grep", "Bash(git diff:*)"]
+        );
+        assert!(file.meta.user_invocable && file.meta.model_invocable);
+        assert_eq!(file.body, "# Review\n\nLook at $ARGUMENTS.\n");
+    }
+
+    #[test]
+    fn without_front_matter_the_folder_names_it_and_the_first_paragraph_describes_it() {
+        let file = parse("# Title\n\nDoes a thing\nwell.\n\nMore.\n", "my-skill").unwrap();
+        assert_eq!(file.meta.name, "my-skill");
+        assert_eq!(file.meta.description, "Does a thing well.");
+        let file = parse("---\ndescription: d\n---\nbody", "from-folder").unwrap();
+        assert_eq!(file.meta.name, "from-folder");
+    }
+
+    #[test]
+    fn flags_and_lists() {
+        let text = "---\nname: x\ndescription: d\nuser-invocable: false\ndisable-model-invocation: true\nallowed-tools:\n  - fs.read\n  - fs.grep\n---\n";
+        let meta = parse(text, "x").unwrap().meta;
+        assert!(!meta.user_invocable);
+        assert!(!meta.model_invocable);
+        assert_eq!(meta.allowed_tools, ["fs.read", "fs.grep"]);
+    }
+
+    #[test]
+    fn malformed_front_matter_names_the_line() {
+        let err = parse("---\nname: x\ndescription: [unclosed\n---\nbody", "x").unwrap_err();
+        assert!(err.line >= 3, "{err:?}");
+        assert!(err.message.contains("invalid YAML"), "{err:?}");
+
+        let err = parse(
+            "---\nname: x\ndescription: d\nuser-invocable: maybe\n---\n",
+            "x",
+        )
+        .unwrap_err();
+        assert_eq!(err.line, 4);
+        assert!(
+            err.message
+                .contains("`user-invocable` must be true or false")
+        );
+
+        let err = parse("---\nname: x\ndescription: d\n", "x").unwrap_err();
+        assert!(err.message.contains("never closed"), "{err:?}");
+
+        let err = parse("---\nname: Bad Name\ndescription: d\n---\n", "x").unwrap_err();
+        assert!(err.message.contains("cannot be a skill name"), "{err:?}");
+
+        let err = parse("---\nname: x\n---\n\n", "x").unwrap_err();
+        assert!(err.message.contains("no description"), "{err:?}");
+
+        let err = parse("---\n- a\n- b\n---\n", "x").unwrap_err();
+        assert!(err.message.contains("mapping"), "{err:?}");
+    }
+
+    #[test]
+    fn names_follow_the_agent_skills_rules() {
+        for good in ["a", "review-pr", "x2", &"a".repeat(64)] {
+            assert!(valid_name(good), "{good}");
+        }
+        for bad in ["", "-a", "a-", "a--b", "A", "a_b", "a.b", &"a".repeat(65)] {
+            assert!(!valid_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn tool_lists_split_outside_parentheses() {
+        assert_eq!(
+            split_tools("Read,Grep  Bash(git log:*), fs.*"),
+            ["Read", "Grep", "Bash(git log:*)", "fs.*"]
+        );
+    }
+}

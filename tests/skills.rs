@@ -1,0 +1,864 @@
+//! Skills end to end: the real `capstan` binary discovering `SKILL.md`
+//! folders from every source, listing them, settling clashes, putting
+//! them in the system prompt within a budget, loading them through the
+//! `skill` tool in sessions against the mock model server (arguments,
+//! supporting files, `allowed-tools`, inline shell that must not run,
+//! `disable-model-invocation`, `user-invocable`, `/name args`), a skill
+//! component installed and loaded, and a Claude Code plugin folder imported
+//! with its native parts refused.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::mock_model::{Answer, MockModel, Received, Reply};
+use support::{Env, fixture, repo_root, stderr, stdout};
+
+const RUN_TIMEOUT: Duration = Duration::from_secs(90);
+
+const MODEL_VARS: [&str; 6] = [
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_MODEL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_MODEL",
+];
+
+/// `capstan -p PROMPT` against the mock as an Anthropic server.
+fn session(env: &Env, mock: &MockModel, prompt: &str) -> assert_cmd::Command {
+    let mut cmd = env.capstan();
+    for var in MODEL_VARS {
+        cmd.env_remove(var);
+    }
+    cmd.env("ANTHROPIC_API_KEY", "sk-ant-mock")
+        .env("NO_COLOR", "1")
+        .args([
+            "--base-url",
+            &mock.url(),
+            "--model",
+            "mock-model",
+            "-p",
+            prompt,
+        ])
+        .timeout(RUN_TIMEOUT);
+    cmd
+}
+
+fn run(cmd: &mut assert_cmd::Command) -> Output {
+    cmd.output().expect("run capstan")
+}
+
+fn assert_exit(output: &Output, code: i32) {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "stdout:\n{}\nstderr:\n{}",
+        stdout(output),
+        stderr(output)
+    );
+}
+
+/// Writes `NAME/SKILL.md` under `root` with `front` (front matter lines)
+/// and `body`.
+fn write_skill(root: &Path, name: &str, front: &str, body: &str) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        format!("---\nname: {name}\n{front}\n---\n{body}"),
+    )
+    .unwrap();
+    dir
+}
+
+fn project_skills(env: &Env) -> PathBuf {
+    env.ws.path().join(".capstan/skills")
+}
+
+fn user_skills(env: &Env) -> PathBuf {
+    env.home.path().join("skills")
+}
+
+/// The system prompt of a request.
+fn system(request: &Received) -> String {
+    match &request.body["system"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The tool results in a request's last message, by tool_use_id.
+fn tool_result(request: &Received, id: &str) -> (String, bool) {
+    for message in request.messages() {
+        for block in message["content"].as_array().into_iter().flatten() {
+            if block["type"] == "tool_result" && block["tool_use_id"] == id {
+                let content = match &block["content"] {
+                    Value::String(s) => s.clone(),
+                    Value::Array(parts) => parts
+                        .iter()
+                        .filter_map(|p| p["text"].as_str())
+                        .collect::<Vec<_>>()
+                        .join(""),
+                    other => other.to_string(),
+                };
+                return (content, block["is_error"].as_bool().unwrap_or(false));
+            }
+        }
+    }
+    panic!("no tool result {id} in {:#?}", request.messages());
+}
+
+/// The text of the first user message.
+fn first_user_text(request: &Received) -> String {
+    request.messages()[0]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("")
+}
+
+fn skill_list_json(env: &Env) -> Value {
+    let output = run(env.capstan().args(["skill", "list", "--json"]));
+    assert_exit(&output, 0);
+    serde_json::from_str(&stdout(&output)).unwrap()
+}
+
+#[test]
+fn skills_are_discovered_from_every_source_and_clashes_say_which_won() {
+    let env = Env::new();
+    write_skill(
+        &project_skills(&env),
+        "project-skill",
+        "description: From .capstan.",
+        "P\n",
+    );
+    write_skill(
+        &project_skills(&env),
+        "shared",
+        "description: The project's shared.",
+        "P\n",
+    );
+    write_skill(
+        &user_skills(&env),
+        "user-skill",
+        "description: From the user's folder.",
+        "U\n",
+    );
+    write_skill(
+        &user_skills(&env),
+        "shared",
+        "description: The user's shared.",
+        "U\n",
+    );
+    write_skill(
+        &env.ws.path().join(".claude/skills"),
+        "claude-project",
+        "description: From .claude/skills.",
+        "C\n",
+    );
+    write_skill(
+        &env.home.path().join(".claude/skills"),
+        "claude-user",
+        "description: From ~/.claude/skills.",
+        "CU\n",
+    );
+    // Malformed front matter: skipped with the file and line, the rest load.
+    let broken = project_skills(&env).join("broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(
+        broken.join("SKILL.md"),
+        "---\nname: broken\ndescription: ok\nuser-invocable: perhaps\n---\nbody\n",
+    )
+    .unwrap();
+
+    let list = skill_list_json(&env);
+    let skills = list["skills"].as_array().unwrap();
+    let by_name = |name: &str| {
+        skills
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {list:#}"))
+    };
+    assert_eq!(by_name("project-skill")["source"], "project");
+    assert_eq!(by_name("user-skill")["source"], "user");
+    assert_eq!(by_name("claude-project")["source"], "claude-project");
+    assert_eq!(by_name("claude-user")["source"], "claude-user");
+    assert_eq!(by_name("shared")["source"], "project");
+    assert_eq!(by_name("shared")["description"], "The project's shared.");
+    assert!(skills.iter().all(|s| s["name"] != "broken"));
+    assert_eq!(list["shadowed"][0]["name"], "shared");
+    assert_eq!(list["shadowed"][0]["loser"]["source"], "user");
+    let warnings = list["warnings"].to_string();
+    assert!(
+        warnings.contains("broken/SKILL.md:4") && warnings.contains("user-invocable"),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("using the one from .capstan/skills"),
+        "{warnings}"
+    );
+
+    // The text listing says the same.
+    let output = run(env.capstan().args(["skill", "list"]));
+    assert_exit(&output, 0);
+    let out = stdout(&output);
+    assert!(out.contains("not used: .capstan/skills wins"), "{out}");
+    assert!(
+        stderr(&output).contains("broken/SKILL.md:4"),
+        "{}",
+        stderr(&output)
+    );
+
+    let output = run(env.capstan().args(["skill", "show", "user-skill"]));
+    assert_exit(&output, 0);
+    assert!(stdout(&output).contains("From the user's folder."));
+    let output = run(env.capstan().args(["skill", "show", "nope"]));
+    assert_exit(&output, 2);
+    assert!(stderr(&output).contains("no skill called `nope`"));
+
+    // A session warns about the clash and the broken file at its start.
+    let mock = MockModel::start(vec![Reply::sse(Answer::text("ok").anthropic())]);
+    let output = run(&mut session(&env, &mock, "hi"));
+    assert_exit(&output, 0);
+    let err = stderr(&output);
+    assert!(err.contains("skill `shared` is offered by both"), "{err}");
+    assert!(err.contains("broken/SKILL.md:4"), "{err}");
+}
+
+#[test]
+fn the_model_sees_skills_and_loads_one_with_arguments_and_its_files() {
+    let env = Env::new();
+    let dir = write_skill(
+        &user_skills(&env),
+        "review-pr",
+        "description: Reviews a pull request.\nwhen_to_use: The user asks for a PR review.\nargument-hint: \"[pr] [focus]\"",
+        "Review PR $1 focusing on $2. All: $ARGUMENTS. Index: $ARGUMENTS[1].\nSee ${CLAUDE_SKILL_DIR}/checklist.md.\n",
+    );
+    std::fs::write(dir.join("checklist.md"), "CHECKLIST-CONTENT\n").unwrap();
+    std::fs::write(env.outside.path().join("secret.txt"), "TOP-SECRET").unwrap();
+    write_skill(
+        &project_skills(&env),
+        "hidden-from-model",
+        "description: Only for the user.\ndisable-model-invocation: true",
+        "Hidden body\n",
+    );
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("Loading the skill.")
+                .call(
+                    "t1",
+                    "skill",
+                    json!({"name": "review-pr", "arguments": "123 \"error handling\""}),
+                )
+                .anthropic(),
+        ),
+        Reply::sse(
+            Answer::text("Reading its checklist.")
+                .call(
+                    "t2",
+                    "skill",
+                    json!({"name": "review-pr", "resource": "checklist.md"}),
+                )
+                .call(
+                    "t3",
+                    "skill",
+                    json!({"name": "review-pr", "resource": "../../../secret.txt"}),
+                )
+                .call("t4", "skill", json!({"name": "hidden-from-model"}))
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("Reviewed.").anthropic()),
+    ]);
+    let output = run(&mut session(&env, &mock, "review PR 123"));
+    assert_exit(&output, 0);
+    let received = mock.received();
+    assert_eq!(received.len(), 3);
+
+    let prompt = system(&received[0]);
+    assert!(prompt.contains("# Skills"), "{prompt}");
+    assert!(
+        prompt.contains(
+            "- review-pr: Reviews a pull request. When to use: The user asks for a PR review."
+        ),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("hidden-from-model"), "{prompt}");
+    let tools = received[0].body["tools"].as_array().unwrap();
+    let skill_tool = tools.iter().find(|t| t["name"] == "skill").unwrap();
+    assert_eq!(skill_tool["input_schema"]["required"], json!(["name"]));
+
+    let (loaded, is_error) = tool_result(&received[1], "t1");
+    assert!(!is_error, "{loaded}");
+    assert!(
+        loaded.contains("Review PR 123 focusing on error handling. All: 123 \"error handling\". Index: error handling."),
+        "{loaded}"
+    );
+    let dir_text = dir.canonicalize().unwrap_or(dir.clone());
+    assert!(
+        loaded.contains(&format!("{}/checklist.md", dir.display()))
+            || loaded.contains(&format!("{}/checklist.md", dir_text.display())),
+        "{loaded}"
+    );
+    assert!(loaded.contains("resource"), "{loaded}");
+
+    let (file, is_error) = tool_result(&received[2], "t2");
+    assert!(!is_error && file.contains("CHECKLIST-CONTENT"), "{file}");
+    let (escape, is_error) = tool_result(&received[2], "t3");
+    assert!(is_error && !escape.contains("TOP-SECRET"), "{escape}");
+    let (hidden, is_error) = tool_result(&received[2], "t4");
+    assert!(
+        is_error && hidden.contains("only the user can run it"),
+        "{hidden}"
+    );
+}
+
+#[test]
+fn many_skills_are_cut_to_the_budget_users_own_first() {
+    let env = Env::new();
+    let long = "x".repeat(180);
+    for i in 0..60 {
+        write_skill(
+            &user_skills(&env),
+            &format!("user-{i:02}"),
+            &format!("description: User skill {i} {long}"),
+            "U\n",
+        );
+    }
+    for i in 0..5 {
+        write_skill(
+            &project_skills(&env),
+            &format!("project-{i}"),
+            &format!("description: Project skill {i} {long}"),
+            "P\n",
+        );
+    }
+    let mock = MockModel::start(vec![Reply::sse(Answer::text("ok").anthropic())]);
+    let output = run(&mut session(&env, &mock, "hi"));
+    assert_exit(&output, 0);
+    let prompt = system(&mock.received()[0]);
+    let section = &prompt[prompt.find("\n# Skills\n").unwrap()..];
+    for i in 0..5 {
+        assert!(section.contains(&format!("- project-{i}:")), "{section}");
+    }
+    let users = (0..60)
+        .filter(|i| section.contains(&format!("- user-{i:02}:")))
+        .count();
+    assert!(users > 0 && users < 60, "{users} user skills listed");
+    // The earliest discovered user skills are kept, the last ones cut.
+    assert!(section.contains("- user-00:") && !section.contains("- user-59:"));
+    assert!(
+        section.contains(&format!("{} more skills are not listed", 60 - users)),
+        "{section}"
+    );
+    let entries: usize = section
+        .lines()
+        .filter(|l| l.starts_with("- "))
+        .map(|l| l.chars().count() + 1)
+        .sum();
+    assert!(entries <= 8000, "{entries} characters of entries");
+    assert!(stderr(&output).contains("left out of the model's list"));
+}
+
+#[test]
+fn allowed_tools_narrow_what_runs_until_the_turn_ends() {
+    let env = Env::new();
+    env.write("notes.txt", "hello\n");
+    write_skill(
+        &project_skills(&env),
+        "read-only-review",
+        "description: Reviews without changing anything.\nallowed-tools: Read, fs.grep",
+        "Only read.\n",
+    );
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("")
+                .call("t1", "skill", json!({"name": "read-only-review"}))
+                .anthropic(),
+        ),
+        Reply::sse(
+            Answer::text("")
+                .call("t2", "fs__ls", json!({"path": "."}))
+                .call("t3", "fs__read", json!({"path": "notes.txt"}))
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("Done.").anthropic()),
+    ]);
+    let output = run(&mut session(&env, &mock, "review"));
+    assert_exit(&output, 0);
+    let received = mock.received();
+    let (refused, is_error) = tool_result(&received[2], "t2");
+    assert!(is_error, "{refused}");
+    assert!(
+        refused.contains("the skill `read-only-review` is active") && refused.contains("fs.ls"),
+        "{refused}"
+    );
+    let (read, is_error) = tool_result(&received[2], "t3");
+    assert!(!is_error && read.contains("hello"), "{read}");
+
+    // The next turn (a resumed session) has no active skill.
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("")
+                .call("t4", "fs__ls", json!({"path": "."}))
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("Listed.").anthropic()),
+    ]);
+    let output = run(session(&env, &mock, "list files").arg("--continue"));
+    assert_exit(&output, 0);
+    let (listed, is_error) = tool_result(&mock.received()[1], "t4");
+    assert!(!is_error && listed.contains("notes.txt"), "{listed}");
+}
+
+#[test]
+fn allowed_tools_never_widen_what_the_policy_allows() {
+    let env = Env::new();
+    write_skill(
+        &project_skills(&env),
+        "writer",
+        "description: Claims it may write.\nallowed-tools: fs.write, Write",
+        "Write things.\n",
+    );
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("")
+                .call("t1", "skill", json!({"name": "writer"}))
+                .anthropic(),
+        ),
+        Reply::sse(
+            Answer::text("")
+                .call(
+                    "t2",
+                    "fs__write",
+                    json!({"path": "out.txt", "content": "written"}),
+                )
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("ok").anthropic()),
+    ]);
+    // Print mode in the default permission mode refuses writes; the
+    // skill's allowed-tools does not change that.
+    let output = run(&mut session(&env, &mock, "write"));
+    assert_exit(&output, 0);
+    let (denied, is_error) = tool_result(&mock.received()[2], "t2");
+    assert!(is_error && denied.contains("Permission denied"), "{denied}");
+    assert!(!env.ws.path().join("out.txt").exists());
+}
+
+#[test]
+fn inline_shell_in_a_skill_is_never_run() {
+    let env = Env::new();
+    let marker = env.ws.path().join("marker");
+    let marker2 = env.ws.path().join("marker2");
+    write_skill(
+        &project_skills(&env),
+        "shelly",
+        "description: Has inline shell.",
+        &format!(
+            "Status: !`touch {}`\n\n```!\ntouch {}\n```\n\nThen go on.\n",
+            marker.display(),
+            marker2.display()
+        ),
+    );
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("")
+                .call("t1", "skill", json!({"name": "shelly"}))
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("ok").anthropic()),
+    ]);
+    let output = run(&mut session(&env, &mock, "go"));
+    assert_exit(&output, 0);
+    let (loaded, _) = tool_result(&mock.received()[1], "t1");
+    assert!(loaded.contains("NOT executed"), "{loaded}");
+    assert!(
+        loaded.contains(&format!("touch {}", marker.display())),
+        "{loaded}"
+    );
+    assert!(
+        !marker.exists() && !marker2.exists(),
+        "a skill's inline shell ran"
+    );
+
+    // Run by the user as /shelly: the same note, nothing run.
+    let mock = MockModel::start(vec![Reply::sse(Answer::text("ok").anthropic())]);
+    let output = run(&mut session(&env, &mock, "/shelly"));
+    assert_exit(&output, 0);
+    let text = first_user_text(&mock.received()[0]);
+    assert!(text.contains("NOT executed"), "{text}");
+    assert!(
+        !marker.exists() && !marker2.exists(),
+        "a skill's inline shell ran"
+    );
+    let output = run(env.capstan().args(["skill", "show", "shelly"]));
+    assert_exit(&output, 0);
+    assert!(!marker.exists());
+}
+
+#[test]
+fn slash_name_in_print_mode_runs_the_skill_and_honours_invocability() {
+    let env = Env::new();
+    write_skill(
+        &project_skills(&env),
+        "deploy",
+        "description: Deploys.\ndisable-model-invocation: true\nargument-hint: <env>",
+        "Deploy to $1 now.\n",
+    );
+    write_skill(
+        &project_skills(&env),
+        "background",
+        "description: Background knowledge.\nuser-invocable: false",
+        "Background.\n",
+    );
+    let mock = MockModel::start(vec![Reply::sse(Answer::text("Deployed.").anthropic())]);
+    let output = run(&mut session(&env, &mock, "/deploy staging"));
+    assert_exit(&output, 0);
+    let request = &mock.received()[0];
+    let text = first_user_text(request);
+    assert!(
+        text.contains("The user ran the skill /deploy with arguments: staging"),
+        "{text}"
+    );
+    assert!(text.contains("Deploy to staging now."), "{text}");
+    assert!(!system(request).contains("- deploy:"));
+    assert!(system(request).contains("- background:"));
+
+    let mock = MockModel::start(vec![]);
+    let output = run(&mut session(&env, &mock, "/background"));
+    assert_exit(&output, 2);
+    assert!(
+        stderr(&output).contains("user-invocable: false"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(mock.received().is_empty());
+
+    let output = run(&mut session(&env, &mock, "/no-such-skill x"));
+    assert_exit(&output, 2);
+    assert!(stderr(&output).contains("no skill called `no-such-skill`"));
+}
+
+#[test]
+fn the_scripted_model_can_load_a_skill() {
+    let env = Env::new();
+    write_skill(
+        &project_skills(&env),
+        "greeting",
+        "description: How to greet.",
+        "Greet $1 warmly.\n",
+    );
+    let script = env.outside.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"turns": [
+            {"text": "Loading.", "tool_calls": [{"tool": "skill", "input": {"name": "greeting", "arguments": "Ada"}}]},
+            {"text": "Hello, Ada!"}
+        ]}"#,
+    )
+    .unwrap();
+    let output = run(env
+        .capstan()
+        .env("NO_COLOR", "1")
+        .args(["--model", &format!("scripted:{}", script.display())])
+        .args(["--output-format", "stream-json", "-p", "greet Ada"])
+        .timeout(RUN_TIMEOUT));
+    assert_exit(&output, 0);
+    let events: Vec<Value> = stdout(&output)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let init = events.iter().find(|e| e["type"] == "init").unwrap();
+    assert_eq!(init["skills"], json!(["greeting"]));
+    let result = events
+        .iter()
+        .find(|e| e["type"] == "tool_result" && e["tool"] == "skill")
+        .unwrap_or_else(|| panic!("{events:#?}"));
+    assert_eq!(result["is_error"], false);
+    assert!(
+        result["content"]
+            .as_str()
+            .unwrap()
+            .contains("Greet Ada warmly."),
+        "{result}"
+    );
+}
+
+/// A plugin folder holding the `skill-kit` fixture component.
+fn skill_kit_plugin(env: &Env) -> PathBuf {
+    let dir = env.outside.path().join("skill-kit");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(fixture("skill-kit"), dir.join("skill_kit.wasm")).unwrap();
+    std::fs::write(
+        dir.join("plugin.toml"),
+        "name = \"skill-kit\"\nversion = \"0.1.0\"\ndescription = \"Computed skills\"\ncomponents = [\"skill_kit.wasm\"]\n\n[capabilities]\nfs = [{ path = \"$WORKSPACE\", access = \"read\" }]\n",
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn a_skill_component_is_installed_listed_and_loaded_under_its_grants() {
+    let env = Env::new();
+    env.write("VERSION", "9.9.9\n");
+    let plugin = skill_kit_plugin(&env);
+    let output = run(env
+        .capstan()
+        .args(["plugin", "install"])
+        .arg(&plugin)
+        .arg("--yes"));
+    assert_exit(&output, 0);
+
+    let output = run(env.capstan().args(["plugin", "info", "skill-kit"]));
+    assert_exit(&output, 0);
+    let info = stdout(&output);
+    assert!(info.contains("exports skill"), "{info}");
+    assert!(
+        info.contains("skills:") && info.contains("release-notes"),
+        "{info}"
+    );
+
+    let list = skill_list_json(&env);
+    let notes = list["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "release-notes")
+        .unwrap_or_else(|| panic!("{list:#}"));
+    assert_eq!(notes["source"], "plugin");
+    assert_eq!(notes["plugin"], "skill-kit");
+    assert_eq!(notes["argument_hint"], "[version]");
+
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("")
+                .call(
+                    "t1",
+                    "skill",
+                    json!({"name": "release-notes", "arguments": "2.0 beta"}),
+                )
+                .anthropic(),
+        ),
+        Reply::sse(
+            Answer::text("")
+                .call(
+                    "t2",
+                    "skill",
+                    json!({"name": "release-notes", "resource": "template.md"}),
+                )
+                .call("t3", "skill", json!({"name": "maintainer-only"}))
+                .call("t4", "fs__ls", json!({"path": "."}))
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("Drafted.").anthropic()),
+    ]);
+    let output = run(&mut session(&env, &mock, "release notes please"));
+    assert_exit(&output, 0);
+    let received = mock.received();
+    let prompt = system(&received[0]);
+    assert!(
+        prompt.contains("- release-notes: Drafts release notes"),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("maintainer-only"), "{prompt}");
+    let (loaded, is_error) = tool_result(&received[1], "t1");
+    assert!(!is_error, "{loaded}");
+    assert!(
+        loaded.contains("Draft release notes for 2.0 (computed with 2 argument(s))"),
+        "{loaded}"
+    );
+    assert!(loaded.contains("The VERSION file says 9.9.9."), "{loaded}");
+    let (template, is_error) = tool_result(&received[2], "t2");
+    assert!(
+        !is_error && template.contains("TEMPLATE-MARKER"),
+        "{template}"
+    );
+    let (denied, is_error) = tool_result(&received[2], "t3");
+    assert!(is_error && denied.contains("only the user"), "{denied}");
+    // Its allowed-tools (fs.read, fs.grep) hold while it is active.
+    let (refused, is_error) = tool_result(&received[2], "t4");
+    assert!(is_error && refused.contains("release-notes"), "{refused}");
+
+    // The user runs it as /release-notes.
+    let mock = MockModel::start(vec![Reply::sse(Answer::text("ok").anthropic())]);
+    let output = run(&mut session(&env, &mock, "/release-notes 3.1"));
+    assert_exit(&output, 0);
+    let text = first_user_text(&mock.received()[0]);
+    assert!(text.contains("Draft release notes for 3.1"), "{text}");
+}
+
+#[test]
+fn a_claude_code_plugin_folder_is_imported_with_its_native_parts_refused() {
+    let env = Env::new();
+    let source = repo_root().join("tests/fixtures/claude-code-plugin");
+    let output = run(env
+        .capstan()
+        .args(["plugin", "install"])
+        .arg(&source)
+        .arg("--yes"));
+    assert_exit(&output, 0);
+    let err = stderr(&output);
+    for expected in [
+        "review-kit 1.4.2",
+        "skills   commands/deploy.md, skills/changelog/SKILL.md, skills/code-review/SKILL.md",
+        "not installed:",
+        "hooks/hooks.json: 2 command hooks (PostToolUse Write|Edit: ${CLAUDE_PLUGIN_ROOT}/scripts/format.sh; PreToolUse Write|Edit: ${CLAUDE_PLUGIN_ROOT}/scripts/check.sh) not installed",
+        "see docs/hooks.md",
+        ".mcp.json: MCP servers docs (https://mcp.example.com/docs), tracker (runs ${CLAUDE_PLUGIN_ROOT}/bin/tracker-server) not installed",
+        "bin/: executables tracker-server not installed",
+        "agents/: sub-agent definitions security-reviewer.md not installed",
+        "skills/code-review/scripts/lint.py: kept as a file the model can read, but never run",
+        "scripts/: not imported",
+    ] {
+        assert!(err.contains(expected), "missing {expected:?} in:\n{err}");
+    }
+    assert!(stdout(&output).contains("installed review-kit 1.4.2"));
+
+    let output = run(env.capstan().args(["plugin", "info", "review-kit"]));
+    assert_exit(&output, 0);
+    let info = stdout(&output);
+    assert!(
+        info.contains("skills:") && info.contains("code-review"),
+        "{info}"
+    );
+    assert!(
+        info.contains("not installed from the Claude Code plugin:"),
+        "{info}"
+    );
+    assert!(info.contains("bin/: executables tracker-server"), "{info}");
+    for native in [
+        "  bin/tracker-server\n",
+        "  hooks/hooks.json\n",
+        "  .mcp.json\n",
+    ] {
+        assert!(!info.contains(native), "{native:?} was stored:\n{info}");
+    }
+    assert!(
+        info.contains("skills/code-review/references/checklist.md"),
+        "{info}"
+    );
+
+    let list = skill_list_json(&env);
+    let skills = list["skills"].as_array().unwrap();
+    let names: Vec<&str> = skills.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    for name in ["code-review", "changelog", "deploy"] {
+        assert!(names.contains(&name), "{names:?}");
+    }
+    let deploy = skills.iter().find(|s| s["name"] == "deploy").unwrap();
+    assert_eq!(deploy["user_invocable"], true);
+    assert_eq!(deploy["argument_hint"], "<environment>");
+
+    // In a session the skill loads from the store, its inline shell is
+    // not run, and its checklist comes through the skill tool.
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("")
+                .call(
+                    "t1",
+                    "skill",
+                    json!({"name": "code-review", "arguments": "feature-x"}),
+                )
+                .anthropic(),
+        ),
+        Reply::sse(
+            Answer::text("")
+                .call(
+                    "t2",
+                    "skill",
+                    json!({"name": "code-review", "resource": "references/checklist.md"}),
+                )
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("Reviewed.").anthropic()),
+    ]);
+    let output = run(&mut session(&env, &mock, "review feature-x"));
+    assert_exit(&output, 0);
+    let received = mock.received();
+    let (loaded, is_error) = tool_result(&received[1], "t1");
+    assert!(!is_error, "{loaded}");
+    assert!(loaded.contains("Review feature-x."), "{loaded}");
+    assert!(
+        loaded.contains("NOT executed") && loaded.contains("git diff --stat"),
+        "{loaded}"
+    );
+    let (checklist, is_error) = tool_result(&received[2], "t2");
+    assert!(
+        !is_error && checklist.contains("CHECKLIST-MARKER"),
+        "{checklist}"
+    );
+
+    // A skill file changed in the store is refused, not loaded.
+    let store_file = walk_find(
+        &env.home.path().join("plugins"),
+        "skills/code-review/SKILL.md",
+    )
+    .unwrap();
+    std::fs::write(
+        &store_file,
+        "---\nname: code-review\ndescription: evil\n---\nEvil\n",
+    )
+    .unwrap();
+    let list = skill_list_json(&env);
+    assert!(
+        list["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["name"] != "code-review"),
+        "{list:#}"
+    );
+    assert!(
+        list["warnings"]
+            .to_string()
+            .contains("has changed since it was installed")
+    );
+}
+
+#[test]
+fn a_claude_code_plugin_installs_from_a_tar_gz_too() {
+    let env = Env::new();
+    let source = repo_root().join("tests/fixtures/claude-code-plugin");
+    let archive = env.outside.path().join("review-kit.tar.gz");
+    let file = std::fs::File::create(&archive).unwrap();
+    let gz = flate2::write::GzEncoder::new(file, flate2::Compression::fast());
+    let mut tar = tar::Builder::new(gz);
+    tar.follow_symlinks(false);
+    tar.append_dir_all("review-kit", &source).unwrap();
+    tar.into_inner().unwrap().finish().unwrap();
+    let output = run(env
+        .capstan()
+        .args(["plugin", "install"])
+        .arg(&archive)
+        .arg("--yes"));
+    assert_exit(&output, 0);
+    assert!(stderr(&output).contains("hooks/hooks.json: 2 command hooks"));
+    let list = skill_list_json(&env);
+    assert!(list["skills"].to_string().contains("code-review"));
+}
+
+fn walk_find(dir: &Path, suffix: &str) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if let Some(found) = walk_find(&path, suffix) {
+                return Some(found);
+            }
+        } else if path.to_string_lossy().ends_with(suffix) {
+            return Some(path);
+        }
+    }
+    None
+}
