@@ -175,9 +175,14 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
     let found_skills =
         Skills::discover(toolbox.sandbox(), &home, &workspace, Limits::default()).await;
     notices.extend(found_skills.set().warnings());
+    let context_window = settings
+        .model
+        .context_window
+        .filter(|window| *window > 0)
+        .unwrap_or_else(|| crate::agent::compact::context_window_for(&choice.model));
     let skill_listing = skills::prompt::listing(
         found_skills.set().skills(),
-        skills::prompt::budget_chars(skills::prompt::DEFAULT_CONTEXT_TOKENS),
+        skills::prompt::budget_chars(usize::try_from(context_window).unwrap_or(usize::MAX)),
         skills::session::TOOL_NAME,
     );
     if !skill_listing.left_out.is_empty() {

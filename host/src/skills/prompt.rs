@@ -1,9 +1,10 @@
 //! The skills section of the system prompt: each skill the model may load,
 //! by name, description and when to use it, within a budget.
 //!
-//! The budget is about 1% of the context window, counted in characters at
-//! an estimated 4 characters per token: 8,000 characters for a
-//! 200,000-token window. When the skills do not fit, the user's own skills
+//! The budget is about 1% of the model's context window (known from its
+//! family, or `[model] context_window`), counted in characters at an
+//! estimated 4 characters per token: 8,000 characters for a 200,000-token
+//! window. When the skills do not fit, the user's own skills
 //! (`~/.config/capstan/skills`, `~/.claude/skills`) are left out first, then
 //! the project's, then plugins' — each from the last discovered — and the
 //! section says how many were left out. Left-out skills can still be run
@@ -14,7 +15,7 @@ use std::fmt::Write as _;
 use super::Skill;
 use super::front_matter::clip;
 
-/// The context window assumed when the model's is not known, in tokens.
+/// A typical context window, in tokens (Claude's).
 pub const DEFAULT_CONTEXT_TOKENS: usize = 200_000;
 
 /// The estimate of characters per token.
