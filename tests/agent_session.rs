@@ -1342,3 +1342,53 @@ fn near_the_context_window_the_session_compacts_and_continue_resumes_from_the_su
     assert!(text.contains("and now?"), "{text}");
     assert!(!text.contains("what do the notes say?"), "{text}");
 }
+
+#[test]
+fn the_task_tool_runs_a_sub_agent_through_the_real_binary() {
+    let env = Env::new();
+    env.write("notes.txt", "the key is under the mat\n");
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("Delegating.")
+                .call(
+                    "toolu_task",
+                    "task",
+                    json!({"description": "find the key", "prompt": "Where is the key? Read notes.txt."}),
+                )
+                .anthropic(),
+        ),
+        Reply::sse(
+            Answer::text("")
+                .call("toolu_sub", "fs__read", json!({"path": "notes.txt"}))
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("Under the mat (notes.txt:1).").anthropic()),
+        Reply::sse(Answer::text("It is under the mat.").anthropic()),
+    ]);
+    let output = run(anthropic(&env, &mock, "where is the key?").args(["--output-format", "json"]));
+    assert_exit(&output, 0);
+    let result: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
+    assert_eq!(result["result"], "It is under the mat.");
+    let received = mock.received();
+    assert_eq!(received.len(), 4);
+    let sub = &received[1];
+    assert!(
+        sub.body["system"]
+            .to_string()
+            .contains("You are a sub-agent")
+    );
+    let offered: Vec<&str> = sub.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(offered.contains(&"fs__read"), "{offered:?}");
+    assert!(
+        !offered.contains(&"task") && !offered.contains(&"fs__write"),
+        "{offered:?}"
+    );
+    let last = received[3].messages().last().unwrap().to_string();
+    assert!(last.contains("Under the mat (notes.txt:1)."), "{last}");
+    assert_every_call_answered(&received[3]);
+}

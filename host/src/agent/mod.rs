@@ -13,17 +13,22 @@
 //! - [`interrupt`]: the user's Ctrl-C;
 //! - [`context`]: the system prompt and project instructions;
 //! - [`cost`]: tokens and cost;
-//! - [`compact`]: replacing a long conversation by the model's summary.
+//! - [`compact`]: replacing a long conversation by the model's summary;
+//! - [`subagent`]: the `task` tool, which hands work to a sub-agent.
 
 pub mod compact;
 pub mod context;
 pub mod cost;
 pub mod interrupt;
 pub mod scheduler;
+pub mod subagent;
 pub mod toolbox;
 
+use std::future::Future;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use serde_json::Value;
@@ -33,6 +38,7 @@ use crate::model::{
     Block, Message, ModelError, Provider, Request, Role, StopReason, StreamEvent, Usage,
 };
 use crate::policy::{Decision, DecisionSource, Mode, Outcome, Policy, Rule, ToolFacts};
+use crate::sandbox::CallError;
 use crate::session::record::Event;
 use crate::session::{SessionError, TranscriptWriter};
 
@@ -248,8 +254,8 @@ pub enum AgentError {
 /// One agent session: the conversation, the model, the tools and the
 /// permission policy.
 pub struct Agent {
-    provider: Box<dyn Provider>,
-    toolbox: Toolbox,
+    provider: Arc<dyn Provider>,
+    toolbox: Arc<Toolbox>,
     policy: Policy,
     config: AgentConfig,
     messages: Vec<Message>,
@@ -259,6 +265,91 @@ pub struct Agent {
     home: Option<Home>,
     /// The tokens the last request used, for deciding when to compact.
     context_tokens: Option<u64>,
+    /// Whether this is a sub-agent, which offers only the tools
+    /// [`subagent::allowed`] keeps.
+    subagent: bool,
+}
+
+/// What a sub-agent is made of: the session's model, tools, policy,
+/// configuration and workspace, shared.
+#[derive(Clone)]
+struct SubagentParts {
+    provider: Arc<dyn Provider>,
+    toolbox: Arc<Toolbox>,
+    policy: Policy,
+    config: AgentConfig,
+    workspace: PathBuf,
+}
+
+/// A sub-agent's run: its result for the model, how long it took, and the
+/// tokens it used.
+type SubagentRun = Pin<Box<dyn Future<Output = (Result<String, CallError>, Duration, Usage)>>>;
+
+impl SubagentParts {
+    /// Runs the `task` call `input` in a fresh sub-agent. Boxed, because a
+    /// sub-agent runs the same loop that called it.
+    fn run(self, input: Value, interrupt: Interrupt) -> SubagentRun {
+        Box::pin(async move {
+            let started = Instant::now();
+            let task = match subagent::parse_input(&input) {
+                Ok(task) => task,
+                Err(problem) => {
+                    return (
+                        Err(CallError::InvalidInput(problem)),
+                        started.elapsed(),
+                        Usage::default(),
+                    );
+                }
+            };
+            let mut config = self.config;
+            config.system = subagent::system_prompt(&config.system);
+            let cost = SessionCost::new(config.model.clone());
+            let mut agent = Agent {
+                provider: self.provider,
+                toolbox: self.toolbox,
+                policy: self.policy,
+                config,
+                messages: Vec::new(),
+                transcript: None,
+                cost,
+                workspace: self.workspace,
+                home: None,
+                context_tokens: None,
+                subagent: true,
+            };
+            let mut log = subagent::SubagentLog::default();
+            let outcome = agent.turn(&task.prompt, &mut log, &interrupt).await;
+            let elapsed = started.elapsed();
+            match outcome {
+                Ok(report) => {
+                    let text = match report.end {
+                        TurnEnd::Finished(_) => log.result(&report.text, report.requests, elapsed),
+                        TurnEnd::Interrupted => {
+                            return (
+                                Err(CallError::Failed("the sub-agent was interrupted".into())),
+                                elapsed,
+                                report.usage,
+                            );
+                        }
+                        TurnEnd::MaxTurns(n) => log.result(
+                            &format!(
+                                "{}\n\n(The sub-agent stopped after {n} model requests without finishing.)",
+                                report.text
+                            ),
+                            report.requests,
+                            elapsed,
+                        ),
+                    };
+                    (Ok(text), elapsed, report.usage)
+                }
+                Err(error) => (
+                    Err(CallError::Failed(format!("the sub-agent failed: {error}"))),
+                    elapsed,
+                    agent.cost.usage,
+                ),
+            }
+        })
+    }
 }
 
 /// One tool call the model asked for.
@@ -281,8 +372,8 @@ impl Agent {
     ) -> Self {
         let cost = SessionCost::new(config.model.clone());
         Self {
-            provider,
-            toolbox,
+            provider: Arc::from(provider),
+            toolbox: Arc::new(toolbox),
             policy,
             config,
             messages: Vec::new(),
@@ -291,7 +382,23 @@ impl Agent {
             workspace,
             home,
             context_tokens: None,
+            subagent: false,
         }
+    }
+
+    /// Whether the model is offered `tool` in this conversation.
+    fn offers(&self, tool: &AgentTool) -> bool {
+        !self.subagent || subagent::allowed(tool)
+    }
+
+    /// The tool the model calls `name`, if this conversation offers it.
+    fn find_tool(&self, name: &str) -> Option<&AgentTool> {
+        self.toolbox.find(name).filter(|tool| self.offers(tool))
+    }
+
+    /// The tools offered to the model.
+    fn tool_defs(&self) -> Vec<crate::model::ToolDef> {
+        self.toolbox.defs_where(|tool| self.offers(tool))
     }
 
     /// Writes everything from now on to `transcript`.
@@ -416,7 +523,7 @@ impl Agent {
                 model: self.config.model.clone(),
                 system: self.config.system.clone(),
                 messages: self.messages.clone(),
-                tools: self.toolbox.defs(),
+                tools: self.tool_defs(),
                 max_tokens: self.config.max_tokens,
             };
             frontend.event(AgentEvent::Thinking);
@@ -597,7 +704,7 @@ impl Agent {
             messages: compact::summary_request_messages(&self.messages, focus),
             // Requests holding tool calls must declare the tools; the
             // instruction says not to call them, and calls are ignored.
-            tools: self.toolbox.defs(),
+            tools: self.tool_defs(),
             max_tokens: self.config.max_tokens,
         };
         let mut sink = |event: StreamEvent| {
@@ -702,8 +809,7 @@ impl Agent {
         let read_only: Vec<bool> = calls
             .iter()
             .map(|call| {
-                self.toolbox
-                    .find(&call.name)
+                self.find_tool(&call.name)
                     .is_none_or(|tool| tool.spec.read_only)
             })
             .collect();
@@ -718,8 +824,7 @@ impl Agent {
                     Ok(tool) => runnable.push((index, tool)),
                     Err(refusal) => {
                         let tool = self
-                            .toolbox
-                            .find(&call.name)
+                            .find_tool(&call.name)
                             .map_or(call.name.clone(), |t| t.name.clone());
                         frontend.event(AgentEvent::ToolFinished {
                             id: &call.id,
@@ -746,14 +851,29 @@ impl Agent {
             }
             let toolbox = &self.toolbox;
             let session_id = self.transcript.as_ref().map(TranscriptWriter::id);
+            let parts = SubagentParts {
+                provider: self.provider.clone(),
+                toolbox: self.toolbox.clone(),
+                policy: self.policy.clone(),
+                config: self.config.clone(),
+                workspace: self.workspace.clone(),
+            };
+            let mut subagent_usage = Usage::default();
             // Results are recorded as each call finishes, so an interrupt
             // keeps the ones already done and only the rest are reported as
             // interrupted.
             let mut runs = futures_util::stream::iter(runnable.iter().map(|(index, tool)| {
                 let call = &calls[*index];
+                let parts = parts.clone();
+                let interrupt = interrupt.clone();
                 async move {
+                    if Toolbox::is_subagent_tool(tool) {
+                        let (result, duration, usage) =
+                            parts.run(call.input.clone(), interrupt).await;
+                        return (*index, tool, result, duration, usage);
+                    }
                     let (result, duration) = toolbox.call(tool, &call.input, session_id).await;
-                    (*index, tool, result, duration)
+                    (*index, tool, result, duration, Usage::default())
                 }
             }))
             .buffer_unordered(self.config.max_parallel.max(1));
@@ -763,9 +883,10 @@ impl Agent {
                     () = interrupt.raised() => None,
                     next = runs.next() => next,
                 };
-                let Some((index, tool, result, duration)) = next else {
+                let Some((index, tool, result, duration, usage)) = next else {
                     break;
                 };
+                subagent_usage.add(usage);
                 let call = &calls[index];
                 let (output, is_error) = match result {
                     Ok(text) => (scheduler::cap_result(text, self.config.result_cap), false),
@@ -784,6 +905,14 @@ impl Agent {
                 });
                 results[index] = Some((output, is_error));
             }
+            drop(runs);
+            if subagent_usage != Usage::default() {
+                self.cost.add(subagent_usage);
+                frontend.event(AgentEvent::Usage(subagent_usage));
+                if let Some(transcript) = &mut self.transcript {
+                    transcript.record_usage(subagent_usage)?;
+                }
+            }
             if interrupt.is_raised() {
                 break;
             }
@@ -794,8 +923,7 @@ impl Agent {
             .map(|(call, result)| {
                 let (content, is_error) = result.unwrap_or_else(|| {
                     let tool = self
-                        .toolbox
-                        .find(&call.name)
+                        .find_tool(&call.name)
                         .map_or(call.name.clone(), |t| t.name.clone());
                     frontend.event(AgentEvent::ToolFinished {
                         id: &call.id,
@@ -825,11 +953,12 @@ impl Agent {
         frontend: &mut dyn Frontend,
         interrupt: &Interrupt,
     ) -> Result<Result<AgentTool, String>, AgentError> {
-        let Some(tool) = self.toolbox.find(&call.name).cloned() else {
+        let Some(tool) = self.find_tool(&call.name).cloned() else {
             let known: Vec<&str> = self
                 .toolbox
                 .tools()
                 .iter()
+                .filter(|tool| self.offers(tool))
                 .map(|t| t.model_name.as_str())
                 .collect();
             return Ok(Err(format!(

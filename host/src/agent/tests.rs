@@ -676,3 +676,116 @@ async fn an_active_skill_narrows_tools_until_the_users_turn_ends() {
     let sent = results(requests[4].messages.last().unwrap());
     assert!(!sent[0].2 && sent[0].1.contains("a.txt"), "{sent:?}");
 }
+
+#[tokio::test]
+async fn a_task_runs_a_read_only_sub_agent_whose_answer_is_the_result() {
+    let steps = vec![
+        Step::Answer(
+            "delegating",
+            vec![(
+                "task",
+                json!({"description": "find alpha", "prompt": "Which file says alpha?"}),
+            )],
+        ),
+        // The sub-agent: a write it is not offered, then a read.
+        Step::Answer(
+            "looking",
+            vec![
+                ("fs__write", json!({"path": "x.txt", "content": "x"})),
+                ("fs__read", json!({"path": "a.txt"})),
+            ],
+        ),
+        Step::Answer("a.txt says alpha.", Vec::new()),
+        Step::Answer("The sub-agent found it in a.txt.", Vec::new()),
+    ];
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "alpha\n").unwrap();
+    let sandbox = Sandbox::new(compile_cache()).unwrap();
+    let mut toolbox = Toolbox::load(sandbox, &Catalog::builtin(), ws.path(), Limits::default())
+        .await
+        .unwrap();
+    toolbox.enable_subagents();
+    let model = TestModel::new(steps);
+    let mut agent = Agent::new(
+        Box::new(model.clone()),
+        toolbox,
+        Policy::new(Mode::Bypass, Vec::new()),
+        AgentConfig::new("test-model", "system"),
+        ws.path().to_path_buf(),
+        None,
+    );
+    let report = agent
+        .run_turn("go", &mut TestFrontend::default(), &Interrupt::new())
+        .await
+        .unwrap();
+    assert_eq!(report.text, "The sub-agent found it in a.txt.");
+    assert!(!ws.path().join("x.txt").exists());
+    let requests = model.requests();
+    assert_eq!(requests.len(), 4);
+    // The parent is offered the task tool; the sub-agent only read-only
+    // tools, and its own prompt.
+    let names = |r: &Request| r.tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>();
+    assert!(names(&requests[0]).contains(&"task".to_string()));
+    assert!(names(&requests[0]).contains(&"fs__write".to_string()));
+    let offered = names(&requests[1]);
+    assert!(offered.contains(&"fs__read".to_string()), "{offered:?}");
+    assert!(!offered.contains(&"task".to_string()), "{offered:?}");
+    assert!(!offered.contains(&"fs__write".to_string()), "{offered:?}");
+    assert!(requests[1].system.contains("You are a sub-agent"));
+    assert_eq!(requests[1].messages.len(), 1);
+    assert_eq!(text_of(&requests[1].messages[0]), "Which file says alpha?");
+    let sub_results = results(requests[2].messages.last().unwrap());
+    assert!(sub_results[0].2, "the write is refused: {sub_results:?}");
+    assert!(
+        sub_results[0]
+            .1
+            .contains("There is no tool called `fs__write`")
+    );
+    assert!(!sub_results[1].2 && sub_results[1].1.contains("alpha"));
+    // The parent gets the sub-agent's answer as the task's result.
+    let sent = results(requests[3].messages.last().unwrap());
+    assert!(!sent[0].2, "{sent:?}");
+    assert!(sent[0].1.starts_with("a.txt says alpha."), "{sent:?}");
+    assert!(
+        sent[0]
+            .1
+            .contains("[sub-agent: 2 tool calls (1 failed), 2 model requests"),
+        "{sent:?}"
+    );
+    // Its requests count towards the session's tokens.
+    assert_eq!(agent.cost().usage.input_tokens, 40);
+}
+
+#[tokio::test]
+async fn a_task_with_bad_input_is_refused_as_invalid() {
+    let steps = vec![
+        Step::Answer("delegating", vec![("task", json!({"prompt": "x"}))]),
+        Step::Answer("ok", Vec::new()),
+    ];
+    let ws = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new(compile_cache()).unwrap();
+    let mut toolbox = Toolbox::load(sandbox, &Catalog::builtin(), ws.path(), Limits::default())
+        .await
+        .unwrap();
+    toolbox.enable_subagents();
+    let model = TestModel::new(steps);
+    let mut agent = Agent::new(
+        Box::new(model.clone()),
+        toolbox,
+        Policy::new(Mode::Default, Vec::new()),
+        AgentConfig::new("test-model", "system"),
+        ws.path().to_path_buf(),
+        None,
+    );
+    agent
+        .run_turn("go", &mut TestFrontend::default(), &Interrupt::new())
+        .await
+        .unwrap();
+    let requests = model.requests();
+    assert_eq!(requests.len(), 2, "no sub-agent ran");
+    let sent = results(requests[1].messages.last().unwrap());
+    assert!(
+        sent[0].2 && sent[0].1.contains("`description` is missing"),
+        "{sent:?}"
+    );
+}

@@ -29,6 +29,9 @@ use crate::skills::Skills;
 /// The `plugin` index of the host-implemented `skill` tool.
 const SKILL_TOOL: usize = usize::MAX;
 
+/// The `plugin` index of the `task` tool, which the agent runs itself.
+const SUBAGENT_TOOL: usize = usize::MAX - 1;
+
 /// A tool as the session knows it.
 #[derive(Debug, Clone)]
 pub struct AgentTool {
@@ -220,6 +223,22 @@ impl Toolbox {
         self.skills = Some(Arc::new(skills));
     }
 
+    /// Offers the `task` tool, which hands work to a sub-agent.
+    pub fn enable_subagents(&mut self) {
+        self.tools.retain(|t| t.plugin != SUBAGENT_TOOL);
+        self.tools.push(AgentTool {
+            model_name: super::subagent::TOOL_NAME.to_string(),
+            name: super::subagent::TOOL_NAME.to_string(),
+            spec: super::subagent::tool_spec(),
+            plugin: SUBAGENT_TOOL,
+        });
+    }
+
+    /// Whether `tool` is the `task` tool.
+    pub fn is_subagent_tool(tool: &AgentTool) -> bool {
+        tool.plugin == SUBAGENT_TOOL
+    }
+
     /// The session's skills, if any were set.
     pub fn skills(&self) -> Option<&Skills> {
         self.skills.as_deref()
@@ -280,8 +299,14 @@ impl Toolbox {
 
     /// The tools as offered to the model.
     pub fn defs(&self) -> Vec<ToolDef> {
+        self.defs_where(|_| true)
+    }
+
+    /// The tools `offered` keeps, as offered to the model.
+    pub fn defs_where(&self, offered: impl Fn(&AgentTool) -> bool) -> Vec<ToolDef> {
         self.tools
             .iter()
+            .filter(|tool| offered(tool))
             .map(|tool| ToolDef {
                 name: tool.model_name.clone(),
                 description: tool.spec.description.clone(),
@@ -305,6 +330,11 @@ impl Toolbox {
         session_id: Option<&str>,
     ) -> (Result<String, CallError>, Duration) {
         let started = Instant::now();
+        if tool.plugin == SUBAGENT_TOOL {
+            let err =
+                CallError::Failed("the task tool runs only inside an agent session".to_string());
+            return (Err(err), started.elapsed());
+        }
         if tool.plugin == SKILL_TOOL {
             let result = match &self.skills {
                 Some(skills) => skills.call(&self.sandbox, input, session_id).await,

@@ -193,6 +193,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
         ));
     }
     toolbox.set_skills(found_skills);
+    toolbox.enable_subagents();
 
     let policy = build_policy(&settings, args);
 

@@ -1,0 +1,183 @@
+//! Sub-agents: the `task` tool hands a self-contained piece of research to
+//! a fresh agent with its own conversation, and the answer it ends with
+//! comes back as the tool's result.
+//!
+//! A sub-agent gets a subset of the session's grants: only the tools that
+//! change nothing (each still in its own sandbox, with the workspace
+//! read-only), never `task` itself (no nesting) nor `skill` (skills narrow
+//! the main conversation's tools). The session's permission policy applies
+//! unchanged, and nobody is asked on its behalf: a call that would need the
+//! user's answer is refused. Its requests count towards the session's
+//! tokens and cost. Being read-only, several `task` calls of one answer run
+//! in parallel, like other read-only calls.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::{AgentEvent, AgentTool, Frontend};
+use crate::sandbox::ToolSpec;
+
+/// The tool's name, for the model and in messages.
+pub const TOOL_NAME: &str = "task";
+
+/// What the sub-agent is told about its job, after the session's system
+/// prompt.
+const SUBAGENT_PROMPT: &str = "\n\n# You are a sub-agent\n\
+    Another agent gave you the task below and will read only your final answer, not your \
+    tool calls. Work on your own: you cannot ask the user anything. You may only use tools \
+    that read. End with a complete, self-contained answer: what you found, with exact file \
+    paths and line numbers where they matter, and what you could not find.";
+
+/// The most characters of the sub-agent's answer kept in the result.
+const ANSWER_CAP: usize = 32 << 10;
+
+/// The `task` tool as the model sees it.
+pub fn tool_spec() -> ToolSpec {
+    ToolSpec {
+        name: TOOL_NAME.to_string(),
+        description: "Hands a self-contained task to a sub-agent with a fresh conversation and \
+            read-only tools (search, read, list), and returns its final answer. Use it for \
+            open-ended searches and investigations whose intermediate steps would crowd this \
+            conversation, or to run several independent investigations in parallel (several \
+            task calls in one answer). The sub-agent knows nothing of this conversation: say \
+            exactly what to find or answer and what to report. It cannot change files."
+            .to_string(),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "description": {"type": "string", "description": "A short (3-5 word) label for the task, shown to the user."},
+                "prompt": {"type": "string", "description": "The whole task for the sub-agent, with everything it needs to know."}
+            },
+            "required": ["description", "prompt"],
+            "additionalProperties": false
+        }),
+        read_only: true,
+        destructive: false,
+        idempotent: false,
+        open_world: false,
+    }
+}
+
+/// A `task` call's input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskInput {
+    /// The short label.
+    pub description: String,
+    /// The task.
+    pub prompt: String,
+}
+
+/// Reads a `task` call's input, or says what is wrong with it.
+pub fn parse_input(input: &Value) -> Result<TaskInput, String> {
+    let field = |name: &str| -> Result<String, String> {
+        match input.get(name) {
+            Some(Value::String(text)) if !text.trim().is_empty() => Ok(text.trim().to_string()),
+            Some(Value::String(_)) => Err(format!("`{name}` must not be empty")),
+            Some(_) => Err(format!("`{name}` must be a string")),
+            None => Err(format!("`{name}` is missing")),
+        }
+    };
+    if let Some(object) = input.as_object()
+        && let Some(unknown) = object
+            .keys()
+            .find(|key| !matches!(key.as_str(), "description" | "prompt"))
+    {
+        return Err(format!(
+            "unknown field `{unknown}`; the task tool takes `description` and `prompt`"
+        ));
+    }
+    Ok(TaskInput {
+        description: field("description")?,
+        prompt: field("prompt")?,
+    })
+}
+
+/// The system prompt of a sub-agent of a session whose prompt is `system`.
+pub fn system_prompt(system: &str) -> String {
+    format!("{system}{SUBAGENT_PROMPT}")
+}
+
+/// Whether a sub-agent may use `tool`.
+pub fn allowed(tool: &AgentTool) -> bool {
+    tool.spec.read_only && tool.name != TOOL_NAME && tool.name != crate::skills::session::TOOL_NAME
+}
+
+/// What a sub-agent did, gathered from its events for the result.
+#[derive(Debug, Default)]
+pub struct SubagentLog {
+    calls: Vec<(String, bool)>,
+}
+
+impl Frontend for SubagentLog {
+    fn event(&mut self, event: AgentEvent<'_>) {
+        if let AgentEvent::ToolFinished { tool, is_error, .. } = event {
+            self.calls.push((tool.to_string(), is_error));
+        }
+    }
+}
+
+impl SubagentLog {
+    /// The tool's result: the sub-agent's answer (capped), then a line on
+    /// the calls it made.
+    pub fn result(&self, answer: &str, requests: u32, elapsed: Duration) -> String {
+        let mut text = if answer.trim().is_empty() {
+            "(The sub-agent ended without an answer.)".to_string()
+        } else {
+            super::scheduler::cap_result(answer.trim().to_string(), ANSWER_CAP)
+        };
+        let failed = self.calls.iter().filter(|(_, error)| *error).count();
+        text.push_str(&format!(
+            "\n\n[sub-agent: {} tool calls ({failed} failed), {requests} model requests, {:.1} s]",
+            self.calls.len(),
+            elapsed.as_secs_f64()
+        ));
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_needs_a_description_and_a_prompt_and_nothing_else() {
+        let ok = parse_input(&json!({"description": "find x", "prompt": " where is x? "})).unwrap();
+        assert_eq!(ok.prompt, "where is x?");
+        assert_eq!(
+            parse_input(&json!({"description": "a"})).unwrap_err(),
+            "`prompt` is missing"
+        );
+        assert_eq!(
+            parse_input(&json!({"description": "a", "prompt": 3})).unwrap_err(),
+            "`prompt` must be a string"
+        );
+        assert_eq!(
+            parse_input(&json!({"description": "a", "prompt": "  "})).unwrap_err(),
+            "`prompt` must not be empty"
+        );
+        assert!(
+            parse_input(&json!({"description": "a", "prompt": "b", "tools": []}))
+                .unwrap_err()
+                .contains("unknown field `tools`")
+        );
+    }
+
+    #[test]
+    fn the_result_carries_the_answer_and_what_was_done() {
+        let mut log = SubagentLog::default();
+        log.calls.push(("fs.read".into(), false));
+        log.calls.push(("fs.grep".into(), true));
+        let text = log.result("Found it in a.rs:3.", 2, Duration::from_millis(1500));
+        assert!(text.starts_with("Found it in a.rs:3."), "{text}");
+        assert!(
+            text.ends_with("[sub-agent: 2 tool calls (1 failed), 2 model requests, 1.5 s]"),
+            "{text}"
+        );
+        assert!(
+            SubagentLog::default()
+                .result("", 1, Duration::ZERO)
+                .starts_with("(The sub-agent ended without an answer.)")
+        );
+    }
+}
