@@ -52,6 +52,7 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
             "workspace": session.workspace,
             "permission_mode": session.agent.policy().mode().to_string(),
             "tools": tools,
+            "hooks": session.agent.hooks().names().collect::<Vec<_>>(),
             "resumed": session.resumed,
         }));
     }
@@ -74,12 +75,16 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
             &mut silent
         }
     };
-    let outcome = session.agent.run_turn(&prompt, frontend, &interrupt).await;
+    let source = if session.resumed { "resume" } else { "startup" };
+    let outcome = match session.agent.start_session(source, frontend).await {
+        Ok(()) => session.agent.run_turn(&prompt, frontend, &interrupt).await,
+        Err(error) => Err(error),
+    };
     if format == OutputFormat::Text {
         // The answer's text was streamed; end it with a newline.
         println!();
     }
-    let _ = session.agent.finish();
+    let _ = session.agent.end_session("other", frontend).await;
     let cost = session.agent.cost();
     let usage = cost.usage;
     let cost_usd = crate::agent::cost::cost_usd(&session.agent.config().model, &usage);
@@ -91,6 +96,12 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
                 "interrupted",
                 report.text.clone(),
                 Some("interrupted by the user".to_string()),
+            ),
+            TurnEnd::PromptBlocked { hook, reason } => (
+                Exit::Denied,
+                "error_prompt_blocked",
+                String::new(),
+                Some(format!("hook {hook} blocked the prompt: {reason}")),
             ),
             TurnEnd::MaxTurns(n) => (
                 Exit::MaxTurns,

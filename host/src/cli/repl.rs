@@ -47,6 +47,10 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
     let history = session.home.data_dir().join("history");
     let _ = editor.load_history(&history);
 
+    let source = if session.resumed { "resume" } else { "startup" };
+    if let Err(e) = session.agent.start_session(source, &mut frontend).await {
+        eprintln!("error: {e}");
+    }
     if let Some(prompt) = args.prompt.clone() {
         let _ = editor.add_history_entry(prompt.as_str());
         run_turn(&mut session, &mut frontend, &interrupt, &prompt).await;
@@ -70,6 +74,10 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
             match slash_command(&mut session, command) {
                 Flow::Continue => continue,
                 Flow::Exit => break,
+                Flow::Clear => {
+                    clear(&mut session, &mut frontend).await;
+                    continue;
+                }
             }
         }
         run_turn(&mut session, &mut frontend, &interrupt, trimmed).await;
@@ -78,7 +86,11 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
         let _ = std::fs::create_dir_all(parent);
     }
     let _ = editor.save_history(&history);
-    if let Err(e) = session.agent.finish() {
+    if let Err(e) = session
+        .agent
+        .end_session("prompt_input_exit", &mut frontend)
+        .await
+    {
         eprintln!("error: {e}");
         return Exit::Error;
     }
@@ -133,6 +145,7 @@ async fn run_turn(
         Ok(report) => match report.end {
             TurnEnd::Finished(_) => {}
             TurnEnd::Interrupted => eprintln!("{}", style.yellow("interrupted")),
+            TurnEnd::PromptBlocked { .. } => {}
             TurnEnd::MaxTurns(n) => eprintln!(
                 "{}",
                 style.red(&format!(
@@ -151,6 +164,31 @@ async fn run_turn(
 enum Flow {
     Continue,
     Exit,
+    Clear,
+}
+
+/// `/clear`: ends this conversation (SessionEnd) and starts a new one with
+/// its own transcript (SessionStart).
+async fn clear(session: &mut Session, frontend: &mut TerminalFrontend) {
+    let created = Sessions::for_workspace(&session.home, &session.workspace).and_then(|sessions| {
+        sessions.create(&session.agent.config().model, session.agent.provider_name())
+    });
+    match created {
+        Ok(transcript) => {
+            let id = transcript.id().to_string();
+            if let Err(e) = session.agent.fire_session_end("clear", frontend).await {
+                eprintln!("error: {e}");
+            }
+            match session.agent.clear(Some(transcript)) {
+                Ok(()) => eprintln!("new conversation (session {id})"),
+                Err(e) => eprintln!("error: {e}"),
+            }
+            if let Err(e) = session.agent.start_session("clear", frontend).await {
+                eprintln!("error: {e}");
+            }
+        }
+        Err(e) => eprintln!("error: {e}"),
+    }
 }
 
 fn slash_command(session: &mut Session, command: &str) -> Flow {
@@ -162,22 +200,7 @@ fn slash_command(session: &mut Session, command: &str) -> Flow {
         "help" | "?" => eprintln!("{HELP}"),
         "exit" | "quit" | "q" => return Flow::Exit,
         "cost" => eprintln!("{}", session.agent.cost().report()),
-        "clear" => {
-            let created =
-                Sessions::for_workspace(&session.home, &session.workspace).and_then(|sessions| {
-                    sessions.create(&session.agent.config().model, session.agent.provider_name())
-                });
-            match created {
-                Ok(transcript) => {
-                    let id = transcript.id().to_string();
-                    match session.agent.clear(Some(transcript)) {
-                        Ok(()) => eprintln!("new conversation (session {id})"),
-                        Err(e) => eprintln!("error: {e}"),
-                    }
-                }
-                Err(e) => eprintln!("error: {e}"),
-            }
-        }
+        "clear" => return Flow::Clear,
         "mode" => {
             if argument.is_empty() {
                 let current = session.agent.policy().mode();

@@ -33,6 +33,7 @@
 
 mod context;
 mod error;
+pub mod hook;
 mod output;
 mod tool;
 
@@ -41,6 +42,7 @@ pub mod log;
 
 pub use context::Context;
 pub use error::ToolError;
+pub use hook::{Decision, Event, Hook, HookEvent, Reply};
 pub use output::{Content, Output};
 pub use tool::Tool;
 
@@ -50,7 +52,7 @@ pub use serde_json;
 
 /// Everything a tool author usually needs, in one import.
 pub mod prelude {
-    pub use crate::{Content, Context, Output, Tool, ToolError};
+    pub use crate::{Content, Context, Decision, Event, Hook, HookEvent, Output, Tool, ToolError};
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
 }
@@ -69,10 +71,26 @@ pub mod bindings {
         export_macro_name: "__export_tool_plugin",
         default_bindings_module: "capstan_sdk::bindings",
     });
+
+    /// The hook world, sharing the tool world's imports.
+    pub mod hook_world {
+        wit_bindgen::generate!({
+            path: "wit",
+            world: "hook-plugin",
+            pub_export_macro: true,
+            export_macro_name: "__export_hook_plugin",
+            default_bindings_module: "capstan_sdk::bindings::hook_world",
+            with: {
+                "capstan:plugin/types@0.1.0": crate::bindings::capstan::plugin::types,
+                "capstan:plugin/host@0.1.0": crate::bindings::capstan::plugin::host,
+            },
+        });
+    }
 }
 
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::hook::{handle, subscriptions};
     pub use crate::tool::{call, describe};
 }
 
@@ -109,5 +127,52 @@ macro_rules! export_tools {
         }
 
         $crate::bindings::__export_tool_plugin!(__CapstanToolPlugin with_types_in $crate::bindings);
+    };
+}
+
+/// Exports the hooks returned by a function as this crate's component.
+///
+/// The function takes no arguments and returns `Vec<Hook>`; it is called
+/// for every event (each runs in a fresh instance), so keep it cheap.
+///
+/// ```ignore
+/// use capstan_sdk::prelude::*;
+///
+/// fn no_env_files(event: &Event, _ctx: &Context) -> Result<Decision, String> {
+///     match event.input_str("path") {
+///         Some(path) if path.starts_with(".env") => Ok(Decision::deny("leave .env files alone")),
+///         _ => Ok(Decision::Proceed),
+///     }
+/// }
+///
+/// fn hooks() -> Vec<Hook> {
+///     vec![Hook::on(HookEvent::PreToolUse, no_env_files).matching("fs.write|fs.edit")]
+/// }
+///
+/// capstan_sdk::export_hooks!(hooks);
+/// ```
+#[macro_export]
+macro_rules! export_hooks {
+    ($hooks:path) => {
+        #[doc(hidden)]
+        struct __CapstanHookPlugin;
+
+        impl $crate::bindings::hook_world::exports::capstan::plugin::hook::Guest for __CapstanHookPlugin {
+            fn subscriptions() -> ::std::vec::Vec<$crate::bindings::hook_world::exports::capstan::plugin::hook::Subscription> {
+                $crate::__private::subscriptions(&$hooks())
+            }
+
+            fn handle(
+                input: $crate::bindings::hook_world::exports::capstan::plugin::hook::EventInput,
+                ctx: $crate::bindings::capstan::plugin::types::CallContext,
+            ) -> ::std::result::Result<
+                $crate::bindings::hook_world::exports::capstan::plugin::hook::HookOutput,
+                ::std::string::String,
+            > {
+                $crate::__private::handle(&$hooks(), input, ctx)
+            }
+        }
+
+        $crate::bindings::hook_world::__export_hook_plugin!(__CapstanHookPlugin with_types_in $crate::bindings::hook_world);
     };
 }
