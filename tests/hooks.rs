@@ -168,10 +168,12 @@ fn echo_package(env: &Env, limits: &str) -> PathBuf {
 #[test]
 fn each_event_fires_where_it_belongs_with_claude_code_fields() {
     let env = Env::new();
-    env.write("notes.txt", "some notes\n");
+    // The marker in the file's name makes hook-echo return the payload.
+    let notes = "notes [PreToolUse:echo].txt";
+    env.write(notes, "some notes\n");
     let mock = MockModel::start(vec![
         sse(Answer::text("Reading.")
-            .call("toolu_read", "fs__read", json!({"path": "notes.txt", "tag": "[PreToolUse:echo]"}))
+            .call("toolu_read", "fs__read", json!({"path": notes}))
             .call("toolu_missing", "fs__read", json!({"path": "missing.txt"}))),
         sse(Answer::text("Writing.")
             .call("toolu_write", "fs__write", json!({"path": "out.txt", "content": "x"}))),
@@ -218,7 +220,7 @@ fn each_event_fires_where_it_belongs_with_claude_code_fields() {
     assert_eq!(pre["hook_event_name"], "PreToolUse");
     assert_eq!(pre["tool_name"], "fs.read");
     assert_eq!(pre["tool_use_id"], "toolu_read");
-    assert_eq!(pre["tool_input"]["path"], "notes.txt");
+    assert_eq!(pre["tool_input"]["path"], notes);
     assert_eq!(pre["session_id"], session_id.as_str());
 
     // Every answer is in the transcript, with the hook and the call.

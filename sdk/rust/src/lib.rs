@@ -52,7 +52,9 @@ pub use serde_json;
 
 /// Everything a tool author usually needs, in one import.
 pub mod prelude {
-    pub use crate::{Content, Context, Decision, Event, Hook, HookEvent, Output, Tool, ToolError};
+    pub use crate::{
+        Content, Context, Decision, Event, Hook, HookEvent, Output, Reply, Tool, ToolError,
+    };
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
 }
