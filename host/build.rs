@@ -20,8 +20,16 @@ const PLUGINS: &[(&str, &str)] = &[("fs", "capstan-plugin-fs")];
 /// packaged as `<target>/plugins/NAME/` (plugin.toml and component), ready
 /// for `capstan plugin install`.
 const PACKAGED: &[(&str, &str, &str)] = &[
-    ("guard-secrets", "capstan-plugin-guard-secrets", "guard_secrets.wasm"),
-    ("protect-paths", "capstan-plugin-protect-paths", "protect_paths.wasm"),
+    (
+        "guard-secrets",
+        "capstan-plugin-guard-secrets",
+        "guard_secrets.wasm",
+    ),
+    (
+        "protect-paths",
+        "capstan-plugin-protect-paths",
+        "protect_paths.wasm",
+    ),
 ];
 
 const WASM_TARGET: &str = "wasm32-wasip2";
@@ -147,12 +155,14 @@ fn run() -> Result<(), String> {
         std::fs::create_dir_all(&package)
             .map_err(|e| format!("cannot create {}: {e}", package.display()))?;
         for (from, to) in [
-            (root.join("plugins").join(name).join("plugin.toml"), package.join("plugin.toml")),
+            (
+                root.join("plugins").join(name).join("plugin.toml"),
+                package.join("plugin.toml"),
+            ),
             (built, package.join(component)),
         ] {
-            std::fs::copy(&from, &to).map_err(|e| {
-                format!("cannot copy {} to {}: {e}", from.display(), to.display())
-            })?;
+            std::fs::copy(&from, &to)
+                .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))?;
         }
     }
     Ok(())

@@ -34,7 +34,14 @@ fn session(env: &Env, mock: &MockModel, prompt: &str, extra: &[&str]) -> Output 
     }
     cmd.env("ANTHROPIC_API_KEY", "sk-ant-mock")
         .env("NO_COLOR", "1")
-        .args(["--base-url", &mock.url(), "--model", "mock-model", "-p", prompt])
+        .args([
+            "--base-url",
+            &mock.url(),
+            "--model",
+            "mock-model",
+            "-p",
+            prompt,
+        ])
         .args(extra)
         .write_stdin("")
         .timeout(RUN_TIMEOUT);
@@ -96,7 +103,10 @@ fn last_user_text(mock: &MockModel, n: usize) -> String {
 fn echoes(output: &Output) -> Vec<String> {
     stderr(output)
         .lines()
-        .filter_map(|l| l.split_once("hook hook-echo: saw ").map(|(_, rest)| rest.to_string()))
+        .filter_map(|l| {
+            l.split_once("hook hook-echo: saw ")
+                .map(|(_, rest)| rest.to_string())
+        })
         .collect()
 }
 
@@ -136,7 +146,11 @@ fn audit_log(env: &Env) -> String {
 /// A first-party plugin packaged by the build (`target/plugins/NAME`).
 fn packaged(name: &str) -> PathBuf {
     let dir = target_dir().join("plugins").join(name);
-    assert!(dir.join("plugin.toml").is_file(), "{} was not packaged", dir.display());
+    assert!(
+        dir.join("plugin.toml").is_file(),
+        "{} was not packaged",
+        dir.display()
+    );
     dir
 }
 
@@ -175,11 +189,19 @@ fn each_event_fires_where_it_belongs_with_claude_code_fields() {
         sse(Answer::text("Reading.")
             .call("toolu_read", "fs__read", json!({"path": notes}))
             .call("toolu_missing", "fs__read", json!({"path": "missing.txt"}))),
-        sse(Answer::text("Writing.")
-            .call("toolu_write", "fs__write", json!({"path": "out.txt", "content": "x"}))),
+        sse(Answer::text("Writing.").call(
+            "toolu_write",
+            "fs__write",
+            json!({"path": "out.txt", "content": "x"}),
+        )),
         sse(Answer::text("Done.")),
     ]);
-    let output = with_echo(&env, &mock, "look at the notes [UserPromptSubmit:echo]", &[]);
+    let output = with_echo(
+        &env,
+        &mock,
+        "look at the notes [UserPromptSubmit:echo]",
+        &[],
+    );
     assert_exit(&output, 0);
 
     let seen = echoes(&output);
@@ -188,7 +210,10 @@ fn each_event_fires_where_it_belongs_with_claude_code_fields() {
             .position(|s| s == line)
             .unwrap_or_else(|| panic!("no `{line}` in {seen:#?}"))
     };
-    assert_eq!(seen.first().map(String::as_str), Some("SessionStart startup"));
+    assert_eq!(
+        seen.first().map(String::as_str),
+        Some("SessionStart startup")
+    );
     assert!(at("UserPromptSubmit") < at("PreToolUse fs.read"));
     assert!(at("PreToolUse fs.read") < at("PostToolUse fs.read"));
     assert!(at("PostToolUseFailure fs.read") < at("PreToolUse fs.write"));
@@ -201,21 +226,38 @@ fn each_event_fires_where_it_belongs_with_claude_code_fields() {
     // carries Claude Code's fields.
     let first = last_user_text(&mock, 0);
     let payload: Value = serde_json::from_str(
-        first.split_once("payload: ").unwrap().1.lines().next().unwrap(),
+        first
+            .split_once("payload: ")
+            .unwrap()
+            .1
+            .lines()
+            .next()
+            .unwrap(),
     )
     .unwrap();
     assert_eq!(payload["hook_event_name"], "UserPromptSubmit");
-    assert_eq!(payload["prompt"], "look at the notes [UserPromptSubmit:echo]");
+    assert_eq!(
+        payload["prompt"],
+        "look at the notes [UserPromptSubmit:echo]"
+    );
     assert_eq!(payload["permission_mode"], "default");
     assert_eq!(payload["cwd"], env.ws_path().display().to_string());
     let session_id = payload["session_id"].as_str().unwrap().to_string();
     assert!(!session_id.is_empty());
-    assert!(payload["transcript_path"].as_str().unwrap().ends_with(".jsonl"));
+    assert!(
+        payload["transcript_path"]
+            .as_str()
+            .unwrap()
+            .ends_with(".jsonl")
+    );
 
     // PreToolUse's context is a note on the call's result.
     let (read, is_error) = tool_result(&mock, 1, "toolu_read");
     assert!(!is_error, "{read}");
-    let note = read.split_once("[Note from hook hook-echo: payload: ").unwrap().1;
+    let note = read
+        .split_once("[Note from hook hook-echo: payload: ")
+        .unwrap()
+        .1;
     let pre: Value = serde_json::from_str(note.strip_suffix(']').unwrap()).unwrap();
     assert_eq!(pre["hook_event_name"], "PreToolUse");
     assert_eq!(pre["tool_name"], "fs.read");
@@ -236,13 +278,21 @@ fn each_event_fires_where_it_belongs_with_claude_code_fields() {
 fn a_user_prompt_submit_deny_blocks_the_prompt_before_the_model_sees_it() {
     let env = Env::new();
     let mock = MockModel::start(vec![sse(Answer::text("never"))]);
-    let output = with_echo(&env, &mock, "do it [UserPromptSubmit:deny]", &["--output-format", "json"]);
+    let output = with_echo(
+        &env,
+        &mock,
+        "do it [UserPromptSubmit:deny]",
+        &["--output-format", "json"],
+    );
     assert_exit(&output, 4);
     assert!(mock.received().is_empty(), "the model was asked");
     let result: Value = serde_json::from_str(stdout(&output).lines().last().unwrap()).unwrap();
     assert_eq!(result["subtype"], "error_prompt_blocked");
     let error = result["error"].as_str().unwrap();
-    assert!(error.contains("hook hook-echo blocked the prompt: hook-echo denies this UserPromptSubmit"), "{error}");
+    assert!(
+        error.contains("hook hook-echo blocked the prompt: hook-echo denies this UserPromptSubmit"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -250,9 +300,21 @@ fn pre_tool_use_deny_modify_and_an_invalid_modify_change_the_call() {
     let env = Env::new();
     let mock = MockModel::start(vec![
         sse(Answer::text("Writing three files.")
-            .call("toolu_deny", "fs__write", json!({"path": "a.txt", "content": "[PreToolUse:deny]"}))
-            .call("toolu_modify", "fs__write", json!({"path": "b.txt", "content": "[PreToolUse:modify]"}))
-            .call("toolu_bad", "fs__write", json!({"path": "c.txt", "content": "[PreToolUse:modify-invalid]"}))),
+            .call(
+                "toolu_deny",
+                "fs__write",
+                json!({"path": "a.txt", "content": "[PreToolUse:deny]"}),
+            )
+            .call(
+                "toolu_modify",
+                "fs__write",
+                json!({"path": "b.txt", "content": "[PreToolUse:modify]"}),
+            )
+            .call(
+                "toolu_bad",
+                "fs__write",
+                json!({"path": "c.txt", "content": "[PreToolUse:modify-invalid]"}),
+            )),
         sse(Answer::text("Done.")),
     ]);
     let output = with_echo(&env, &mock, "write", &["--permission-mode", "accept-edits"]);
@@ -261,7 +323,10 @@ fn pre_tool_use_deny_modify_and_an_invalid_modify_change_the_call() {
     assert!(!env.ws.path().join("a.txt").exists());
     let (denied, is_error) = tool_result(&mock, 1, "toolu_deny");
     assert!(is_error);
-    assert!(denied.contains("hook hook-echo blocked this call: hook-echo denies this PreToolUse"), "{denied}");
+    assert!(
+        denied.contains("hook hook-echo blocked this call: hook-echo denies this PreToolUse"),
+        "{denied}"
+    );
 
     assert_eq!(env.read("b.txt"), "modified by hook-echo\n");
     assert!(stderr(&output).contains("hook hook-echo changed the input of fs.write"));
@@ -270,7 +335,10 @@ fn pre_tool_use_deny_modify_and_an_invalid_modify_change_the_call() {
     let (bad, is_error) = tool_result(&mock, 1, "toolu_bad");
     assert!(is_error);
     assert!(bad.contains("schema refuses"), "{bad}");
-    assert!(bad.contains("nonsense") || bad.contains("required"), "{bad}");
+    assert!(
+        bad.contains("nonsense") || bad.contains("required"),
+        "{bad}"
+    );
 
     let records = hook_records(&env);
     let decision = |id: &str| {
@@ -310,41 +378,78 @@ fn post_tool_use_context_and_deny_become_notes_for_the_model() {
     let output = with_echo(&env, &mock, "read both", &[]);
     assert_exit(&output, 0);
     let (a, _) = tool_result(&mock, 1, "toolu_a");
-    assert!(a.contains("alpha") && a.contains("[Note from hook hook-echo: hook-echo context for PostToolUse]"), "{a}");
+    assert!(
+        a.contains("alpha")
+            && a.contains("[Note from hook hook-echo: hook-echo context for PostToolUse]"),
+        "{a}"
+    );
     let (b, _) = tool_result(&mock, 1, "toolu_b");
-    assert!(b.contains("beta") && b.contains("[Hook hook-echo flagged this result: hook-echo denies this PostToolUse]"), "{b}");
+    assert!(
+        b.contains("beta")
+            && b.contains(
+                "[Hook hook-echo flagged this result: hook-echo denies this PostToolUse]"
+            ),
+        "{b}"
+    );
 }
 
 #[test]
 fn stop_keep_going_continues_the_turn_a_bounded_number_of_times() {
     let env = Env::new();
-    let replies = (0..6).map(|_| sse(Answer::text("All done [Stop:keep-going]"))).collect();
+    let replies = (0..6)
+        .map(|_| sse(Answer::text("All done [Stop:keep-going]")))
+        .collect();
     let mock = MockModel::start(replies);
     let output = with_echo(&env, &mock, "finish", &[]);
     assert_exit(&output, 0);
     // One answer, then three more the hook asked for, then the bound.
     assert_eq!(mock.received().len(), 4);
     assert!(last_user_text(&mock, 1).contains("A Stop hook (hook-echo) asked you not to stop yet: hook-echo says: check your work once more"));
-    let stops: Vec<String> = echoes(&output).into_iter().filter(|s| s.starts_with("Stop")).collect();
-    assert_eq!(stops, ["Stop inactive", "Stop active", "Stop active", "Stop active"]);
-    assert!(stderr(&output).contains("at most 3 times per prompt"), "{}", stderr(&output));
+    let stops: Vec<String> = echoes(&output)
+        .into_iter()
+        .filter(|s| s.starts_with("Stop"))
+        .collect();
+    assert_eq!(
+        stops,
+        ["Stop inactive", "Stop active", "Stop active", "Stop active"]
+    );
+    assert!(
+        stderr(&output).contains("at most 3 times per prompt"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
 fn an_installed_hook_that_crashes_or_times_out_fails_closed_on_blocking_events_only() {
     let env = Env::new();
     install(&env, &echo_package(&env, "timeout = \"1s\""));
-    let info = env.capstan().args(["plugin", "info", "hook-echo"]).output().unwrap();
+    let info = env
+        .capstan()
+        .args(["plugin", "info", "hook-echo"])
+        .output()
+        .unwrap();
     assert_exit(&info, 0);
     let text = stdout(&info);
-    assert!(text.contains("hooks:") && text.contains("  PreToolUse") && text.contains("  Stop"), "{text}");
+    assert!(
+        text.contains("hooks:") && text.contains("  PreToolUse") && text.contains("  Stop"),
+        "{text}"
+    );
     assert!(text.contains("exports hook"), "{text}");
 
     env.write("r.txt", "read me [PostToolUse:trap]\n");
     let mock = MockModel::start(vec![
         sse(Answer::text("Working.")
-            .call("toolu_trap", "fs__write", json!({"path": "t.txt", "content": "[PreToolUse:trap]"}))
-            .call("toolu_loop", "fs__write", json!({"path": "l.txt", "content": "[PreToolUse:loop]"}))
+            .call(
+                "toolu_trap",
+                "fs__write",
+                json!({"path": "t.txt", "content": "[PreToolUse:trap]"}),
+            )
+            .call(
+                "toolu_loop",
+                "fs__write",
+                json!({"path": "l.txt", "content": "[PreToolUse:loop]"}),
+            )
             .call("toolu_read", "fs__read", json!({"path": "r.txt"}))),
         sse(Answer::text("Done.")),
     ]);
@@ -353,48 +458,92 @@ fn an_installed_hook_that_crashes_or_times_out_fails_closed_on_blocking_events_o
     assert!(!env.ws.path().join("t.txt").exists());
     assert!(!env.ws.path().join("l.txt").exists());
     let (trap, _) = tool_result(&mock, 1, "toolu_trap");
-    assert!(trap.contains("hook hook-echo failed, so the action was blocked") && trap.contains("panicked"), "{trap}");
+    assert!(
+        trap.contains("hook hook-echo failed, so the action was blocked")
+            && trap.contains("panicked"),
+        "{trap}"
+    );
     let (timeout, _) = tool_result(&mock, 1, "toolu_loop");
-    assert!(timeout.contains("hook hook-echo failed") && timeout.contains("did not answer within 1000 ms"), "{timeout}");
+    assert!(
+        timeout.contains("hook hook-echo failed")
+            && timeout.contains("did not answer within 1000 ms"),
+        "{timeout}"
+    );
     // PostToolUse does not guard anything: its crash is a warning.
     let (read, is_error) = tool_result(&mock, 1, "toolu_read");
     assert!(!is_error && read.contains("read me"), "{read}");
-    assert!(stderr(&output).contains("warning: hook hook-echo failed on PostToolUse and was ignored"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("warning: hook hook-echo failed on PostToolUse and was ignored"),
+        "{}",
+        stderr(&output)
+    );
 
     let mock = MockModel::start(vec![sse(Answer::text("never"))]);
     let output = session(&env, &mock, "hi [UserPromptSubmit:error]", &[]);
     assert_exit(&output, 4);
-    assert!(stderr(&output).contains("hook-echo was asked to fail"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("hook-echo was asked to fail"),
+        "{}",
+        stderr(&output)
+    );
     assert!(mock.received().is_empty());
 }
 
 #[test]
 fn a_hook_allow_never_beats_a_deny_rule_or_plan_mode_but_spares_a_question() {
     let write = |id: &str, path: &str, content: &str| {
-        sse(Answer::text("Writing.").call(id, "fs__write", json!({"path": path, "content": content})))
+        sse(Answer::text("Writing.").call(
+            id,
+            "fs__write",
+            json!({"path": path, "content": content}),
+        ))
     };
     // A deny rule wins over the hook's allow.
     let env = Env::new();
-    let mock = MockModel::start(vec![write("w", "a.txt", "[PreToolUse:allow]"), sse(Answer::text("ok"))]);
+    let mock = MockModel::start(vec![
+        write("w", "a.txt", "[PreToolUse:allow]"),
+        sse(Answer::text("ok")),
+    ]);
     assert_exit(&with_echo(&env, &mock, "w", &["--deny", "fs.write"]), 0);
     assert!(!env.ws.path().join("a.txt").exists());
     assert!(tool_result(&mock, 1, "w").0.contains("Permission denied"));
     // So does plan mode.
-    let mock = MockModel::start(vec![write("w", "a.txt", "[PreToolUse:allow]"), sse(Answer::text("ok"))]);
-    assert_exit(&with_echo(&env, &mock, "w", &["--permission-mode", "plan"]), 0);
+    let mock = MockModel::start(vec![
+        write("w", "a.txt", "[PreToolUse:allow]"),
+        sse(Answer::text("ok")),
+    ]);
+    assert_exit(
+        &with_echo(&env, &mock, "w", &["--permission-mode", "plan"]),
+        0,
+    );
     assert!(!env.ws.path().join("a.txt").exists());
     // Where the mode would ask (print mode cannot), the hook's allow runs it.
-    let mock = MockModel::start(vec![write("w", "a.txt", "[PreToolUse:allow]"), sse(Answer::text("ok"))]);
+    let mock = MockModel::start(vec![
+        write("w", "a.txt", "[PreToolUse:allow]"),
+        sse(Answer::text("ok")),
+    ]);
     assert_exit(&with_echo(&env, &mock, "w", &[]), 0);
     assert_eq!(env.read("a.txt"), "[PreToolUse:allow]");
     // A hook's ask makes an allowed call ask, which print mode refuses.
-    let mock = MockModel::start(vec![write("w", "b.txt", "[PreToolUse:ask]"), sse(Answer::text("ok"))]);
-    assert_exit(&with_echo(&env, &mock, "w", &["--permission-mode", "accept-edits"]), 0);
+    let mock = MockModel::start(vec![
+        write("w", "b.txt", "[PreToolUse:ask]"),
+        sse(Answer::text("ok")),
+    ]);
+    assert_exit(
+        &with_echo(&env, &mock, "w", &["--permission-mode", "accept-edits"]),
+        0,
+    );
     assert!(!env.ws.path().join("b.txt").exists());
     let (asked, _) = tool_result(&mock, 1, "w");
-    assert!(asked.contains("hook hook-echo asks first: hook-echo wants a human to look"), "{asked}");
+    assert!(
+        asked.contains("hook hook-echo asks first: hook-echo wants a human to look"),
+        "{asked}"
+    );
     // A PermissionRequest hook can answer the question print mode cannot.
-    let mock = MockModel::start(vec![write("w", "c.txt", "[PermissionRequest:allow]"), sse(Answer::text("ok"))]);
+    let mock = MockModel::start(vec![
+        write("w", "c.txt", "[PermissionRequest:allow]"),
+        sse(Answer::text("ok")),
+    ]);
     assert_exit(&with_echo(&env, &mock, "w", &[]), 0);
     assert_eq!(env.read("c.txt"), "[PermissionRequest:allow]");
 }
@@ -403,25 +552,55 @@ fn a_hook_allow_never_beats_a_deny_rule_or_plan_mode_but_spares_a_question() {
 fn guard_secrets_denies_writing_an_aws_key_and_tells_the_model_redacted() {
     let env = Env::new();
     install(&env, &packaged("guard-secrets"));
-    let info = env.capstan().args(["plugin", "info", "guard-secrets"]).output().unwrap();
-    assert!(stdout(&info).contains("hooks:\n  PreToolUse"), "{}", stdout(&info));
+    let info = env
+        .capstan()
+        .args(["plugin", "info", "guard-secrets"])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&info).contains("hooks:\n  PreToolUse"),
+        "{}",
+        stdout(&info)
+    );
     let key = "AKIAZ7QH3LNT5KXW2XYZ";
     let content = format!("import boto3\n\nAWS_KEY = \"{key}\"\n");
     let mock = MockModel::start(vec![
         sse(Answer::text("Writing.")
-            .call("toolu_key", "fs__write", json!({"path": "config.py", "content": content}))
-            .call("toolu_ok", "fs__write", json!({"path": "ok.py", "content": "KEY = os.environ['AWS_KEY']\n"}))),
+            .call(
+                "toolu_key",
+                "fs__write",
+                json!({"path": "config.py", "content": content}),
+            )
+            .call(
+                "toolu_ok",
+                "fs__write",
+                json!({"path": "ok.py", "content": "KEY = os.environ['AWS_KEY']\n"}),
+            )),
         sse(Answer::text("I will use an environment variable.")),
     ]);
-    let output = session(&env, &mock, "write my AWS key into config.py", &["--permission-mode", "accept-edits"]);
+    let output = session(
+        &env,
+        &mock,
+        "write my AWS key into config.py",
+        &["--permission-mode", "accept-edits"],
+    );
     assert_exit(&output, 0);
     assert!(!env.ws.path().join("config.py").exists());
     assert!(env.ws.path().join("ok.py").exists());
     let (text, is_error) = tool_result(&mock, 1, "toolu_key");
     assert!(is_error);
-    assert!(text.contains("AWS access key AKIA…2XYZ in `content`, line 3"), "{text}");
-    assert!(!text.contains(key), "the key itself reached the model: {text}");
-    assert!(!audit_log(&env).contains(key), "the key itself is in the audit log");
+    assert!(
+        text.contains("AWS access key AKIA…2XYZ in `content`, line 3"),
+        "{text}"
+    );
+    assert!(
+        !text.contains(key),
+        "the key itself reached the model: {text}"
+    );
+    assert!(
+        !audit_log(&env).contains(key),
+        "the key itself is in the audit log"
+    );
 }
 
 #[test]
@@ -442,10 +621,16 @@ fn protect_paths_denies_git_config_and_user_globs_beside_another_hooks_allow() {
     assert_exit(&output, 0);
     assert_eq!(env.read(".git/config"), "[core]\n");
     let (git, _) = tool_result(&mock, 1, "toolu_git");
-    assert!(git.contains("protect-paths blocked this fs.write call: .git/config is protected"), "{git}");
+    assert!(
+        git.contains("protect-paths blocked this fs.write call: .git/config is protected"),
+        "{git}"
+    );
     assert!(!env.ws.path().join("certs/server.pem").exists());
     let (pem, _) = tool_result(&mock, 1, "toolu_pem");
-    assert!(pem.contains("`*.pem` (.capstan/protected-paths line 2)"), "{pem}");
+    assert!(
+        pem.contains("`*.pem` (.capstan/protected-paths line 2)"),
+        "{pem}"
+    );
     let (envfile, _) = tool_result(&mock, 1, "toolu_env");
     assert!(envfile.contains(".env file"), "{envfile}");
     assert_eq!(env.read("src/ok.txt"), "fine");

@@ -29,7 +29,10 @@ use capstan::policy::Mode;
 use capstan::sandbox::{CallOptions, Sandbox};
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 fn target_dir() -> PathBuf {
@@ -43,7 +46,13 @@ fn hook_echo() -> PathBuf {
     let target = target_dir().join("wasm-fixtures");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
-        .args(["build", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
+        .args([
+            "build",
+            "--release",
+            "--target",
+            "wasm32-wasip2",
+            "--manifest-path",
+        ])
         .arg(repo_root().join("tests/fixtures/hook-echo/Cargo.toml"))
         .arg("--target-dir")
         .arg(&target)
@@ -56,7 +65,13 @@ fn hook_echo() -> PathBuf {
     target.join("wasm32-wasip2/release/hook_echo.wasm")
 }
 
-fn load(sandbox: &Arc<Sandbox>, rt: &tokio::runtime::Runtime, name: &str, path: &Path, ws: &Path) -> HookSet {
+fn load(
+    sandbox: &Arc<Sandbox>,
+    rt: &tokio::runtime::Runtime,
+    name: &str,
+    path: &Path,
+    ws: &Path,
+) -> HookSet {
     let bytes = std::fs::read(path).unwrap();
     let component = sandbox
         .load_plugin(name, &bytes, None, &path.display().to_string())
@@ -134,16 +149,27 @@ fn main() {
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
-        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
         assert!(child.wait().unwrap().success());
     });
 
     header("capstan hooks benchmark");
-    row("PreToolUse to one Rust hook component (hook-echo)", &echo_stats);
+    row(
+        "PreToolUse to one Rust hook component (hook-echo)",
+        &echo_stats,
+    );
     if let Some(guard) = &guard_stats {
         row("PreToolUse to guard-secrets (scans the input)", guard);
     }
-    row("a process per hook: sh -c 'cat >/dev/null' fed the JSON", &spawn);
+    row(
+        "a process per hook: sh -c 'cat >/dev/null' fed the JSON",
+        &spawn,
+    );
     println!();
     println!(
         "dispatching to a sandboxed hook component is {:.1}x faster than spawning a process per hook (p50)",

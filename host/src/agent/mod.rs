@@ -28,10 +28,10 @@ use serde_json::{Value, json};
 
 use crate::home::Home;
 use crate::hooks::{self, Combined, HookAnswer, HookEvent, HookSet, SessionFacts, Verdict};
-use crate::policy::audit::{AuditEvent, AuditLog, AuditScope};
 use crate::model::{
     Block, Message, ModelError, Provider, Request, Role, StopReason, StreamEvent, Usage,
 };
+use crate::policy::audit::{AuditEvent, AuditLog, AuditScope};
 use crate::policy::{Decision, DecisionSource, Mode, Outcome, Policy, Rule, ToolFacts};
 use crate::session::record::Event;
 use crate::session::{SessionError, TranscriptWriter};
@@ -339,9 +339,14 @@ impl Agent {
         reason: &str,
         frontend: &mut dyn Frontend,
     ) -> Result<(), AgentError> {
-        self.fire(HookEvent::SessionEnd, json!({ "reason": reason }), None, frontend)
-            .await
-            .map(drop)
+        self.fire(
+            HookEvent::SessionEnd,
+            json!({ "reason": reason }),
+            None,
+            frontend,
+        )
+        .await
+        .map(drop)
     }
 
     /// Writes everything from now on to `transcript`.
@@ -828,43 +833,44 @@ impl Agent {
             // keeps the ones already done and only the rest are reported as
             // interrupted. PostToolUse (or PostToolUseFailure) hooks run as
             // part of their call.
-            let mut runs = futures_util::stream::iter(runnable.iter().map(|(index, authorized)| {
-                let call = &calls[*index];
-                async move {
-                    let tool = &authorized.tool;
-                    let (result, duration) =
-                        toolbox.call(tool, &authorized.input, session_id).await;
-                    let (event, fields) = match &result {
-                        Ok(text) => (
-                            HookEvent::PostToolUse,
-                            json!({
-                                "tool_name": tool.name,
-                                "tool_input": authorized.input,
-                                "tool_response": text,
-                                "tool_use_id": call.id,
-                            }),
-                        ),
-                        Err(error) => (
-                            HookEvent::PostToolUseFailure,
-                            json!({
-                                "tool_name": tool.name,
-                                "tool_input": authorized.input,
-                                "tool_use_id": call.id,
-                                "error": error.to_string(),
-                                "is_interrupt": false,
-                            }),
-                        ),
-                    };
-                    let answers = if hooks.wants(event) {
-                        let payload = hooks::payload(event, facts, fields);
-                        hooks.dispatch(event, &payload).await
-                    } else {
-                        Vec::new()
-                    };
-                    (*index, authorized, result, duration, event, answers)
-                }
-            }))
-            .buffer_unordered(self.config.max_parallel.max(1));
+            let mut runs =
+                futures_util::stream::iter(runnable.iter().map(|(index, authorized)| {
+                    let call = &calls[*index];
+                    async move {
+                        let tool = &authorized.tool;
+                        let (result, duration) =
+                            toolbox.call(tool, &authorized.input, session_id).await;
+                        let (event, fields) = match &result {
+                            Ok(text) => (
+                                HookEvent::PostToolUse,
+                                json!({
+                                    "tool_name": tool.name,
+                                    "tool_input": authorized.input,
+                                    "tool_response": text,
+                                    "tool_use_id": call.id,
+                                }),
+                            ),
+                            Err(error) => (
+                                HookEvent::PostToolUseFailure,
+                                json!({
+                                    "tool_name": tool.name,
+                                    "tool_input": authorized.input,
+                                    "tool_use_id": call.id,
+                                    "error": error.to_string(),
+                                    "is_interrupt": false,
+                                }),
+                            ),
+                        };
+                        let answers = if hooks.wants(event) {
+                            let payload = hooks::payload(event, facts, fields);
+                            hooks.dispatch(event, &payload).await
+                        } else {
+                            Vec::new()
+                        };
+                        (*index, authorized, result, duration, event, answers)
+                    }
+                }))
+                .buffer_unordered(self.config.max_parallel.max(1));
             loop {
                 let next = tokio::select! {
                     biased;
@@ -993,7 +999,10 @@ impl Agent {
                     .map(|(hook, text)| format!("Note from hook {hook}: {text}")),
             );
             if let Some((hook, reason)) = combined.denied() {
-                hook_decision = Some(hook_deny(hook, format!("hook {hook} blocked this call: {reason}")));
+                hook_decision = Some(hook_deny(
+                    hook,
+                    format!("hook {hook} blocked this call: {reason}"),
+                ));
             } else if let Some((hook, modified)) = &combined.modified {
                 match hooks::schema::validate(modified, &tool.spec.input_schema) {
                     Ok(()) => {
@@ -1059,7 +1068,12 @@ impl Agent {
                 "reason": decision.reason,
             });
             let combined = self
-                .fire(HookEvent::PermissionRequest, fields, Some(&call.id), frontend)
+                .fire(
+                    HookEvent::PermissionRequest,
+                    fields,
+                    Some(&call.id),
+                    frontend,
+                )
                 .await?;
             match combined.verdict {
                 Verdict::Deny { hook, reason } => {

@@ -511,8 +511,10 @@ impl crate::hooks::Hook for RecordingHook {
         &'a self,
         event: HookEvent,
         payload: &'a Value,
-    ) -> futures_util::future::BoxFuture<'a, Result<crate::hooks::HookOutput, crate::hooks::HookFailure>>
-    {
+    ) -> futures_util::future::BoxFuture<
+        'a,
+        Result<crate::hooks::HookOutput, crate::hooks::HookFailure>,
+    > {
         self.seen.lock().unwrap().push(payload.clone());
         let decision = self
             .answers
@@ -546,7 +548,11 @@ async fn notification_fires_before_the_user_is_asked_and_permission_request_can_
     };
     // No hook answers the permission request: the user is asked, after a
     // Notification.
-    let mut s = setup(vec![write(), Step::Answer("done", Vec::new())], Mode::Default).await;
+    let mut s = setup(
+        vec![write(), Step::Answer("done", Vec::new())],
+        Mode::Default,
+    )
+    .await;
     let (hook, seen) = RecordingHook::new(Vec::new());
     s.agent
         .set_hooks(HookSet::new(vec![Arc::new(hook)]).unwrap(), None);
@@ -566,10 +572,19 @@ async fn notification_fires_before_the_user_is_asked_and_permission_request_can_
     assert!(at("Notification") < at("PostToolUse"));
     let notification = seen.lock().unwrap()[at("Notification")].clone();
     assert_eq!(notification["notification_type"], "permission_prompt");
-    assert!(notification["message"].as_str().unwrap().contains("fs.write"));
+    assert!(
+        notification["message"]
+            .as_str()
+            .unwrap()
+            .contains("fs.write")
+    );
 
     // A PermissionRequest hook that denies: nobody is asked, nothing runs.
-    let mut s = setup(vec![write(), Step::Answer("done", Vec::new())], Mode::Default).await;
+    let mut s = setup(
+        vec![write(), Step::Answer("done", Vec::new())],
+        Mode::Default,
+    )
+    .await;
     let (hook, seen) = RecordingHook::new(vec![(
         HookEvent::PermissionRequest,
         crate::hooks::Decision::Deny("not today".into()),
@@ -589,7 +604,10 @@ async fn notification_fires_before_the_user_is_asked_and_permission_request_can_
     assert!(!events_seen(&seen).contains(&"Notification".to_string()));
     let last = s.model.requests().last().unwrap().clone();
     let (_, text, is_error) = results(last.messages.last().unwrap())[0].clone();
-    assert!(is_error && text.contains("refused the permission request: not today"), "{text}");
+    assert!(
+        is_error && text.contains("refused the permission request: not today"),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -602,7 +620,10 @@ async fn session_start_context_goes_with_the_first_prompt_and_end_fires_once() {
     s.agent
         .set_hooks(HookSet::new(vec![Arc::new(hook)]).unwrap(), None);
     let mut frontend = TestFrontend::default();
-    s.agent.start_session("startup", &mut frontend).await.unwrap();
+    s.agent
+        .start_session("startup", &mut frontend)
+        .await
+        .unwrap();
     s.agent
         .run_turn("hello", &mut frontend, &Interrupt::new())
         .await
@@ -640,7 +661,10 @@ async fn events_without_a_host_moment_yet_still_dispatch() {
         let answers = set.dispatch(event, &json!({"hook_event_name": event.name(), "trigger": "manual", "agent_type": "general"})).await;
         assert_eq!(answers.len(), 1, "{event:?}");
         let combined = crate::hooks::combine(event, &answers);
-        assert_eq!(combined.keep_going.is_some(), event == HookEvent::SubagentStop);
+        assert_eq!(
+            combined.keep_going.is_some(),
+            event == HookEvent::SubagentStop
+        );
     }
     assert_eq!(seen.lock().unwrap().len(), 4);
 }

@@ -372,7 +372,10 @@ mod tests {
         );
         let (hook, reason) = blocked.denied().unwrap();
         assert_eq!(hook, "b");
-        assert!(reason.contains("hook b failed") && reason.contains("5000 ms"), "{reason}");
+        assert!(
+            reason.contains("hook b failed") && reason.contains("5000 ms"),
+            "{reason}"
+        );
         let ignored = combine(HookEvent::PostToolUse, &[failed("b")]);
         assert_eq!(ignored.verdict, Verdict::Proceed);
         assert!(ignored.warnings[0].contains("hook b failed on PostToolUse"));
@@ -402,7 +405,10 @@ mod tests {
         assert_eq!(c.verdict, Verdict::Proceed);
         assert_eq!(c.keep_going, None);
         assert_eq!(c.warnings.len(), 2);
-        let stop = combine(HookEvent::Stop, &[ok("s", Decision::Deny("tests fail".into()))]);
+        let stop = combine(
+            HookEvent::Stop,
+            &[ok("s", Decision::Deny("tests fail".into()))],
+        );
         assert_eq!(stop.verdict, Verdict::Proceed);
         assert_eq!(stop.keep_going, Some(("s".into(), "tests fail".into())));
     }

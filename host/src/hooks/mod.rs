@@ -227,10 +227,7 @@ pub fn payload(
     let mut object = serde_json::Map::new();
     object.insert("session_id".into(), session.session_id.into());
     if let Some(path) = session.transcript_path {
-        object.insert(
-            "transcript_path".into(),
-            path.display().to_string().into(),
-        );
+        object.insert("transcript_path".into(), path.display().to_string().into());
     }
     object.insert("cwd".into(), session.cwd.display().to_string().into());
     object.insert(

@@ -18,7 +18,13 @@ pub fn validate(value: &Value, schema: &Value) -> Result<(), String> {
 
 const MAX_DEPTH: usize = 64;
 
-fn check(value: &Value, schema: &Value, root: &Value, at: &str, depth: usize) -> Result<(), String> {
+fn check(
+    value: &Value,
+    schema: &Value,
+    root: &Value,
+    at: &str,
+    depth: usize,
+) -> Result<(), String> {
     if depth > MAX_DEPTH {
         return Err(format!("{} nests too deeply", place(at)));
     }
@@ -29,8 +35,9 @@ fn check(value: &Value, schema: &Value, root: &Value, at: &str, depth: usize) ->
         };
     };
     if let Some(reference) = schema.get("$ref").and_then(Value::as_str) {
-        let target = resolve(root, reference)
-            .ok_or_else(|| format!("the schema refers to `{reference}`, which it does not define"))?;
+        let target = resolve(root, reference).ok_or_else(|| {
+            format!("the schema refers to `{reference}`, which it does not define")
+        })?;
         check(value, target, root, at, depth + 1)?;
     }
     if let Some(types) = schema.get("type") {
@@ -51,7 +58,11 @@ fn check(value: &Value, schema: &Value, root: &Value, at: &str, depth: usize) ->
     if let Some(options) = schema.get("enum").and_then(Value::as_array)
         && !options.contains(value)
     {
-        return Err(format!("{} must be one of {}", place(at), Value::Array(options.clone())));
+        return Err(format!(
+            "{} must be one of {}",
+            place(at),
+            Value::Array(options.clone())
+        ));
     }
     if let Some(expected) = schema.get("const")
         && expected != value
@@ -134,9 +145,14 @@ fn check(value: &Value, schema: &Value, root: &Value, at: &str, depth: usize) ->
         }
     }
     if let Some(any) = schema.get("anyOf").and_then(Value::as_array)
-        && !any.iter().any(|sub| check(value, sub, root, at, depth + 1).is_ok())
+        && !any
+            .iter()
+            .any(|sub| check(value, sub, root, at, depth + 1).is_ok())
     {
-        return Err(format!("{} matches none of the forms the schema allows", place(at)));
+        return Err(format!(
+            "{} matches none of the forms the schema allows",
+            place(at)
+        ));
     }
     if let Some(one) = schema.get("oneOf").and_then(Value::as_array) {
         let matching = one
@@ -237,10 +253,19 @@ mod tests {
         let cases = [
             (json!({"path": "a"}), "`/content` is required"),
             (json!({"path": 3, "content": "x"}), "`/path` must be string"),
-            (json!({"path": "a", "content": "x", "extra": 1}), "`/extra` is not a field"),
-            (json!({"path": "a", "content": "x", "mode": "append"}), "`/mode` must be one of"),
+            (
+                json!({"path": "a", "content": "x", "extra": 1}),
+                "`/extra` is not a field",
+            ),
+            (
+                json!({"path": "a", "content": "x", "mode": "append"}),
+                "`/mode` must be one of",
+            ),
             (json!({"path": "", "content": "x"}), "at least 1 characters"),
-            (json!({"path": "a", "content": "x", "limit": 0}), "at least 1"),
+            (
+                json!({"path": "a", "content": "x", "limit": 0}),
+                "at least 1",
+            ),
             (json!(["not", "an", "object"]), "the input must be object"),
         ];
         for (input, expected) in cases {

@@ -65,7 +65,9 @@ pub enum CatalogError {
     #[error("{0}")]
     NeedsConsent(String),
     /// The plugin offers hooks but no tools.
-    #[error("plugin {0} offers hooks, not tools; it runs in agent sessions on the events it subscribes to (see `capstan plugin info {0}`)")]
+    #[error(
+        "plugin {0} offers hooks, not tools; it runs in agent sessions on the events it subscribes to (see `capstan plugin info {0}`)"
+    )]
     NoTools(String),
 }
 
@@ -370,7 +372,8 @@ impl Catalog {
         match self.source(name)? {
             PluginSource::File(path) => {
                 let bytes = read(path)?;
-                let loaded = sandbox.load_plugin(name, &bytes, None, &path.display().to_string())?;
+                let loaded =
+                    sandbox.load_plugin(name, &bytes, None, &path.display().to_string())?;
                 Ok(loaded.offers_tools().then_some(loaded))
             }
             PluginSource::Installed(plugin) if plugin.entry.tool_component().is_none() => Ok(None),
@@ -388,7 +391,8 @@ impl Catalog {
             PluginSource::Builtin(_) => Ok(Vec::new()),
             PluginSource::File(path) => {
                 let bytes = read(path)?;
-                let loaded = sandbox.load_plugin(name, &bytes, None, &path.display().to_string())?;
+                let loaded =
+                    sandbox.load_plugin(name, &bytes, None, &path.display().to_string())?;
                 Ok(if loaded.offers_hooks() {
                     vec![loaded]
                 } else {

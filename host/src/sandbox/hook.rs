@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::bindings;
 use super::bindings::hook_world::exports::capstan::plugin::hook as wit;
 use super::call::PreparedCall;
-use super::{CallError, CallOptions, LoadedComponent, Limits, Sandbox, new_call_id};
+use super::{CallError, CallOptions, Limits, LoadedComponent, Sandbox, new_call_id};
 use crate::hooks::{Decision, HookEvent, HookOutput, Subscription};
 
 impl Sandbox {

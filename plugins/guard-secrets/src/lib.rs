@@ -176,7 +176,10 @@ pub fn scan(text: &str) -> Vec<Finding> {
                 continue;
             };
             let range = value.range();
-            if taken.iter().any(|t| t.start < range.end && range.start < t.end) {
+            if taken
+                .iter()
+                .any(|t| t.start < range.end && range.start < t.end)
+            {
                 continue;
             }
             let value = value.as_str();
@@ -220,9 +223,28 @@ pub fn redact(value: &str) -> String {
 fn is_placeholder(value: &str) -> bool {
     let lower = value.to_ascii_lowercase();
     const WORDS: &[&str] = &[
-        "example", "changeme", "change_me", "xxxx", "****", "your_", "your-", "dummy",
-        "placeholder", "redacted", "sample", "environ", "process.env", "getenv", "secrets.",
-        "password123", "<", ">", "${", "{{", "%(", "(",
+        "example",
+        "changeme",
+        "change_me",
+        "xxxx",
+        "****",
+        "your_",
+        "your-",
+        "dummy",
+        "placeholder",
+        "redacted",
+        "sample",
+        "environ",
+        "process.env",
+        "getenv",
+        "secrets.",
+        "password123",
+        "<",
+        ">",
+        "${",
+        "{{",
+        "%(",
+        "(",
     ];
     value.starts_with('$') || WORDS.iter().any(|w| lower.contains(w))
 }
@@ -230,10 +252,9 @@ fn is_placeholder(value: &str) -> bool {
 /// Whether an assigned value looks like a real secret rather than a name
 /// or a word: mixed kinds of characters and enough entropy.
 fn looks_random(value: &str) -> bool {
-    let identifier_path = value
-        .split('.')
-        .all(|part| !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-        && value.contains('.');
+    let identifier_path = value.split('.').all(|part| {
+        !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    }) && value.contains('.');
     if identifier_path {
         return false;
     }
@@ -356,7 +377,7 @@ mod tests {
 
     #[test]
     fn finds_credentials_of_each_kind() {
-        let aws_secret = "aws_secret_access_key = \"kT9/2hXq8Lm3Zp0Rb7Vc1Nd5Wf6Yg4Jh+QsUeTaOi\"";
+        let aws_secret = "aws_secret_access_key = \"kT9/2hXq8Lm3Zp0Rb7Vc1Nd5Wf6Yg4Jh+QsUeTaO\"";
         let cases: Vec<(String, &str)> = vec![
             ("-----BEGIN RSA PRIVATE KEY-----\nMIIE...".into(), "private key"),
             ("-----BEGIN OPENSSH PRIVATE KEY-----".into(), "private key"),
@@ -406,9 +427,16 @@ mod tests {
                 line: 3
             }]
         );
-        let reason = check_input("fs.write", &json!({"path": "config.py", "content": text})).unwrap();
-        assert!(reason.contains("AWS access key AKIA…2XYZ in `content`, line 3"), "{reason}");
-        assert!(!reason.contains("AKIAZ7QH3LNT5KXW2XYZ"), "never the value itself");
+        let reason =
+            check_input("fs.write", &json!({"path": "config.py", "content": text})).unwrap();
+        assert!(
+            reason.contains("AWS access key AKIA…2XYZ in `content`, line 3"),
+            "{reason}"
+        );
+        assert!(
+            !reason.contains("AKIAZ7QH3LNT5KXW2XYZ"),
+            "never the value itself"
+        );
         let pem = scan("x\n-----BEGIN PRIVATE KEY-----\nMIIEv...");
         assert_eq!(pem[0].redacted, "(PEM block)");
         assert_eq!(pem[0].line, 2);
@@ -447,9 +475,19 @@ mod tests {
     fn an_edit_may_remove_a_secret_but_not_add_one() {
         let removing = json!({"path": "a.py", "old": "KEY = 'AKIAZ7QH3LNT5KXW2XYZ'", "new": "KEY = os.environ['KEY']"});
         assert_eq!(check_input("fs.edit", &removing), None);
-        let adding = json!({"path": "a.py", "old": "KEY = None", "new": "KEY = 'AKIAZ7QH3LNT5KXW2XYZ'"});
-        assert!(check_input("fs.edit", &adding).unwrap().contains("in `new`, line 1"));
-        let nested = json!({"edits": [{"new_string": "ghp_a1B2c3D4e5a1B2c3D4e5a1B2c3D4e5a1B2c3D4e5"}]});
-        assert!(check_input("other.tool", &nested).unwrap().contains("`edits/0/new_string`"));
+        let adding =
+            json!({"path": "a.py", "old": "KEY = None", "new": "KEY = 'AKIAZ7QH3LNT5KXW2XYZ'"});
+        assert!(
+            check_input("fs.edit", &adding)
+                .unwrap()
+                .contains("in `new`, line 1")
+        );
+        let nested =
+            json!({"edits": [{"new_string": "ghp_a1B2c3D4e5a1B2c3D4e5a1B2c3D4e5a1B2c3D4e5"}]});
+        assert!(
+            check_input("other.tool", &nested)
+                .unwrap()
+                .contains("`edits/0/new_string`")
+        );
     }
 }

@@ -109,7 +109,10 @@ pub fn relative(path: &str, workspace: Option<&Path>) -> String {
         }
     }
     let rel = match workspace {
-        Some(ws) => folded.strip_prefix(ws).map(Path::to_path_buf).unwrap_or(folded),
+        Some(ws) => folded
+            .strip_prefix(ws)
+            .map(Path::to_path_buf)
+            .unwrap_or(folded),
         None => folded,
     };
     rel.components()
@@ -126,7 +129,9 @@ pub fn relative(path: &str, workspace: Option<&Path>) -> String {
 pub fn protection(rel: &str, globs: &UserGlobs) -> Option<String> {
     let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
     if parts.iter().any(|p| p.eq_ignore_ascii_case(".git")) {
-        return Some("it is inside .git/, which holds the repository's history and configuration".into());
+        return Some(
+            "it is inside .git/, which holds the repository's history and configuration".into(),
+        );
     }
     let name = parts.last().copied().unwrap_or_default();
     if name.to_ascii_lowercase().starts_with(".env") {
@@ -179,8 +184,7 @@ fn protect(event: &Event, ctx: &Context) -> Result<Decision, String> {
 
 /// The tools protect-paths checks: the file tools' writes and edits, and
 /// any tool whose name says it writes.
-pub const MATCHER: &str =
-    r"fs\.(?:write|edit)|.*\.[a-z0-9_\-]*(?:write|edit|create|delete|remove|move|rename|patch|append)[a-z0-9_\-]*";
+pub const MATCHER: &str = r"fs\.(?:write|edit)|.*\.[a-z0-9_\-]*(?:write|edit|create|delete|remove|move|rename|patch|append)[a-z0-9_\-]*";
 
 fn hooks() -> Vec<Hook> {
     vec![Hook::on(HookEvent::PreToolUse, protect).matching(MATCHER)]
@@ -240,7 +244,9 @@ mod tests {
         assert!(protection("deploy/prod/values.yaml", &globs).is_some());
         assert!(protection("src/deploy/notes.md", &globs).is_none());
         assert!(protection("src/lib.rs", &globs).is_none());
-        let err = UserGlobs::new(&[("a[".into(), "line 3".into())]).err().unwrap();
+        let err = UserGlobs::new(&[("a[".into(), "line 3".into())])
+            .err()
+            .unwrap();
         assert!(err.contains("`a[` (line 3)"), "{err}");
     }
 
@@ -253,7 +259,13 @@ mod tests {
                 payload: capstan_sdk::serde_json::json!({ "tool_name": name }),
             })
         };
-        for tool in ["fs.write", "fs.edit", "notes.create_note", "files.delete", "x.apply_patch"] {
+        for tool in [
+            "fs.write",
+            "fs.edit",
+            "notes.create_note",
+            "files.delete",
+            "x.apply_patch",
+        ] {
             assert!(wants(tool), "{tool}");
         }
         for tool in ["fs.read", "fs.grep", "web.fetch", "fs.ls"] {

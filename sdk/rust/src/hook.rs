@@ -353,8 +353,7 @@ mod tests {
     fn only_matching_hooks_run_and_deny_wins() {
         let hooks = vec![
             Hook::on(HookEvent::PreToolUse, |_, _| Ok(Decision::Allow)),
-            Hook::on(HookEvent::PreToolUse, |_, _| Ok(Decision::deny("no")))
-                .matching("fs.write"),
+            Hook::on(HookEvent::PreToolUse, |_, _| Ok(Decision::deny("no"))).matching("fs.write"),
             Hook::on(HookEvent::PreToolUse, |_, _| {
                 Ok(Decision::add_context("read it").with_message("hi"))
             })
@@ -370,9 +369,9 @@ mod tests {
             payload: json!({"tool_name": tool}).to_string(),
         };
         let out = handle(&hooks, input("fs.write"), ctx()).unwrap();
-        assert_eq!(out.decision, wit::Decision::Deny("no".into()));
+        assert!(matches!(&out.decision, wit::Decision::Deny(r) if r == "no"));
         let out = handle(&hooks, input("fs.read"), ctx()).unwrap();
-        assert_eq!(out.decision, wit::Decision::Allow);
+        assert!(matches!(out.decision, wit::Decision::Allow));
         assert_eq!(out.system_message.as_deref(), Some("hi"));
         let bad = wit::EventInput {
             event: HookEvent::PreToolUse,
