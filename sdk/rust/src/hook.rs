@@ -268,9 +268,14 @@ pub fn handle(
         payload,
     };
     let ctx = Context::from(ctx);
+    // The host matched the event before instantiating the component; only
+    // when several hooks share the event must the SDK tell them apart.
+    let for_event: Vec<&Hook> = hooks.iter().filter(|h| h.event == event.kind).collect();
     let mut replies = Vec::new();
-    for hook in hooks.iter().filter(|h| h.wants(&event)) {
-        replies.push(hook.run(&event, &ctx)?);
+    for hook in &for_event {
+        if for_event.len() == 1 || matches(hook.matcher.as_deref(), &event) {
+            replies.push(hook.run(&event, &ctx)?);
+        }
     }
     let reply = combine(replies);
     Ok(wit::HookOutput {
