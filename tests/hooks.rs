@@ -635,3 +635,31 @@ fn protect_paths_denies_git_config_and_user_globs_beside_another_hooks_allow() {
     assert!(envfile.contains(".env file"), "{envfile}");
     assert_eq!(env.read("src/ok.txt"), "fine");
 }
+
+#[test]
+fn a_hook_granted_the_workspace_read_write_still_cannot_write() {
+    let env = Env::new();
+    let package = echo_package(&env, "timeout = \"5s\"");
+    let manifest = std::fs::read_to_string(package.join("plugin.toml")).unwrap();
+    std::fs::write(
+        package.join("plugin.toml"),
+        manifest.replace(
+            "[limits]",
+            "[capabilities]\nfs = [{ path = \"$WORKSPACE\", access = \"read-write\" }]\n\n[limits]",
+        ),
+    )
+    .unwrap();
+    install(&env, &package);
+    let mock = MockModel::start(vec![sse(Answer::text("ok"))]);
+    let output = session(
+        &env,
+        &mock,
+        "try [UserPromptSubmit:write]",
+        &["--permission-mode", "bypass"],
+    );
+    assert_exit(&output, 0);
+    assert!(!env.ws.path().join("written-by-hook.txt").exists());
+    let context = last_user_text(&mock, 0);
+    assert!(context.contains("write failed"), "{context}");
+    assert!(!context.contains("no workspace"), "the hook saw no workspace: {context}");
+}

@@ -237,6 +237,9 @@ fn slash_command(session: &mut Session, command: &str) -> Flow {
                     eprintln!("  {:12} {mode:9} {first}", tool.name);
                 }
             }
+            for hook in session.agent.hooks().names() {
+                eprintln!("{hook}  hooks");
+            }
         }
         other => eprintln!("unknown command /{other}; /help lists them"),
     }
