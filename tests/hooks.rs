@@ -661,5 +661,8 @@ fn a_hook_granted_the_workspace_read_write_still_cannot_write() {
     assert!(!env.ws.path().join("written-by-hook.txt").exists());
     let context = last_user_text(&mock, 0);
     assert!(context.contains("write failed"), "{context}");
-    assert!(!context.contains("no workspace"), "the hook saw no workspace: {context}");
+    assert!(
+        !context.contains("no workspace"),
+        "the hook saw no workspace: {context}"
+    );
 }
