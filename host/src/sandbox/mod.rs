@@ -175,7 +175,8 @@ impl Sandbox {
         let hook = HookPluginPre::new(pre).ok();
         if tool.is_none() && hook.is_none() {
             return Err(incompatible(
-                "it exports neither capstan:plugin/tool@0.1.0 nor capstan:plugin/hook@0.1.0".into(),
+                "it does not export the tool interface capstan:plugin/tool@0.1.0, nor the hook interface capstan:plugin/hook@0.1.0"
+                    .into(),
             ));
         }
         Ok(LoadedComponent {
