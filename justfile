@@ -17,10 +17,17 @@ setup:
 build: setup
     cargo build --release -p capstan
 
-# Build the first-party plugins as components (target/wasm-plugins/...).
+# Build the first-party plugins as components (target/wasm-plugins/...), and
+# package the installable ones as target/plugins/NAME (plugin.toml + component).
 plugins: setup
     cargo build --release --target {{wasm_target}} --manifest-path plugins/Cargo.toml --target-dir target/wasm-plugins
     @ls -la target/wasm-plugins/{{wasm_target}}/release/*.wasm
+    for name in guard-secrets protect-paths; do \
+        mkdir -p "target/plugins/$name"; \
+        cp "plugins/$name/plugin.toml" "target/plugins/$name/"; \
+        cp "target/wasm-plugins/{{wasm_target}}/release/capstan_plugin_${name//-/_}.wasm" "target/plugins/$name/${name//-/_}.wasm"; \
+    done
+    @echo "install with: capstan plugin install target/plugins/guard-secrets (or protect-paths)"
 
 # Run every test: host unit and end-to-end tests, SDK tests, plugin unit tests.
 test: setup
@@ -34,6 +41,7 @@ lint: setup
     cargo fmt --all --check --manifest-path tests/fixtures/misbehave/Cargo.toml
     cargo fmt --all --check --manifest-path tests/fixtures/hostile/Cargo.toml
     cargo fmt --all --check --manifest-path tests/fixtures/skill-kit/Cargo.toml
+    cargo fmt --all --check --manifest-path tests/fixtures/hook-echo/Cargo.toml
     cargo clippy --workspace --all-targets -- -D warnings
     cargo clippy --manifest-path plugins/Cargo.toml --target {{wasm_target}} --target-dir target/wasm-plugins --release -- -D warnings
 
@@ -44,12 +52,14 @@ fmt:
     cargo fmt --all --manifest-path tests/fixtures/misbehave/Cargo.toml
     cargo fmt --all --manifest-path tests/fixtures/hostile/Cargo.toml
     cargo fmt --all --manifest-path tests/fixtures/skill-kit/Cargo.toml
+    cargo fmt --all --manifest-path tests/fixtures/hook-echo/Cargo.toml
 
 # Measure: fresh-instance call, compile and cached load, whole-process call;
 # the agent loop's overhead per turn and its startup.
 bench: setup
     cargo bench -p capstan --bench runtime
     cargo bench -p capstan --bench agent
+    cargo bench -p capstan --bench hooks
 
 # An agent session on a sample project with the offline scripted model (no
 # API key needed), then the tools called directly.

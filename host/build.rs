@@ -15,6 +15,23 @@ use sha2::{Digest, Sha256};
 /// First-party plugins: (plugin name, crate name).
 const PLUGINS: &[(&str, &str)] = &[("fs", "capstan-plugin-fs")];
 
+/// First-party plugins that are installed rather than embedded: (plugin
+/// name, crate name, component file named in its plugin.toml). Each is
+/// packaged as `<target>/plugins/NAME/` (plugin.toml and component), ready
+/// for `capstan plugin install`.
+const PACKAGED: &[(&str, &str, &str)] = &[
+    (
+        "guard-secrets",
+        "capstan-plugin-guard-secrets",
+        "guard_secrets.wasm",
+    ),
+    (
+        "protect-paths",
+        "capstan-plugin-protect-paths",
+        "protect_paths.wasm",
+    ),
+];
+
 const WASM_TARGET: &str = "wasm32-wasip2";
 
 fn main() -> ExitCode {
@@ -44,24 +61,26 @@ fn run() -> Result<(), String> {
     ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
-    for (name, _) in PLUGINS {
-        println!(
-            "cargo:rerun-if-changed={}",
-            root.join("plugins").join(name).join("src").display()
-        );
-        println!(
-            "cargo:rerun-if-changed={}",
-            root.join("plugins").join(name).join("Cargo.toml").display()
-        );
+    let names = PLUGINS
+        .iter()
+        .map(|(name, _)| *name)
+        .chain(PACKAGED.iter().map(|(name, _, _)| *name));
+    for name in names {
+        for file in ["src", "Cargo.toml", "plugin.toml"] {
+            println!(
+                "cargo:rerun-if-changed={}",
+                root.join("plugins").join(name).join(file).display()
+            );
+        }
     }
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
 
     check_wasm_target()?;
 
-    let target_dir = env::var_os("CARGO_TARGET_DIR")
+    let target_root = env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"))
-        .join("wasm-plugins");
+        .unwrap_or_else(|| root.join("target"));
+    let target_dir = target_root.join("wasm-plugins");
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
     let mut command = Command::new(cargo);
     command
@@ -76,6 +95,9 @@ fn run() -> Result<(), String> {
         .arg("--target-dir")
         .arg(&target_dir);
     for (_, krate) in PLUGINS {
+        command.args(["-p", krate]);
+    }
+    for (_, krate, _) in PACKAGED {
         command.args(["-p", krate]);
     }
     // The outer build's flags and wrappers (clippy, coverage) are for the
@@ -123,6 +145,26 @@ fn run() -> Result<(), String> {
     list.push_str("]\n");
     std::fs::write(out_dir.join("builtin_plugins.rs"), list)
         .map_err(|e| format!("cannot write the plugin list: {e}"))?;
+
+    for (name, krate, component) in PACKAGED {
+        let built = target_dir
+            .join(WASM_TARGET)
+            .join("release")
+            .join(format!("{}.wasm", krate.replace('-', "_")));
+        let package = target_root.join("plugins").join(name);
+        std::fs::create_dir_all(&package)
+            .map_err(|e| format!("cannot create {}: {e}", package.display()))?;
+        for (from, to) in [
+            (
+                root.join("plugins").join(name).join("plugin.toml"),
+                package.join("plugin.toml"),
+            ),
+            (built, package.join(component)),
+        ] {
+            std::fs::copy(&from, &to)
+                .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))?;
+        }
+    }
     Ok(())
 }
 

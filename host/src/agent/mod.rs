@@ -31,12 +31,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::home::Home;
+use crate::hooks::{self, Combined, HookAnswer, HookEvent, HookSet, SessionFacts, Verdict};
 use crate::model::{
     Block, Message, ModelError, Provider, Request, Role, StopReason, StreamEvent, Usage,
 };
+use crate::policy::audit::{AuditEvent, AuditLog, AuditScope};
 use crate::policy::{Decision, DecisionSource, Mode, Outcome, Policy, Rule, ToolFacts};
 use crate::sandbox::CallError;
 use crate::session::record::Event;
@@ -46,6 +48,9 @@ pub use compact::{CompactError, CompactReport, CompactTrigger};
 pub use cost::SessionCost;
 pub use interrupt::Interrupt;
 pub use toolbox::{AgentTool, Toolbox, ToolboxError};
+
+/// How many times per prompt a Stop hook can make the model keep going.
+pub const MAX_STOP_CONTINUES: u32 = 3;
 
 /// The result given for a tool call the user interrupted.
 pub const INTERRUPTED_RESULT: &str = "The user interrupted this tool call before it finished; it may not have run at all. Wait for the user's next instruction.";
@@ -220,6 +225,13 @@ pub enum TurnEnd {
     Interrupted,
     /// It made `max_turns` requests without finishing.
     MaxTurns(u32),
+    /// A UserPromptSubmit hook blocked the prompt; the model never saw it.
+    PromptBlocked {
+        /// The hook.
+        hook: String,
+        /// Why, as the hook said.
+        reason: String,
+    },
 }
 
 /// What a turn did.
@@ -268,6 +280,14 @@ pub struct Agent {
     /// Whether this is a sub-agent, which offers only the tools
     /// [`subagent::allowed`] keeps.
     subagent: bool,
+    hooks: Arc<HookSet>,
+    hook_audit: Option<AuditLog>,
+    /// Context from SessionStart hooks, given with the next prompt.
+    hook_context: Vec<(String, String)>,
+    /// For a sub-agent, the session it works for.
+    parent_session_id: Option<String>,
+    /// For a sub-agent, its id in hook payloads (the `task` call's id).
+    subagent_id: Option<String>,
 }
 
 /// What a sub-agent is made of: the session's model, tools, policy,
@@ -279,6 +299,10 @@ struct SubagentParts {
     policy: Policy,
     config: AgentConfig,
     workspace: PathBuf,
+    hooks: Arc<HookSet>,
+    hook_audit: Option<AuditLog>,
+    /// The session the sub-agent works for, named in its hooks' payloads.
+    session_id: Option<String>,
 }
 
 /// A sub-agent's run: its result for the model, how long it took, and the
@@ -288,7 +312,7 @@ type SubagentRun = Pin<Box<dyn Future<Output = (Result<String, CallError>, Durat
 impl SubagentParts {
     /// Runs the `task` call `input` in a fresh sub-agent. Boxed, because a
     /// sub-agent runs the same loop that called it.
-    fn run(self, input: Value, interrupt: Interrupt) -> SubagentRun {
+    fn run(self, input: Value, call_id: String, interrupt: Interrupt) -> SubagentRun {
         Box::pin(async move {
             let started = Instant::now();
             let task = match subagent::parse_input(&input) {
@@ -316,14 +340,40 @@ impl SubagentParts {
                 home: None,
                 context_tokens: None,
                 subagent: true,
+                hooks: self.hooks,
+                hook_audit: self.hook_audit,
+                hook_context: Vec::new(),
+                parent_session_id: self.session_id,
+                subagent_id: None,
             };
             let mut log = subagent::SubagentLog::default();
-            let outcome = agent.turn(&task.prompt, &mut log, &interrupt).await;
+            agent.subagent_id = Some(call_id);
+            let start = json!({
+                "agent_type": subagent::TOOL_NAME,
+                "description": task.description,
+                "prompt": task.prompt,
+            });
+            let outcome = match agent
+                .fire(HookEvent::SubagentStart, start, None, &mut log)
+                .await
+            {
+                Ok(_) => agent.turn(&task.prompt, &mut log, &interrupt).await,
+                Err(error) => Err(error),
+            };
             let elapsed = started.elapsed();
             match outcome {
                 Ok(report) => {
                     let text = match report.end {
                         TurnEnd::Finished(_) => log.result(&report.text, report.requests, elapsed),
+                        TurnEnd::PromptBlocked { hook, reason } => {
+                            return (
+                                Err(CallError::Denied(format!(
+                                    "hook {hook} blocked the sub-agent's task: {reason}"
+                                ))),
+                                elapsed,
+                                report.usage,
+                            );
+                        }
                         TurnEnd::Interrupted => {
                             return (
                                 Err(CallError::Failed("the sub-agent was interrupted".into())),
@@ -359,6 +409,14 @@ struct Call {
     input: Value,
 }
 
+/// A call the checks let run: the tool, the input it runs with (a hook may
+/// have changed it), and notes from hooks for the model.
+struct Authorized {
+    tool: AgentTool,
+    input: Value,
+    notes: Vec<String>,
+}
+
 impl Agent {
     /// A session with no history. `home` is where "always allow" answers are
     /// saved; without it they count for the session only.
@@ -383,6 +441,11 @@ impl Agent {
             home,
             context_tokens: None,
             subagent: false,
+            hooks: Arc::default(),
+            hook_audit: None,
+            hook_context: Vec::new(),
+            parent_session_id: None,
+            subagent_id: None,
         }
     }
 
@@ -399,6 +462,61 @@ impl Agent {
     /// The tools offered to the model.
     fn tool_defs(&self) -> Vec<crate::model::ToolDef> {
         self.toolbox.defs_where(|tool| self.offers(tool))
+    }
+
+    /// Runs `hooks` on this session's events, recording their decisions in
+    /// `audit` as well as the transcript.
+    pub fn set_hooks(&mut self, hooks: HookSet, audit: Option<AuditLog>) {
+        self.hooks = Arc::new(hooks);
+        self.hook_audit = audit;
+    }
+
+    /// The session's hooks.
+    pub fn hooks(&self) -> &HookSet {
+        &self.hooks
+    }
+
+    /// Fires SessionStart (`source`: `startup`, `resume` or `clear`); context
+    /// the hooks add goes to the model with the next prompt.
+    pub async fn start_session(
+        &mut self,
+        source: &str,
+        frontend: &mut dyn Frontend,
+    ) -> Result<(), AgentError> {
+        let fields = json!({ "source": source, "model": self.config.model });
+        let combined = self
+            .fire(HookEvent::SessionStart, fields, None, frontend)
+            .await?;
+        self.hook_context.extend(combined.context);
+        Ok(())
+    }
+
+    /// Fires SessionEnd (`reason`: `clear`, `prompt_input_exit` or `other`)
+    /// and records that the session ended.
+    pub async fn end_session(
+        &mut self,
+        reason: &str,
+        frontend: &mut dyn Frontend,
+    ) -> Result<(), AgentError> {
+        self.fire_session_end(reason, frontend).await?;
+        self.finish()
+    }
+
+    /// Fires SessionEnd without ending the transcript (before `/clear`
+    /// starts a new one).
+    pub async fn fire_session_end(
+        &mut self,
+        reason: &str,
+        frontend: &mut dyn Frontend,
+    ) -> Result<(), AgentError> {
+        self.fire(
+            HookEvent::SessionEnd,
+            json!({ "reason": reason }),
+            None,
+            frontend,
+        )
+        .await
+        .map(drop)
     }
 
     /// Writes everything from now on to `transcript`.
@@ -420,6 +538,7 @@ impl Agent {
         }
         self.messages.clear();
         self.context_tokens = None;
+        self.hook_context.clear();
         self.transcript = transcript;
         self.cost = SessionCost::new(self.config.model.clone());
         Ok(())
@@ -435,7 +554,10 @@ impl Agent {
 
     /// The session's id, if it has a transcript.
     pub fn session_id(&self) -> Option<&str> {
-        self.transcript.as_ref().map(TranscriptWriter::id)
+        self.transcript
+            .as_ref()
+            .map(TranscriptWriter::id)
+            .or(self.parent_session_id.as_deref())
     }
 
     /// The conversation so far.
@@ -497,7 +619,6 @@ impl Agent {
         if self.should_compact() {
             self.compact_or_notice(frontend, interrupt, false).await?;
         }
-        self.push_user_text(prompt)?;
         let mut report = TurnReport {
             end: TurnEnd::Finished(StopReason::EndTurn),
             text: String::new(),
@@ -505,6 +626,26 @@ impl Agent {
             tool_calls: 0,
             usage: Usage::default(),
         };
+        let submitted = self
+            .fire(
+                HookEvent::UserPromptSubmit,
+                json!({ "prompt": prompt }),
+                None,
+                frontend,
+            )
+            .await?;
+        if let Some((hook, reason)) = submitted.denied() {
+            let (hook, reason) = (hook.to_string(), reason.to_string());
+            let text = format!("hook {hook} blocked the prompt: {reason}");
+            frontend.event(AgentEvent::Notice(&text));
+            self.record(Event::Interrupted { reason: text })?;
+            report.end = TurnEnd::PromptBlocked { hook, reason };
+            return Ok(report);
+        }
+        let mut context = std::mem::take(&mut self.hook_context);
+        context.extend(submitted.context);
+        self.push_user_text(prompt, &context)?;
+        let mut stop_continues = 0;
         loop {
             if report.requests >= self.config.max_turns {
                 let reason = format!(
@@ -605,6 +746,12 @@ impl Agent {
                 })
                 .collect();
             if content.is_empty() {
+                if self
+                    .keep_going(&mut stop_continues, &report.text, frontend)
+                    .await?
+                {
+                    continue;
+                }
                 report.end = TurnEnd::Finished(response.stop_reason);
                 return Ok(report);
             }
@@ -618,6 +765,12 @@ impl Agent {
             }
             self.messages.push(message);
             if calls.is_empty() {
+                if self
+                    .keep_going(&mut stop_continues, &report.text, frontend)
+                    .await?
+                {
+                    continue;
+                }
                 report.end = TurnEnd::Finished(response.stop_reason);
                 return Ok(report);
             }
@@ -697,6 +850,12 @@ impl Agent {
         if self.messages.is_empty() {
             return Err(CompactError::Empty.into());
         }
+        let fields = json!({
+            "trigger": trigger.name(),
+            "custom_instructions": focus.unwrap_or_default(),
+        });
+        self.fire(HookEvent::PreCompact, fields, None, frontend)
+            .await?;
         frontend.event(AgentEvent::Compacting { trigger });
         let request = Request {
             model: self.config.model.clone(),
@@ -750,25 +909,171 @@ impl Agent {
         self.messages = vec![message];
         self.context_tokens = None;
         frontend.event(AgentEvent::Compacted(&report));
+        let fields = json!({
+            "trigger": trigger.name(),
+            "compact_summary": report.summary,
+        });
+        self.fire(HookEvent::PostCompact, fields, None, frontend)
+            .await?;
         Ok(report)
     }
 
-    /// Adds the user's text, joining it to a user message already last
-    /// (after an interrupted turn) so roles keep alternating.
-    fn push_user_text(&mut self, text: &str) -> Result<(), AgentError> {
-        let block = Block::Text {
+    /// Adds the user's text, and context hooks added to it, joining it to a
+    /// user message already last (after an interrupted turn) so roles keep
+    /// alternating.
+    fn push_user_text(
+        &mut self,
+        text: &str,
+        context: &[(String, String)],
+    ) -> Result<(), AgentError> {
+        let mut blocks = vec![Block::Text {
             text: text.to_string(),
-        };
+        }];
+        blocks.extend(context.iter().map(|(hook, text)| Block::Text {
+            text: format!("Context from hook {hook}:\n{text}"),
+        }));
         let message = Message {
             role: Role::User,
-            content: vec![block.clone()],
+            content: blocks.clone(),
         };
         if let Some(transcript) = &mut self.transcript {
             transcript.record_user(&message)?;
         }
         match self.messages.last_mut() {
-            Some(last) if last.role == Role::User => last.content.push(block),
+            Some(last) if last.role == Role::User => last.content.extend(blocks),
             _ => self.messages.push(message),
+        }
+        Ok(())
+    }
+
+    /// Fires Stop (SubagentStop in a sub-agent) when the model ends its
+    /// turn; returns whether a hook asked it to keep going (at most
+    /// [`MAX_STOP_CONTINUES`] times per prompt), in which case the hook's
+    /// text was added for the model.
+    async fn keep_going(
+        &mut self,
+        continues: &mut u32,
+        last_message: &str,
+        frontend: &mut dyn Frontend,
+    ) -> Result<bool, AgentError> {
+        let event = if self.subagent {
+            HookEvent::SubagentStop
+        } else {
+            HookEvent::Stop
+        };
+        if !self.hooks.wants(event) {
+            return Ok(false);
+        }
+        let fields = json!({
+            "stop_hook_active": *continues > 0,
+            "last_assistant_message": last_message,
+        });
+        let combined = self.fire(event, fields, None, frontend).await?;
+        let Some((hook, text)) = combined.keep_going else {
+            return Ok(false);
+        };
+        if *continues >= MAX_STOP_CONTINUES {
+            let notice = format!(
+                "hook {hook} asked the model to keep going again; that happens at most {MAX_STOP_CONTINUES} times per prompt, so the turn ends"
+            );
+            frontend.event(AgentEvent::Notice(&notice));
+            return Ok(false);
+        }
+        *continues += 1;
+        let notice = format!("hook {hook} asked the model to keep going: {text}");
+        frontend.event(AgentEvent::Notice(&notice));
+        self.push_user_text(
+            &format!(
+                "A {} hook ({hook}) asked you not to stop yet: {text}",
+                event.name()
+            ),
+            &[],
+        )?;
+        Ok(true)
+    }
+
+    /// What every hook payload says about the session.
+    fn session_facts(&self) -> SessionFacts<'_> {
+        SessionFacts {
+            session_id: self.session_id().unwrap_or_default(),
+            transcript_path: self.transcript.as_ref().map(|t| t.path()),
+            cwd: &self.workspace,
+            mode: self.policy.mode(),
+        }
+    }
+
+    /// Delivers `event` to the hooks that want it, records their answers and
+    /// shows their messages; returns the answers combined.
+    async fn fire(
+        &mut self,
+        event: HookEvent,
+        fields: Value,
+        tool_use_id: Option<&str>,
+        frontend: &mut dyn Frontend,
+    ) -> Result<Combined, AgentError> {
+        if !self.hooks.wants(event) {
+            return Ok(Combined::default());
+        }
+        let mut fields = fields;
+        // A sub-agent's events say which sub-agent, as Claude Code's do.
+        if let (Some(id), Some(object)) = (&self.subagent_id, fields.as_object_mut()) {
+            object.entry("agent_id").or_insert_with(|| json!(id));
+            object
+                .entry("agent_type")
+                .or_insert_with(|| json!(subagent::TOOL_NAME));
+        }
+        let payload = hooks::payload(event, &self.session_facts(), fields);
+        let answers = self.hooks.dispatch(event, &payload).await;
+        let combined = hooks::combine(event, &answers);
+        self.record_hooks(event, &answers, &combined, tool_use_id, frontend)?;
+        Ok(combined)
+    }
+
+    /// Records each hook's answer in the transcript and (unless it had no
+    /// opinion) the audit log, and shows the user the hooks' messages and
+    /// warnings.
+    fn record_hooks(
+        &mut self,
+        event: HookEvent,
+        answers: &[HookAnswer],
+        combined: &Combined,
+        tool_use_id: Option<&str>,
+        frontend: &mut dyn Frontend,
+    ) -> Result<(), AgentError> {
+        for answer in answers {
+            let (decision, detail) = match &answer.result {
+                Ok(output) => describe_decision(&output.decision),
+                Err(failure) => ("failed", Some(failure.to_string())),
+            };
+            let detail = detail.map(|d| clip(&d, 2000));
+            if decision != "proceed"
+                && let Some(log) = &self.hook_audit
+            {
+                AuditScope {
+                    log: log.clone(),
+                    plugin: answer.hook.clone(),
+                    call_id: tool_use_id.unwrap_or(event.name()).to_string(),
+                    session_id: self.session_id().map(str::to_string),
+                }
+                .record(AuditEvent::HookDecision {
+                    event: event.name().to_string(),
+                    decision: decision.to_string(),
+                    detail: detail.clone(),
+                });
+            }
+            self.record(Event::Hook {
+                event: event.name().to_string(),
+                hook: answer.hook.clone(),
+                decision: decision.to_string(),
+                detail,
+                tool_use_id: tool_use_id.map(str::to_string),
+            })?;
+        }
+        for (hook, message) in &combined.messages {
+            frontend.event(AgentEvent::Notice(&format!("hook {hook}: {message}")));
+        }
+        for warning in &combined.warnings {
+            frontend.event(AgentEvent::Notice(&format!("warning: {warning}")));
         }
         Ok(())
     }
@@ -817,11 +1122,11 @@ impl Agent {
             if interrupt.is_raised() {
                 break;
             }
-            let mut runnable = Vec::new();
+            let mut runnable: Vec<(usize, Authorized)> = Vec::new();
             for index in batch {
                 let call = &calls[index];
-                match self.authorize(call, frontend, interrupt)? {
-                    Ok(tool) => runnable.push((index, tool)),
+                match self.authorize(call, frontend, interrupt).await? {
+                    Ok(authorized) => runnable.push((index, authorized)),
                     Err(refusal) => {
                         let tool = self
                             .find_tool(&call.name)
@@ -841,15 +1146,16 @@ impl Agent {
             if runnable.is_empty() {
                 continue;
             }
-            for (index, tool) in &runnable {
+            for (index, authorized) in &runnable {
                 let call = &calls[*index];
                 frontend.event(AgentEvent::ToolStarted {
                     id: &call.id,
-                    tool: &tool.name,
-                    input: &call.input,
+                    tool: &authorized.tool.name,
+                    input: &authorized.input,
                 });
             }
             let toolbox = &self.toolbox;
+            let hooks = &self.hooks;
             let session_id = self.transcript.as_ref().map(TranscriptWriter::id);
             let parts = SubagentParts {
                 provider: self.provider.clone(),
@@ -857,55 +1163,115 @@ impl Agent {
                 policy: self.policy.clone(),
                 config: self.config.clone(),
                 workspace: self.workspace.clone(),
+                hooks: self.hooks.clone(),
+                hook_audit: self.hook_audit.clone(),
+                session_id: session_id.map(str::to_string),
             };
             let mut subagent_usage = Usage::default();
+            let facts = self.session_facts();
+            let facts = &facts;
+            let mut post_hooks = Vec::new();
             // Results are recorded as each call finishes, so an interrupt
             // keeps the ones already done and only the rest are reported as
-            // interrupted.
-            let mut runs = futures_util::stream::iter(runnable.iter().map(|(index, tool)| {
-                let call = &calls[*index];
-                let parts = parts.clone();
-                let interrupt = interrupt.clone();
-                async move {
-                    if Toolbox::is_subagent_tool(tool) {
-                        let (result, duration, usage) =
-                            parts.run(call.input.clone(), interrupt).await;
-                        return (*index, tool, result, duration, usage);
+            // interrupted. PostToolUse (or PostToolUseFailure) hooks run as
+            // part of their call. A `task` call runs a sub-agent.
+            let mut runs =
+                futures_util::stream::iter(runnable.iter().map(|(index, authorized)| {
+                    let call = &calls[*index];
+                    let parts = parts.clone();
+                    let interrupt = interrupt.clone();
+                    async move {
+                        let tool = &authorized.tool;
+                        let (result, duration, usage) = if Toolbox::is_subagent_tool(tool) {
+                            parts
+                                .run(authorized.input.clone(), call.id.clone(), interrupt)
+                                .await
+                        } else {
+                            let (result, duration) =
+                                toolbox.call(tool, &authorized.input, session_id).await;
+                            (result, duration, Usage::default())
+                        };
+                        let (event, fields) = match &result {
+                            Ok(text) => (
+                                HookEvent::PostToolUse,
+                                json!({
+                                    "tool_name": tool.name,
+                                    "tool_input": authorized.input,
+                                    "tool_response": text,
+                                    "tool_use_id": call.id,
+                                }),
+                            ),
+                            Err(error) => (
+                                HookEvent::PostToolUseFailure,
+                                json!({
+                                    "tool_name": tool.name,
+                                    "tool_input": authorized.input,
+                                    "tool_use_id": call.id,
+                                    "error": error.to_string(),
+                                    "is_interrupt": false,
+                                }),
+                            ),
+                        };
+                        let answers = if hooks.wants(event) {
+                            let payload = hooks::payload(event, facts, fields);
+                            hooks.dispatch(event, &payload).await
+                        } else {
+                            Vec::new()
+                        };
+                        (*index, authorized, result, duration, event, answers, usage)
                     }
-                    let (result, duration) = toolbox.call(tool, &call.input, session_id).await;
-                    (*index, tool, result, duration, Usage::default())
-                }
-            }))
-            .buffer_unordered(self.config.max_parallel.max(1));
+                }))
+                .buffer_unordered(self.config.max_parallel.max(1));
             loop {
                 let next = tokio::select! {
                     biased;
                     () = interrupt.raised() => None,
                     next = runs.next() => next,
                 };
-                let Some((index, tool, result, duration, usage)) = next else {
+                let Some((index, authorized, result, duration, event, answers, usage)) = next
+                else {
                     break;
                 };
                 subagent_usage.add(usage);
                 let call = &calls[index];
-                let (output, is_error) = match result {
+                let (mut output, is_error) = match result {
                     Ok(text) => (scheduler::cap_result(text, self.config.result_cap), false),
                     Err(error) => (
                         scheduler::cap_result(error.to_string(), self.config.result_cap),
                         true,
                     ),
                 };
+                let combined = hooks::combine(event, &answers);
+                let mut notes = authorized.notes.clone();
+                if let Some((hook, reason)) = combined.denied() {
+                    notes.push(format!("Hook {hook} flagged this result: {reason}"));
+                }
+                notes.extend(
+                    combined
+                        .context
+                        .iter()
+                        .map(|(hook, text)| format!("Note from hook {hook}: {text}")),
+                );
+                for note in notes {
+                    output.push_str("\n\n[");
+                    output.push_str(&note);
+                    output.push(']');
+                }
                 frontend.event(AgentEvent::ToolFinished {
                     id: &call.id,
-                    tool: &tool.name,
-                    input: &call.input,
+                    tool: &authorized.tool.name,
+                    input: &authorized.input,
                     is_error,
                     output: &output,
                     duration,
                 });
                 results[index] = Some((output, is_error));
+                post_hooks.push((call.id.clone(), event, answers, combined));
             }
             drop(runs);
+            for (id, event, answers, combined) in post_hooks {
+                self.record_hooks(event, &answers, &combined, Some(&id), frontend)?;
+            }
             if subagent_usage != Usage::default() {
                 self.cost.add(subagent_usage);
                 frontend.event(AgentEvent::Usage(subagent_usage));
@@ -947,12 +1313,12 @@ impl Agent {
     /// Decides whether a call may run: the tool must exist and its input be
     /// an object, and the policy (or the user) must allow it. Returns the
     /// tool, or the error result to send back.
-    fn authorize(
+    async fn authorize(
         &mut self,
         call: &Call,
         frontend: &mut dyn Frontend,
         interrupt: &Interrupt,
-    ) -> Result<Result<AgentTool, String>, AgentError> {
+    ) -> Result<Result<Authorized, String>, AgentError> {
         let Some(tool) = self.find_tool(&call.name).cloned() else {
             let known: Vec<&str> = self
                 .toolbox
@@ -976,20 +1342,131 @@ impl Agent {
         if let Some(refusal) = self.toolbox.skill_refusal(&tool) {
             return Ok(Err(refusal));
         }
-        let facts = ToolFacts {
-            tool: &tool.name,
-            read_only: tool.spec.read_only,
-            destructive: tool.spec.destructive,
-            open_world: tool.spec.open_world,
-            input: &call.input,
-            workspace: &self.workspace,
+        let mut input = call.input.clone();
+        let mut notes = Vec::new();
+        let mut verdict = Verdict::Proceed;
+        let mut hook_decision = None;
+        if self.hooks.wants(HookEvent::PreToolUse) {
+            let fields = json!({
+                "tool_name": tool.name,
+                "tool_input": call.input,
+                "tool_use_id": call.id,
+            });
+            let combined = self
+                .fire(HookEvent::PreToolUse, fields, Some(&call.id), frontend)
+                .await?;
+            notes.extend(
+                combined
+                    .context
+                    .iter()
+                    .map(|(hook, text)| format!("Note from hook {hook}: {text}")),
+            );
+            if let Some((hook, reason)) = combined.denied() {
+                hook_decision = Some(hook_deny(
+                    hook,
+                    format!("hook {hook} blocked this call: {reason}"),
+                ));
+            } else if let Some((hook, modified)) = &combined.modified {
+                match hooks::schema::validate(modified, &tool.spec.input_schema) {
+                    Ok(()) => {
+                        input = modified.clone();
+                        let text = format!("hook {hook} changed the input of {}", tool.name);
+                        frontend.event(AgentEvent::Notice(&text));
+                    }
+                    Err(why) => {
+                        hook_decision = Some(hook_deny(
+                            hook,
+                            format!(
+                                "hook {hook} changed the input of {} to one its schema refuses ({why}), so the call was not run.",
+                                tool.name
+                            ),
+                        ));
+                    }
+                }
+            }
+            verdict = combined.verdict;
+        }
+        let mut decision = match hook_decision {
+            Some(decision) => decision,
+            None => {
+                let facts = ToolFacts {
+                    tool: &tool.name,
+                    read_only: tool.spec.read_only,
+                    destructive: tool.spec.destructive,
+                    open_world: tool.spec.open_world,
+                    input: &input,
+                    workspace: &self.workspace,
+                };
+                self.policy.decide(&facts)
+            }
         };
-        let mut decision = self.policy.decide(&facts);
+        // A hook's allow spares the user a question the mode would ask, but
+        // never overrides a deny rule or plan mode (those are denials), nor
+        // an ask rule the user wrote; a hook's ask makes an allowed call ask.
+        match verdict {
+            Verdict::Allow { hook }
+                if decision.outcome == Outcome::Ask
+                    && !matches!(decision.source, DecisionSource::Rule { .. }) =>
+            {
+                decision = Decision {
+                    outcome: Outcome::Allow,
+                    reason: format!("hook {hook} allowed this call"),
+                    source: DecisionSource::Hook(hook),
+                };
+            }
+            Verdict::Ask { hook, reason } if decision.outcome == Outcome::Allow => {
+                decision = Decision {
+                    outcome: Outcome::Ask,
+                    reason: format!("hook {hook} asks first: {reason}"),
+                    source: DecisionSource::Hook(hook),
+                };
+            }
+            _ => {}
+        }
+        if decision.outcome == Outcome::Ask && self.hooks.wants(HookEvent::PermissionRequest) {
+            let fields = json!({
+                "tool_name": tool.name,
+                "tool_input": input,
+                "tool_use_id": call.id,
+                "reason": decision.reason,
+            });
+            let combined = self
+                .fire(
+                    HookEvent::PermissionRequest,
+                    fields,
+                    Some(&call.id),
+                    frontend,
+                )
+                .await?;
+            match combined.verdict {
+                Verdict::Deny { hook, reason } => {
+                    decision = hook_deny(
+                        &hook,
+                        format!("hook {hook} refused the permission request: {reason}"),
+                    );
+                }
+                Verdict::Allow { hook } => {
+                    decision = Decision {
+                        outcome: Outcome::Allow,
+                        reason: format!("hook {hook} granted the permission request"),
+                        source: DecisionSource::Hook(hook),
+                    };
+                }
+                _ => {}
+            }
+        }
         if decision.outcome == Outcome::Ask {
             decision = if frontend.can_prompt() {
+                let fields = json!({
+                    "message": format!("capstan needs your permission to use {}", tool.name),
+                    "notification_type": "permission_prompt",
+                    "title": "Permission needed",
+                });
+                self.fire(HookEvent::Notification, fields, Some(&call.id), frontend)
+                    .await?;
                 let request = PermissionRequest {
                     tool: &tool,
-                    input: &call.input,
+                    input: &input,
                     reason: &decision.reason,
                     mode: self.policy.mode(),
                 };
@@ -1019,7 +1496,7 @@ impl Agent {
             decision: &decision,
         });
         Ok(match decision.outcome {
-            Outcome::Allow => Ok(tool),
+            Outcome::Allow => Ok(Authorized { tool, input, notes }),
             Outcome::Ask | Outcome::Deny => Err(format!(
                 "Permission denied: {} Do not retry the same call; adapt, or ask the user.",
                 decision.reason
@@ -1106,7 +1583,43 @@ fn describe_source(source: &DecisionSource) -> (String, Option<String>) {
         DecisionSource::Session => ("session".to_string(), None),
         DecisionSource::User => ("user".to_string(), None),
         DecisionSource::NonInteractive => ("non-interactive".to_string(), None),
+        DecisionSource::Hook(hook) => (format!("hook {hook}"), None),
     }
+}
+
+/// A denial by a hook.
+fn hook_deny(hook: &str, reason: String) -> Decision {
+    Decision {
+        outcome: Outcome::Deny,
+        source: DecisionSource::Hook(hook.to_string()),
+        reason,
+    }
+}
+
+/// A hook decision's name and the text it carries, for the records.
+fn describe_decision(decision: &hooks::Decision) -> (&'static str, Option<String>) {
+    use hooks::Decision as D;
+    match decision {
+        D::Proceed => ("proceed", None),
+        D::Allow => ("allow", None),
+        D::Ask(reason) => ("ask", Some(reason.clone())),
+        D::Deny(reason) => ("deny", Some(reason.clone())),
+        D::Modify(input) => ("modify", Some(input.to_string())),
+        D::AddContext(text) => ("add-context", Some(text.clone())),
+        D::KeepGoing(text) => ("keep-going", Some(text.clone())),
+    }
+}
+
+/// `text` cut to at most `max` bytes at a character boundary, marked.
+fn clip(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
 }
 
 #[cfg(test)]

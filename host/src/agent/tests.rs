@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 
 use super::*;
+use crate::hooks::HookSet;
 use crate::model::{EventSink, ModelFuture, Response};
 use crate::plugin::Catalog;
 use crate::sandbox::{Limits, Sandbox};
@@ -470,7 +471,6 @@ async fn decisions_and_the_conversation_are_in_the_transcript() {
     assert!(loaded.ended);
     assert_eq!(loaded.usage.input_tokens, 20);
 }
-
 /// The text of a message's text blocks, joined.
 fn text_of(message: &Message) -> String {
     message
@@ -788,4 +788,201 @@ async fn a_task_with_bad_input_is_refused_as_invalid() {
         sent[0].2 && sent[0].1.contains("`description` is missing"),
         "{sent:?}"
     );
+}
+
+/// A hook in the host's own code: records each event's payload and answers
+/// from a fixed table.
+struct RecordingHook {
+    subscriptions: Vec<crate::hooks::Subscription>,
+    answers: Vec<(HookEvent, crate::hooks::Decision)>,
+    seen: Arc<Mutex<Vec<Value>>>,
+}
+
+impl RecordingHook {
+    fn new(answers: Vec<(HookEvent, crate::hooks::Decision)>) -> (Self, Arc<Mutex<Vec<Value>>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let hook = Self {
+            subscriptions: HookEvent::ALL
+                .into_iter()
+                .map(|event| crate::hooks::Subscription {
+                    event,
+                    matcher: None,
+                })
+                .collect(),
+            answers,
+            seen: seen.clone(),
+        };
+        (hook, seen)
+    }
+}
+
+impl crate::hooks::Hook for RecordingHook {
+    fn name(&self) -> &str {
+        "recorder"
+    }
+
+    fn subscriptions(&self) -> &[crate::hooks::Subscription] {
+        &self.subscriptions
+    }
+
+    fn handle<'a>(
+        &'a self,
+        event: HookEvent,
+        payload: &'a Value,
+    ) -> futures_util::future::BoxFuture<
+        'a,
+        Result<crate::hooks::HookOutput, crate::hooks::HookFailure>,
+    > {
+        self.seen.lock().unwrap().push(payload.clone());
+        let decision = self
+            .answers
+            .iter()
+            .find(|(e, _)| *e == event)
+            .map_or(crate::hooks::Decision::Proceed, |(_, d)| d.clone());
+        Box::pin(async move {
+            Ok(crate::hooks::HookOutput {
+                decision,
+                system_message: None,
+            })
+        })
+    }
+}
+
+fn events_seen(seen: &Arc<Mutex<Vec<Value>>>) -> Vec<String> {
+    seen.lock()
+        .unwrap()
+        .iter()
+        .map(|p| p["hook_event_name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn notification_fires_before_the_user_is_asked_and_permission_request_can_answer() {
+    let write = || {
+        Step::Answer(
+            "writing",
+            vec![("fs__write", json!({"path": "c.txt", "content": "x"}))],
+        )
+    };
+    // No hook answers the permission request: the user is asked, after a
+    // Notification.
+    let mut s = setup(
+        vec![write(), Step::Answer("done", Vec::new())],
+        Mode::Default,
+    )
+    .await;
+    let (hook, seen) = RecordingHook::new(Vec::new());
+    s.agent
+        .set_hooks(HookSet::new(vec![Arc::new(hook)]).unwrap(), None);
+    let mut frontend = TestFrontend {
+        answers: vec![PermissionAnswer::AllowOnce].into(),
+        ..TestFrontend::default()
+    };
+    s.agent
+        .run_turn("write c", &mut frontend, &Interrupt::new())
+        .await
+        .unwrap();
+    assert_eq!(frontend.asked, ["fs.write"]);
+    let events = events_seen(&seen);
+    let at = |name: &str| events.iter().position(|e| e == name).unwrap();
+    assert!(at("PreToolUse") < at("PermissionRequest"));
+    assert!(at("PermissionRequest") < at("Notification"));
+    assert!(at("Notification") < at("PostToolUse"));
+    let notification = seen.lock().unwrap()[at("Notification")].clone();
+    assert_eq!(notification["notification_type"], "permission_prompt");
+    assert!(
+        notification["message"]
+            .as_str()
+            .unwrap()
+            .contains("fs.write")
+    );
+
+    // A PermissionRequest hook that denies: nobody is asked, nothing runs.
+    let mut s = setup(
+        vec![write(), Step::Answer("done", Vec::new())],
+        Mode::Default,
+    )
+    .await;
+    let (hook, seen) = RecordingHook::new(vec![(
+        HookEvent::PermissionRequest,
+        crate::hooks::Decision::Deny("not today".into()),
+    )]);
+    s.agent
+        .set_hooks(HookSet::new(vec![Arc::new(hook)]).unwrap(), None);
+    let mut frontend = TestFrontend {
+        answers: vec![PermissionAnswer::AllowOnce].into(),
+        ..TestFrontend::default()
+    };
+    s.agent
+        .run_turn("write c", &mut frontend, &Interrupt::new())
+        .await
+        .unwrap();
+    assert!(frontend.asked.is_empty());
+    assert!(!s.ws.path().join("c.txt").exists());
+    assert!(!events_seen(&seen).contains(&"Notification".to_string()));
+    let last = s.model.requests().last().unwrap().clone();
+    let (_, text, is_error) = results(last.messages.last().unwrap())[0].clone();
+    assert!(
+        is_error && text.contains("refused the permission request: not today"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn session_start_context_goes_with_the_first_prompt_and_end_fires_once() {
+    let mut s = setup(vec![Step::Answer("hi", Vec::new())], Mode::Default).await;
+    let (hook, seen) = RecordingHook::new(vec![(
+        HookEvent::SessionStart,
+        crate::hooks::Decision::AddContext("the build is red".into()),
+    )]);
+    s.agent
+        .set_hooks(HookSet::new(vec![Arc::new(hook)]).unwrap(), None);
+    let mut frontend = TestFrontend::default();
+    s.agent
+        .start_session("startup", &mut frontend)
+        .await
+        .unwrap();
+    s.agent
+        .run_turn("hello", &mut frontend, &Interrupt::new())
+        .await
+        .unwrap();
+    s.agent.end_session("other", &mut frontend).await.unwrap();
+    let first = &s.model.requests()[0];
+    let user = &first.messages[0];
+    assert!(user.content.iter().any(
+        |b| matches!(b, Block::Text { text } if text == "Context from hook recorder:\nthe build is red")
+    ));
+    assert_eq!(
+        events_seen(&seen),
+        ["SessionStart", "UserPromptSubmit", "Stop", "SessionEnd"]
+    );
+    let payloads = seen.lock().unwrap().clone();
+    assert_eq!(payloads[0]["source"], "startup");
+    assert_eq!(payloads[3]["reason"], "other");
+}
+
+#[tokio::test]
+async fn events_without_a_host_moment_yet_still_dispatch() {
+    // capstan has no sub-agents or compaction yet; their events reach
+    // hooks that subscribe, with matchers on their subjects.
+    let (hook, seen) = RecordingHook::new(vec![(
+        HookEvent::SubagentStop,
+        crate::hooks::Decision::KeepGoing("more".into()),
+    )]);
+    let set = HookSet::new(vec![Arc::new(hook)]).unwrap();
+    for event in [
+        HookEvent::SubagentStart,
+        HookEvent::SubagentStop,
+        HookEvent::PreCompact,
+        HookEvent::PostCompact,
+    ] {
+        let answers = set.dispatch(event, &json!({"hook_event_name": event.name(), "trigger": "manual", "agent_type": "general"})).await;
+        assert_eq!(answers.len(), 1, "{event:?}");
+        let combined = crate::hooks::combine(event, &answers);
+        assert_eq!(
+            combined.keep_going.is_some(),
+            event == HookEvent::SubagentStop
+        );
+    }
+    assert_eq!(seen.lock().unwrap().len(), 4);
 }

@@ -101,7 +101,7 @@ struct PluginGrants {
 
 /// The plugins' tools, the sandbox they run in and the workspace grants.
 pub struct Toolbox {
-    sandbox: Sandbox,
+    sandbox: Arc<Sandbox>,
     components: Vec<LoadedComponent>,
     grants: Vec<PluginGrants>,
     tools: Vec<AgentTool>,
@@ -120,18 +120,21 @@ impl Toolbox {
     /// will see `workspace`: read-only for tools that say they change
     /// nothing, read-write for the others.
     pub async fn load(
-        sandbox: Sandbox,
+        sandbox: impl Into<Arc<Sandbox>>,
         catalog: &Catalog,
         workspace: &Path,
         limits: Limits,
     ) -> Result<Self, ToolboxError> {
+        let sandbox: Arc<Sandbox> = sandbox.into();
         let read = Grants::workspace(workspace, false)?;
         let write = Grants::workspace(workspace, true)?;
         let mut components = Vec::new();
         let mut grants = Vec::new();
         let mut tools: Vec<AgentTool> = Vec::new();
         for plugin in catalog.names() {
-            let component = catalog.load(&sandbox, plugin)?;
+            let Some(component) = catalog.load_tools(&sandbox, plugin)? else {
+                continue;
+            };
             let (plugin_grants, networked) = match catalog.installed(plugin) {
                 Some(installed) => {
                     let grant = |writable| {
@@ -200,8 +203,8 @@ impl Toolbox {
         })
     }
 
-    /// The sandbox the tools run in.
-    pub fn sandbox(&self) -> &Sandbox {
+    /// The sandbox the tools run in (hooks share it).
+    pub fn sandbox(&self) -> &Arc<Sandbox> {
         &self.sandbox
     }
 

@@ -134,6 +134,14 @@ fn human_line(record: &AuditRecord) -> String {
         AuditEvent::SecretInjected { name, host } => format!("secret_injected {name} -> {host}"),
         AuditEvent::SocketRefused { address } => format!("socket_refused {address}"),
         AuditEvent::PluginRefused { reason } => format!("plugin_refused {reason}"),
+        AuditEvent::HookDecision {
+            event,
+            decision,
+            detail,
+        } => match detail {
+            Some(detail) => format!("hook {event} {decision}: {detail}"),
+            None => format!("hook {event} {decision}"),
+        },
     };
     let time = if record.time.is_empty() {
         "-"

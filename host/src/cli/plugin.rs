@@ -399,39 +399,64 @@ async fn info(home: &Home, name: &str) -> Result<Exit, Failure> {
     for (path, hash) in &entry.files {
         println!("  {hash}  {path}");
     }
-    let sandbox = sandbox(home)?;
+    let sandbox = std::sync::Arc::new(sandbox(home)?);
     print_skills(home, &sandbox, name, &entry.dir(store.root())).await;
-    if entry.tool_component().is_none() {
+    if entry.tool_component().is_none() && entry.hook_components().next().is_none() {
         return Ok(Exit::Success);
     }
     let mut catalog = Catalog::builtin();
     catalog
         .add_installed(home)
         .map_err(|e| (Exit::Error, e.to_string()))?;
-    let component = match catalog.load(&sandbox, name) {
-        Ok(component) => component,
-        Err(err) => {
-            let exit = match err {
-                CatalogError::Integrity(_) | CatalogError::NeedsConsent(_) => Exit::Integrity,
-                _ => Exit::Error,
-            };
-            println!("tools: unavailable");
-            return Err((exit, err.to_string()));
-        }
-    };
-    let specs = sandbox
-        .describe(&component)
-        .await
-        .map_err(|e| (Exit::Error, format!("{name} could not list its tools: {e}")))?;
-    println!("tools:");
-    for spec in specs {
-        let mode = if spec.read_only {
-            "read-only"
-        } else {
-            "writes"
+    let refused = |err: CatalogError, what: &str| {
+        let exit = match err {
+            CatalogError::Integrity(_) | CatalogError::NeedsConsent(_) => Exit::Integrity,
+            _ => Exit::Error,
         };
-        let line = spec.description.lines().next().unwrap_or_default();
-        println!("  {name}.{}  {mode}  {line}", spec.name);
+        println!("{what}: unavailable");
+        (exit, err.to_string())
+    };
+    if entry.tool_component().is_some() {
+        let component = catalog
+            .load(&sandbox, name)
+            .map_err(|err| refused(err, "tools"))?;
+        let specs = sandbox
+            .describe(&component)
+            .await
+            .map_err(|e| (Exit::Error, format!("{name} could not list its tools: {e}")))?;
+        println!("tools:");
+        for spec in specs {
+            let mode = if spec.read_only {
+                "read-only"
+            } else {
+                "writes"
+            };
+            let line = spec.description.lines().next().unwrap_or_default();
+            println!("  {name}.{}  {mode}  {line}", spec.name);
+        }
+    }
+    if entry.hook_components().next().is_some() {
+        let components = catalog
+            .load_hooks(&sandbox, name)
+            .map_err(|err| refused(err, "hooks"))?;
+        println!("hooks:");
+        for component in components {
+            let subscriptions = sandbox.hook_subscriptions(&component).await.map_err(|e| {
+                (
+                    Exit::Error,
+                    format!("{name} could not list its subscriptions: {e}"),
+                )
+            })?;
+            for sub in subscriptions {
+                let matcher = sub.matcher.as_deref().map(str::trim).unwrap_or_default();
+                let matcher = match crate::hooks::matcher::Matcher::parse(Some(matcher)) {
+                    Err(why) => format!("  (invalid matcher: {why})"),
+                    Ok(_) if matcher.is_empty() || matcher == "*" => String::new(),
+                    Ok(_) => format!("  matching {matcher}"),
+                };
+                println!("  {}{matcher}", sub.event.name());
+            }
+        }
     }
     Ok(Exit::Success)
 }

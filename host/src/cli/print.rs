@@ -65,6 +65,7 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
                         .collect::<Vec<_>>()
                 })
                 .unwrap_or_default(),
+            "hooks": session.agent.hooks().names().collect::<Vec<_>>(),
             "resumed": session.resumed,
         }));
     }
@@ -105,12 +106,16 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
         }
         None => prompt,
     };
-    let outcome = session.agent.run_turn(&prompt, frontend, &interrupt).await;
+    let source = if session.resumed { "resume" } else { "startup" };
+    let outcome = match session.agent.start_session(source, frontend).await {
+        Ok(()) => session.agent.run_turn(&prompt, frontend, &interrupt).await,
+        Err(error) => Err(error),
+    };
     if format == OutputFormat::Text {
         // The answer's text was streamed; end it with a newline.
         println!();
     }
-    let _ = session.agent.finish();
+    let _ = session.agent.end_session("other", frontend).await;
     let cost = session.agent.cost();
     let usage = cost.usage;
     let cost_usd = crate::agent::cost::cost_usd(&session.agent.config().model, &usage);
@@ -122,6 +127,12 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
                 "interrupted",
                 report.text.clone(),
                 Some("interrupted by the user".to_string()),
+            ),
+            TurnEnd::PromptBlocked { hook, reason } => (
+                Exit::Denied,
+                "error_prompt_blocked",
+                String::new(),
+                Some(format!("hook {hook} blocked the prompt: {reason}")),
             ),
             TurnEnd::MaxTurns(n) => (
                 Exit::MaxTurns,

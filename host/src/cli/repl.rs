@@ -49,6 +49,10 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
     let history = session.home.data_dir().join("history");
     let _ = editor.load_history(&history);
 
+    let source = if session.resumed { "resume" } else { "startup" };
+    if let Err(e) = session.agent.start_session(source, &mut frontend).await {
+        eprintln!("error: {e}");
+    }
     if let Some(prompt) = args.prompt.clone() {
         let _ = editor.add_history_entry(prompt.as_str());
         match skill_prompt(&session, &prompt).await {
@@ -86,6 +90,10 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
             match slash_command(&mut session, command) {
                 Flow::Continue => continue,
                 Flow::Exit => break,
+                Flow::Clear => {
+                    clear(&mut session, &mut frontend).await;
+                    continue;
+                }
             }
         }
         run_turn(&mut session, &mut frontend, &interrupt, trimmed).await;
@@ -94,7 +102,11 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
         let _ = std::fs::create_dir_all(parent);
     }
     let _ = editor.save_history(&history);
-    if let Err(e) = session.agent.finish() {
+    if let Err(e) = session
+        .agent
+        .end_session("prompt_input_exit", &mut frontend)
+        .await
+    {
         eprintln!("error: {e}");
         return Exit::Error;
     }
@@ -149,6 +161,7 @@ async fn run_turn(
         Ok(report) => match report.end {
             TurnEnd::Finished(_) => {}
             TurnEnd::Interrupted => eprintln!("{}", style.yellow("interrupted")),
+            TurnEnd::PromptBlocked { .. } => {}
             TurnEnd::MaxTurns(n) => eprintln!(
                 "{}",
                 style.red(&format!(
@@ -239,6 +252,31 @@ fn skills_help(session: &Session) -> String {
 enum Flow {
     Continue,
     Exit,
+    Clear,
+}
+
+/// `/clear`: ends this conversation (SessionEnd) and starts a new one with
+/// its own transcript (SessionStart).
+async fn clear(session: &mut Session, frontend: &mut TerminalFrontend) {
+    let created = Sessions::for_workspace(&session.home, &session.workspace).and_then(|sessions| {
+        sessions.create(&session.agent.config().model, session.agent.provider_name())
+    });
+    match created {
+        Ok(transcript) => {
+            let id = transcript.id().to_string();
+            if let Err(e) = session.agent.fire_session_end("clear", frontend).await {
+                eprintln!("error: {e}");
+            }
+            match session.agent.clear(Some(transcript)) {
+                Ok(()) => eprintln!("new conversation (session {id})"),
+                Err(e) => eprintln!("error: {e}"),
+            }
+            if let Err(e) = session.agent.start_session("clear", frontend).await {
+                eprintln!("error: {e}");
+            }
+        }
+        Err(e) => eprintln!("error: {e}"),
+    }
 }
 
 fn slash_command(session: &mut Session, command: &str) -> Flow {
@@ -250,22 +288,7 @@ fn slash_command(session: &mut Session, command: &str) -> Flow {
         "help" | "?" => eprintln!("{HELP}\n{}", skills_help(session)),
         "exit" | "quit" | "q" => return Flow::Exit,
         "cost" => eprintln!("{}", session.agent.cost().report()),
-        "clear" => {
-            let created =
-                Sessions::for_workspace(&session.home, &session.workspace).and_then(|sessions| {
-                    sessions.create(&session.agent.config().model, session.agent.provider_name())
-                });
-            match created {
-                Ok(transcript) => {
-                    let id = transcript.id().to_string();
-                    match session.agent.clear(Some(transcript)) {
-                        Ok(()) => eprintln!("new conversation (session {id})"),
-                        Err(e) => eprintln!("error: {e}"),
-                    }
-                }
-                Err(e) => eprintln!("error: {e}"),
-            }
-        }
+        "clear" => return Flow::Clear,
         "mode" => {
             if argument.is_empty() {
                 let current = session.agent.policy().mode();
@@ -301,6 +324,9 @@ fn slash_command(session: &mut Session, command: &str) -> Flow {
                     let first = tool.spec.description.lines().next().unwrap_or_default();
                     eprintln!("  {:12} {mode:9} {first}", tool.name);
                 }
+            }
+            for hook in session.agent.hooks().names() {
+                eprintln!("{hook}  hooks");
             }
         }
         other => eprintln!("unknown command /{other}; /help lists them"),

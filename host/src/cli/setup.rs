@@ -256,6 +256,26 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
         }
     }
 
+    let hooks = crate::hooks::load_hooks(
+        agent.toolbox().sandbox(),
+        &catalog,
+        &workspace,
+        agent.session_id(),
+        None,
+    )
+    .await
+    .map_err(|e| SetupError::new(Exit::Error, e))?;
+    let hooks = crate::hooks::HookSet::new(hooks).map_err(|e| SetupError::new(Exit::Error, e))?;
+    let hook_audit = if hooks.is_empty() {
+        None
+    } else {
+        Some(
+            crate::policy::audit::AuditLog::open(&home.audit_log())
+                .map_err(|e| SetupError::new(Exit::Error, e))?,
+        )
+    };
+    agent.set_hooks(hooks, hook_audit);
+
     Ok(Session {
         agent,
         model_label: choice.label,

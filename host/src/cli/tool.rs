@@ -232,6 +232,9 @@ async fn list(args: ListArgs, verbose: bool) -> Result<Exit, Failure> {
     let setup = Setup::new(&args.plugins, verbose)?;
     let mut rows = Vec::new();
     for plugin in setup.catalog.names() {
+        if !setup.catalog.offers_tools(plugin) {
+            continue;
+        }
         // An installed plugin that fails its checks is left out of the
         // list, with the reason, rather than hiding every other tool.
         let component = match setup.load(plugin) {
@@ -415,6 +418,9 @@ async fn resolve_tool(setup: &Setup, name: &str) -> Result<(String, String), Fai
     }
     let mut owners = Vec::new();
     for plugin in setup.catalog.names() {
+        if !setup.catalog.offers_tools(plugin) {
+            continue;
+        }
         let component = setup.load(plugin)?;
         if setup
             .describe(&component)

@@ -1,2 +1,176 @@
 //! A hook component, run in the sandbox: its subscriptions read once, each
 //! event handled in a fresh instance with a short deadline and a memory cap.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::future::BoxFuture;
+
+use super::{Hook, HookEvent, HookFailure, HookOutput, Subscription};
+use crate::grants::Grants;
+use crate::plugin::{Catalog, CatalogError};
+use crate::sandbox::{CallError, CallOptions, EventSink, Limits, LoadedComponent, Sandbox};
+
+/// The limits a hook runs under unless its plugin's manifest sets others:
+/// 5 s, 64 MiB, and 64 KiB of answer.
+pub const HOOK_LIMITS: Limits = Limits {
+    memory: 64 << 20,
+    timeout: Duration::from_secs(5),
+    output: 64 << 10,
+};
+
+/// A hook component, loaded and ready for events.
+pub struct HookComponent {
+    name: String,
+    sandbox: Arc<Sandbox>,
+    component: LoadedComponent,
+    subscriptions: Vec<Subscription>,
+    options: CallOptions,
+}
+
+impl HookComponent {
+    /// Reads the component's subscriptions (once, with no grants); every
+    /// event it handles later runs with `options`.
+    pub async fn load(
+        sandbox: Arc<Sandbox>,
+        component: LoadedComponent,
+        options: CallOptions,
+    ) -> Result<Self, CallError> {
+        let subscriptions = sandbox.hook_subscriptions(&component).await?;
+        Ok(Self {
+            name: component.name().to_string(),
+            sandbox,
+            component,
+            subscriptions,
+            options,
+        })
+    }
+
+    /// The limits its events run under.
+    pub fn limits(&self) -> Limits {
+        self.options.limits
+    }
+}
+
+impl Hook for HookComponent {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn subscriptions(&self) -> &[Subscription] {
+        &self.subscriptions
+    }
+
+    fn handle<'a>(
+        &'a self,
+        event: HookEvent,
+        payload: &'a serde_json::Value,
+    ) -> BoxFuture<'a, Result<HookOutput, HookFailure>> {
+        Box::pin(async move {
+            let payload = payload.to_string();
+            self.sandbox
+                .call_hook(&self.component, event, &payload, &self.options)
+                .await
+                .map_err(failure_of)
+        })
+    }
+}
+
+/// How a failed call reads as a hook failure.
+fn failure_of(error: CallError) -> HookFailure {
+    match error {
+        CallError::Timeout { limit, .. } => {
+            HookFailure::TimedOut(u64::try_from(limit.as_millis()).unwrap_or(u64::MAX))
+        }
+        CallError::Crashed { reason, .. } => HookFailure::Crashed(reason),
+        error @ (CallError::MemoryLimit { .. } | CallError::OutputTooLarge { .. }) => {
+            HookFailure::Crashed(error.to_string())
+        }
+        CallError::Failed(message) => HookFailure::Failed(message),
+        CallError::InvalidInput(message) => {
+            HookFailure::Failed(format!("it answered wrongly: {message}"))
+        }
+        other => HookFailure::Failed(other.to_string()),
+    }
+}
+
+/// A hook could not be loaded for a session.
+#[derive(Debug, thiserror::Error)]
+pub enum HookLoadError {
+    /// The plugin could not be found, verified or compiled.
+    #[error(transparent)]
+    Plugin(#[from] CatalogError),
+    /// Its grants could not be made.
+    #[error("hook plugin {plugin} cannot be given what it was granted: {reason}")]
+    Grant {
+        /// The plugin.
+        plugin: String,
+        /// Why.
+        reason: String,
+    },
+    /// It could not say which events it wants.
+    #[error("hook plugin {plugin} could not list its subscriptions: {source}")]
+    Subscriptions {
+        /// The plugin.
+        plugin: String,
+        /// What went wrong.
+        source: CallError,
+    },
+}
+
+/// Loads every hook component of `catalog`'s plugins. Installed plugins'
+/// hooks get what the user granted the plugin, read-only (a hook decides;
+/// it does not write), their manifest's limits or [`HOOK_LIMITS`], and
+/// record capability decisions in the plugin's audit log. Hook components
+/// given with `--plugin` see the workspace, read-only, and nothing else.
+pub async fn load_hooks(
+    sandbox: &Arc<Sandbox>,
+    catalog: &Catalog,
+    workspace: &Path,
+    session_id: Option<&str>,
+    events: Option<EventSink>,
+) -> Result<Vec<Arc<dyn Hook>>, HookLoadError> {
+    let mut hooks: Vec<Arc<dyn Hook>> = Vec::new();
+    for plugin in catalog.names() {
+        let components = catalog.load_hooks(sandbox, plugin)?;
+        if components.is_empty() {
+            continue;
+        }
+        let grant_error = |reason: String| HookLoadError::Grant {
+            plugin: plugin.to_string(),
+            reason,
+        };
+        let (grants, limits, audit) = match catalog.installed(plugin) {
+            Some(installed) => (
+                installed
+                    .grants(workspace, false)
+                    .map_err(|e| grant_error(e.to_string()))?,
+                installed.limits(HOOK_LIMITS),
+                Some(installed.audit().map_err(|e| grant_error(e.to_string()))?),
+            ),
+            None => (
+                Grants::workspace(workspace, false).map_err(|e| grant_error(e.to_string()))?,
+                HOOK_LIMITS,
+                None,
+            ),
+        };
+        let options = CallOptions {
+            grants,
+            limits,
+            session_id: session_id.map(str::to_string),
+            events: events.clone(),
+            audit,
+        };
+        for component in components {
+            let hook = HookComponent::load(sandbox.clone(), component, options.clone())
+                .await
+                .map_err(|source| HookLoadError::Subscriptions {
+                    plugin: plugin.to_string(),
+                    source,
+                })?;
+            hooks.push(Arc::new(hook));
+        }
+    }
+    Ok(hooks)
+}

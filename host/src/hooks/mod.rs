@@ -12,11 +12,16 @@
 //!
 //! - [`component`]: a hook component run in the sandbox;
 //! - [`matcher`]: which hooks an event reaches;
-//! - [`dispatch`]: running the matching hooks and combining their answers.
+//! - [`dispatch`]: running the matching hooks and combining their answers;
+//! - [`schema`]: checking a modified tool input against the tool's schema.
 
 pub mod component;
 pub mod dispatch;
 pub mod matcher;
+pub mod schema;
+
+pub use component::{HOOK_LIMITS, HookComponent, HookLoadError, load_hooks};
+pub use dispatch::{Combined, HookAnswer, HookSet, SubscriptionError, Verdict, combine};
 
 use futures_util::future::BoxFuture;
 
@@ -89,17 +94,19 @@ impl HookEvent {
         }
     }
 
-    /// Whether a hook's answer can stop what the event announces, so a
-    /// hook that fails on it blocks the action.
+    /// Whether a hook guards the action the event announces, so a hook
+    /// that fails on it blocks the action (fail closed). Stop and
+    /// SubagentStop are not: a failing hook cannot make the model carry on.
     pub fn is_blocking(self) -> bool {
         matches!(
             self,
-            Self::UserPromptSubmit
-                | Self::PreToolUse
-                | Self::PermissionRequest
-                | Self::Stop
-                | Self::SubagentStop
+            Self::UserPromptSubmit | Self::PreToolUse | Self::PermissionRequest
         )
+    }
+
+    /// The event called `name` (Claude Code's spelling, `PreToolUse`).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|e| e.name() == name)
     }
 
     /// Whether the event concerns one tool, so matchers apply to it.
@@ -181,4 +188,55 @@ pub trait Hook: Send + Sync {
         event: HookEvent,
         payload: &'a serde_json::Value,
     ) -> BoxFuture<'a, Result<HookOutput, HookFailure>>;
+}
+
+/// What every event's payload says about the session, with Claude Code's
+/// field names.
+#[derive(Debug, Clone)]
+pub struct SessionFacts<'a> {
+    /// The session's id.
+    pub session_id: &'a str,
+    /// Its transcript file, if it has one.
+    pub transcript_path: Option<&'a std::path::Path>,
+    /// The workspace.
+    pub cwd: &'a std::path::Path,
+    /// The permission mode.
+    pub mode: crate::policy::Mode,
+}
+
+/// Claude Code's name for a permission mode (`acceptEdits`,
+/// `bypassPermissions`), as hooks written for it expect.
+pub fn permission_mode_name(mode: crate::policy::Mode) -> &'static str {
+    use crate::policy::Mode;
+    match mode {
+        Mode::Default => "default",
+        Mode::AcceptEdits => "acceptEdits",
+        Mode::Plan => "plan",
+        Mode::Bypass => "bypassPermissions",
+    }
+}
+
+/// The payload of `event`: the session fields (`session_id`,
+/// `transcript_path`, `cwd`, `permission_mode`, `hook_event_name`) and the
+/// event's own `fields` (an object: `tool_name`, `tool_input`, `prompt`...).
+pub fn payload(
+    event: HookEvent,
+    session: &SessionFacts<'_>,
+    fields: serde_json::Value,
+) -> serde_json::Value {
+    let mut object = serde_json::Map::new();
+    object.insert("session_id".into(), session.session_id.into());
+    if let Some(path) = session.transcript_path {
+        object.insert("transcript_path".into(), path.display().to_string().into());
+    }
+    object.insert("cwd".into(), session.cwd.display().to_string().into());
+    object.insert(
+        "permission_mode".into(),
+        permission_mode_name(session.mode).into(),
+    );
+    object.insert("hook_event_name".into(), event.name().into());
+    if let serde_json::Value::Object(fields) = fields {
+        object.extend(fields);
+    }
+    serde_json::Value::Object(object)
 }

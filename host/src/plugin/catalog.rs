@@ -64,6 +64,11 @@ pub enum CatalogError {
     /// An installed plugin's manifest requests more than the user agreed to.
     #[error("{0}")]
     NeedsConsent(String),
+    /// The plugin offers hooks but no tools.
+    #[error(
+        "plugin {0} offers hooks, not tools; it runs in agent sessions on the events it subscribes to (see `capstan plugin info {0}`)"
+    )]
+    NoTools(String),
 }
 
 /// A plugin installed in the store, as its lock entry records it.
@@ -81,10 +86,13 @@ pub struct InstalledPlugin {
     pub audit_log: PathBuf,
     /// The user config, where secret values may be kept.
     pub config_file: PathBuf,
-    /// The verified tool component's bytes, or why the plugin was refused;
-    /// checked once per process.
-    checked: OnceLock<Result<Arc<[u8]>, Refusal>>,
+    /// The verified components' bytes by path, or why the plugin was
+    /// refused; checked once per process.
+    checked: OnceLock<Result<Arc<ComponentBytes>, Refusal>>,
 }
+
+/// The bytes of an installed plugin's components, by relative path.
+type ComponentBytes = std::collections::BTreeMap<String, Arc<[u8]>>;
 
 /// Why an installed plugin does not load.
 #[derive(Debug, Clone)]
@@ -119,8 +127,8 @@ impl InstalledPlugin {
 
     /// Checks, once per process, that every file is as installed and that
     /// the manifest asks for nothing beyond what the user agreed to, and
-    /// returns the tool component's bytes.
-    fn verified(&self) -> Result<Arc<[u8]>, CatalogError> {
+    /// returns its components' bytes.
+    fn verified(&self) -> Result<Arc<ComponentBytes>, CatalogError> {
         self.checked
             .get_or_init(|| {
                 self.check().inspect_err(|refusal| {
@@ -132,17 +140,16 @@ impl InstalledPlugin {
             .map_err(CatalogError::from)
     }
 
-    fn check(&self) -> Result<Arc<[u8]>, Refusal> {
+    fn check(&self) -> Result<Arc<ComponentBytes>, Refusal> {
         let name = &self.name;
         let source = &self.entry.source;
-        let tool = self.entry.tool_component().map(|c| c.path.as_str());
-        let mut tool_bytes = None;
+        let mut components = ComponentBytes::new();
         for (rel, expected) in &self.entry.files {
             let path = self.dir.join(rel);
             let problem = match std::fs::read(&path) {
                 Ok(bytes) if sha256_hex(&bytes) == *expected => {
-                    if Some(rel.as_str()) == tool {
-                        tool_bytes = Some(Arc::from(bytes));
+                    if self.entry.components.iter().any(|c| c.path == *rel) {
+                        components.insert(rel.clone(), Arc::from(bytes));
                     }
                     continue;
                 }
@@ -166,9 +173,26 @@ impl InstalledPlugin {
                 "refusing to run plugin {name}: its plugin.toml requests more than you agreed to:\n{changes}review and agree with `capstan plugin update {source}`"
             )));
         }
-        tool_bytes.ok_or_else(|| {
-            Refusal::Integrity(format!(
-                "refusing to load plugin {name}: the lockfile names no tool component among its files; reinstall it with `capstan plugin install {source}`"
+        let runnable = self
+            .entry
+            .components
+            .iter()
+            .filter(|c| c.exports.iter().any(|e| e == "tool" || e == "hook"))
+            .all(|c| components.contains_key(&c.path));
+        if components.is_empty() || !runnable {
+            return Err(Refusal::Integrity(format!(
+                "refusing to load plugin {name}: the lockfile names a component that is not among its files; reinstall it with `capstan plugin install {source}`"
+            )));
+        }
+        Ok(Arc::new(components))
+    }
+
+    /// The verified bytes of component `path`.
+    fn component_bytes(&self, path: &str) -> Result<Arc<[u8]>, CatalogError> {
+        self.verified()?.get(path).cloned().ok_or_else(|| {
+            CatalogError::Integrity(format!(
+                "refusing to load plugin {}: its component {path} is not among its verified files; reinstall it with `capstan plugin install {}`",
+                self.name, self.entry.source
             ))
         })
     }
@@ -267,13 +291,13 @@ impl Catalog {
         Ok(())
     }
 
-    /// Adds the plugins installed in `home` that offer tools. Their files
-    /// are checked against the lockfile when first loaded.
+    /// Adds the plugins installed in `home` that offer tools or hooks.
+    /// Their files are checked against the lockfile when first loaded.
     pub fn add_installed(&mut self, home: &Home) -> Result<(), CatalogError> {
         let store = PluginStore::new(home.plugins_dir());
         let lock = Lockfile::load(&store.lock_path())?;
         for (name, entry) in lock.plugins {
-            if entry.tool_component().is_none() {
+            if entry.tool_component().is_none() && entry.hook_components().next().is_none() {
                 continue;
             }
             if self.entries.iter().any(|(n, _)| *n == name) {
@@ -292,6 +316,12 @@ impl Catalog {
             Ok(PluginSource::Installed(plugin)) => Some(plugin),
             _ => None,
         }
+    }
+
+    /// Whether plugin `name` may offer tools: false only for an installed
+    /// plugin whose components export hooks alone.
+    pub fn offers_tools(&self, name: &str) -> bool {
+        !matches!(self.source(name), Ok(PluginSource::Installed(p)) if p.entry.tool_component().is_none())
     }
 
     /// Plugin names, in order.
@@ -325,17 +355,75 @@ impl Catalog {
                 Ok(sandbox.load(name, &bytes, None, &path.display().to_string())?)
             }
             PluginSource::Installed(plugin) => {
-                let bytes = plugin.verified()?;
-                let component = plugin.entry.tool_component();
-                let sha256 = component.map(|c| c.sha256.as_str());
+                let Some(component) = plugin.entry.tool_component() else {
+                    return Err(CatalogError::NoTools(name.to_string()));
+                };
+                let bytes = plugin.component_bytes(&component.path)?;
                 let origin = format!(
                     "{} (plugin {name})",
-                    plugin
-                        .dir
-                        .join(component.map_or("", |c| c.path.as_str()))
-                        .display()
+                    plugin.dir.join(&component.path).display()
                 );
-                Ok(sandbox.load(name, &bytes, sha256, &origin)?)
+                Ok(sandbox.load(name, &bytes, Some(&component.sha256), &origin)?)
+            }
+        }
+    }
+
+    /// Loads plugin `name`'s tool component, or `None` when it offers no
+    /// tools (a plugin of hooks only).
+    pub fn load_tools(
+        &self,
+        sandbox: &Sandbox,
+        name: &str,
+    ) -> Result<Option<LoadedComponent>, CatalogError> {
+        match self.source(name)? {
+            PluginSource::File(path) => {
+                let bytes = read(path)?;
+                let loaded =
+                    sandbox.load_plugin(name, &bytes, None, &path.display().to_string())?;
+                Ok(loaded.offers_tools().then_some(loaded))
+            }
+            PluginSource::Installed(plugin) if plugin.entry.tool_component().is_none() => Ok(None),
+            _ => self.load(sandbox, name).map(Some),
+        }
+    }
+
+    /// Loads plugin `name`'s hook components (none for most plugins).
+    pub fn load_hooks(
+        &self,
+        sandbox: &Sandbox,
+        name: &str,
+    ) -> Result<Vec<LoadedComponent>, CatalogError> {
+        match self.source(name)? {
+            PluginSource::Builtin(_) => Ok(Vec::new()),
+            PluginSource::File(path) => {
+                let bytes = read(path)?;
+                let loaded =
+                    sandbox.load_plugin(name, &bytes, None, &path.display().to_string())?;
+                Ok(if loaded.offers_hooks() {
+                    vec![loaded]
+                } else {
+                    Vec::new()
+                })
+            }
+            PluginSource::Installed(plugin) => {
+                let mut loaded = Vec::new();
+                for component in plugin.entry.hook_components() {
+                    let bytes = plugin.component_bytes(&component.path)?;
+                    let origin = format!(
+                        "{} (plugin {name})",
+                        plugin.dir.join(&component.path).display()
+                    );
+                    let hook =
+                        sandbox.load_plugin(name, &bytes, Some(&component.sha256), &origin)?;
+                    if !hook.offers_hooks() {
+                        return Err(CatalogError::Integrity(format!(
+                            "refusing to load plugin {name}: {origin} was installed as a hook component but exports no hooks; reinstall it with `capstan plugin install {}`",
+                            plugin.entry.source
+                        )));
+                    }
+                    loaded.push(hook);
+                }
+                Ok(loaded)
             }
         }
     }

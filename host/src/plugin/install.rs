@@ -709,6 +709,10 @@ impl<'a> Installer<'a> {
                 self.sandbox
                     .load(&manifest.name, &wasm, Some(&sha256), &rel)
                     .map_err(InspectError::from)?;
+            } else if info.exports.hook {
+                self.sandbox
+                    .load_plugin(&manifest.name, &wasm, Some(&sha256), &rel)
+                    .map_err(InspectError::from)?;
             }
             components.push(LockComponent {
                 path: rel,

@@ -215,6 +215,13 @@ impl LockEntry {
             .iter()
             .find(|c| c.exports.iter().any(|e| e == "tool"))
     }
+
+    /// Its components that export hooks.
+    pub fn hook_components(&self) -> impl Iterator<Item = &LockComponent> {
+        self.components
+            .iter()
+            .filter(|c| c.exports.iter().any(|e| e == "hook"))
+    }
 }
 
 /// The current time as RFC 3339 UTC, to the second.

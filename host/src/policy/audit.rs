@@ -158,6 +158,19 @@ pub enum AuditEvent {
         /// The address the plugin tried.
         address: String,
     },
+    /// A hook answered an event of an agent session with a decision other
+    /// than `proceed`, or failed to answer. The record's `plugin` is the
+    /// hook and its `call_id` the tool call (or the event) concerned.
+    HookDecision {
+        /// The event, with Claude Code's name (`PreToolUse`).
+        event: String,
+        /// `allow`, `ask`, `deny`, `modify`, `add-context`, `keep-going` or
+        /// `failed`.
+        decision: String,
+        /// The reason or text it gave, or why it failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
     /// An installed plugin was refused before any of its code ran: at
     /// install (an import its manifest does not justify, a bad signature)
     /// or at load (a file changed since install, a manifest asking more

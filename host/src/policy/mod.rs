@@ -109,6 +109,8 @@ pub enum DecisionSource {
     User,
     /// The run cannot prompt, so a call that needed asking was denied.
     NonInteractive,
+    /// A hook decided (never over a deny rule, plan mode or a grant).
+    Hook(String),
 }
 
 /// The policy's answer for one call.

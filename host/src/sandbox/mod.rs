@@ -13,6 +13,7 @@ pub mod compile_cache;
 pub mod engine;
 pub mod error;
 mod fs_audit;
+pub mod hook;
 pub mod host_api;
 pub mod limits;
 pub mod skill;
@@ -26,6 +27,7 @@ use std::time::Duration;
 use wasmtime::Engine;
 use wasmtime::component::{HasSelf, Linker};
 
+use bindings::hook_world::HookPluginPre;
 use bindings::{ToolPlugin, ToolPluginPre};
 pub use call::{CallOptions, CallState, EPOCH_TICK, FileIo};
 pub use compile_cache::{CacheOutcome, CompileCache};
@@ -41,11 +43,22 @@ use call::PreparedCall;
 pub struct LoadedComponent {
     name: Arc<str>,
     sha256: String,
-    pre: ToolPluginPre<CallState>,
+    tool: Option<ToolPluginPre<CallState>>,
+    hook: Option<HookPluginPre<CallState>>,
     outcome: CacheOutcome,
 }
 
 impl LoadedComponent {
+    /// Whether it exports `capstan:plugin/tool`.
+    pub fn offers_tools(&self) -> bool {
+        self.tool.is_some()
+    }
+
+    /// Whether it exports `capstan:plugin/hook`.
+    pub fn offers_hooks(&self) -> bool {
+        self.hook.is_some()
+    }
+
     /// The plugin's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -59,6 +72,13 @@ impl LoadedComponent {
     /// Whether it came from the compile cache or was compiled now.
     pub fn cache_outcome(&self) -> CacheOutcome {
         self.outcome
+    }
+
+    fn tool_pre(&self) -> Result<&ToolPluginPre<CallState>, CallError> {
+        self.tool.as_ref().ok_or_else(|| CallError::Setup {
+            plugin: self.name.to_string(),
+            reason: "it does not export capstan:plugin/tool@0.1.0".into(),
+        })
     }
 }
 
@@ -110,11 +130,30 @@ impl Sandbox {
         &self.cache
     }
 
-    /// Loads a plugin component from its bytes: from the compile cache when
-    /// possible, otherwise compiling and caching it. `sha256` may be given
-    /// when already known (embedded components); `origin` names the bytes in
-    /// errors (a file path, or "the built-in fs plugin").
+    /// Loads a plugin component that offers tools from its bytes: from the
+    /// compile cache when possible, otherwise compiling and caching it.
+    /// `sha256` may be given when already known (embedded components);
+    /// `origin` names the bytes in errors (a file path, or "the built-in fs
+    /// plugin").
     pub fn load(
+        &self,
+        name: &str,
+        wasm: &[u8],
+        sha256: Option<&str>,
+        origin: &str,
+    ) -> Result<LoadedComponent, LoadError> {
+        let loaded = self.load_plugin(name, wasm, sha256, origin)?;
+        if loaded.tool.is_none() {
+            return Err(LoadError::Incompatible {
+                origin: origin.to_string(),
+                reason: "it does not export the tool interface capstan:plugin/tool@0.1.0".into(),
+            });
+        }
+        Ok(loaded)
+    }
+
+    /// Loads a component that offers tools, hooks or both.
+    pub fn load_plugin(
         &self,
         name: &str,
         wasm: &[u8],
@@ -134,15 +173,19 @@ impl Sandbox {
             .linker
             .instantiate_pre(&component)
             .map_err(|e| incompatible(format!("{e:#}")))?;
-        let pre = ToolPluginPre::new(pre).map_err(|e| {
-            incompatible(format!(
-                "it does not export the tool interface capstan:plugin/tool@0.1.0 ({e:#})"
-            ))
-        })?;
+        let tool = ToolPluginPre::new(pre.clone()).ok();
+        let hook = HookPluginPre::new(pre).ok();
+        if tool.is_none() && hook.is_none() {
+            return Err(incompatible(
+                "it does not export the tool interface capstan:plugin/tool@0.1.0, nor the hook interface capstan:plugin/hook@0.1.0"
+                    .into(),
+            ));
+        }
         Ok(LoadedComponent {
             name: Arc::from(name),
             sha256,
-            pre,
+            tool,
+            hook,
             outcome,
         })
     }
@@ -165,8 +208,9 @@ impl Sandbox {
             self.file_io,
         )?;
         let limit = call.wall_clock_limit();
+        let pre = component.tool_pre()?;
         let work = async {
-            let plugin = component.pre.instantiate_async(&mut call.store).await?;
+            let plugin = pre.instantiate_async(&mut call.store).await?;
             plugin
                 .capstan_plugin_tool()
                 .call_describe(&mut call.store)
@@ -208,8 +252,9 @@ impl Sandbox {
             workspace: options.grants.workspace_guest_path().map(str::to_string),
             session_id: options.session_id.clone(),
         };
+        let pre = component.tool_pre()?;
         let work = async {
-            let plugin = component.pre.instantiate_async(&mut call.store).await?;
+            let plugin = pre.instantiate_async(&mut call.store).await?;
             plugin
                 .capstan_plugin_tool()
                 .call_call(&mut call.store, tool, input, &context)
@@ -238,7 +283,7 @@ impl Sandbox {
 }
 
 /// A call id unique within the process and unlikely to repeat across runs.
-fn new_call_id() -> String {
+pub(crate) fn new_call_id() -> String {
     use std::sync::atomic::AtomicU64;
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);

@@ -241,7 +241,10 @@ pub fn load(path: &Path) -> Result<LoadedSession, SessionError> {
                 raw_messages.push(message);
             }
             Event::End => session.ended = true,
-            Event::Interrupted { .. } | Event::DamagedLine { .. } | Event::Permission { .. } => {}
+            Event::Interrupted { .. }
+            | Event::DamagedLine { .. }
+            | Event::Permission { .. }
+            | Event::Hook { .. } => {}
             Event::Unknown => session.warnings.push(LoadWarning::UnknownRecord {
                 line,
                 kind: kind.unwrap_or_default(),

@@ -83,6 +83,22 @@ pub enum Event {
         /// Why, in words.
         reason: String,
     },
+    /// A hook answered an event: which hook, what it decided and why.
+    Hook {
+        /// The event, with Claude Code's name (`PreToolUse`).
+        event: String,
+        /// The hook, `PLUGIN`.
+        hook: String,
+        /// `proceed`, `allow`, `ask`, `deny`, `modify`, `add-context`,
+        /// `keep-going`, or `failed` when it gave no answer.
+        decision: String,
+        /// The reason, context or new input it gave, or why it failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+        /// The tool call it concerned, for tool events.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool_use_id: Option<String>,
+    },
     /// Tokens one model answer used.
     Usage {
         /// The count.

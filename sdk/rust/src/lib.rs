@@ -34,6 +34,7 @@
 
 mod context;
 mod error;
+pub mod hook;
 mod output;
 mod skill;
 mod tool;
@@ -43,6 +44,7 @@ pub mod log;
 
 pub use context::Context;
 pub use error::ToolError;
+pub use hook::{Decision, Event, Hook, HookEvent, Reply};
 pub use output::{Content, Output};
 pub use skill::{Arguments, Skill};
 pub use tool::Tool;
@@ -53,7 +55,10 @@ pub use serde_json;
 
 /// Everything a tool author usually needs, in one import.
 pub mod prelude {
-    pub use crate::{Arguments, Content, Context, Output, Skill, Tool, ToolError};
+    pub use crate::{
+        Arguments, Content, Context, Decision, Event, Hook, HookEvent, Output, Reply, Skill, Tool,
+        ToolError,
+    };
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
 }
@@ -72,6 +77,21 @@ pub mod bindings {
         export_macro_name: "__export_tool_plugin",
         default_bindings_module: "capstan_sdk::bindings",
     });
+
+    /// The hook world, sharing the tool world's imports.
+    pub mod hook_world {
+        wit_bindgen::generate!({
+            path: "wit",
+            world: "hook-plugin",
+            pub_export_macro: true,
+            export_macro_name: "__export_hook_plugin",
+            default_bindings_module: "capstan_sdk::bindings::hook_world",
+            with: {
+                "capstan:plugin/types@0.1.0": crate::bindings::capstan::plugin::types,
+                "capstan:plugin/host@0.1.0": crate::bindings::capstan::plugin::host,
+            },
+        });
+    }
 }
 
 /// Bindings of the `skill-plugin` world, for [`export_skills!`].
@@ -89,6 +109,7 @@ pub mod skill_bindings {
 
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::hook::{handle, subscriptions};
     pub use crate::skill::{list as list_skills, load as load_skill, resource as skill_resource};
     pub use crate::tool::{call, describe};
 }
@@ -174,5 +195,52 @@ macro_rules! export_skills {
         }
 
         $crate::skill_bindings::__export_skill_plugin!(__CapstanSkillPlugin with_types_in $crate::skill_bindings);
+    };
+}
+
+/// Exports the hooks returned by a function as this crate's component.
+///
+/// The function takes no arguments and returns `Vec<Hook>`; it is called
+/// for every event (each runs in a fresh instance), so keep it cheap.
+///
+/// ```ignore
+/// use capstan_sdk::prelude::*;
+///
+/// fn no_env_files(event: &Event, _ctx: &Context) -> Result<Decision, String> {
+///     match event.input_str("path") {
+///         Some(path) if path.starts_with(".env") => Ok(Decision::deny("leave .env files alone")),
+///         _ => Ok(Decision::Proceed),
+///     }
+/// }
+///
+/// fn hooks() -> Vec<Hook> {
+///     vec![Hook::on(HookEvent::PreToolUse, no_env_files).matching("fs.write|fs.edit")]
+/// }
+///
+/// capstan_sdk::export_hooks!(hooks);
+/// ```
+#[macro_export]
+macro_rules! export_hooks {
+    ($hooks:path) => {
+        #[doc(hidden)]
+        struct __CapstanHookPlugin;
+
+        impl $crate::bindings::hook_world::exports::capstan::plugin::hook::Guest for __CapstanHookPlugin {
+            fn subscriptions() -> ::std::vec::Vec<$crate::bindings::hook_world::exports::capstan::plugin::hook::Subscription> {
+                $crate::__private::subscriptions(&$hooks())
+            }
+
+            fn handle(
+                input: $crate::bindings::hook_world::exports::capstan::plugin::hook::EventInput,
+                ctx: $crate::bindings::capstan::plugin::types::CallContext,
+            ) -> ::std::result::Result<
+                $crate::bindings::hook_world::exports::capstan::plugin::hook::HookOutput,
+                ::std::string::String,
+            > {
+                $crate::__private::handle(&$hooks(), input, ctx)
+            }
+        }
+
+        $crate::bindings::hook_world::__export_hook_plugin!(__CapstanHookPlugin with_types_in $crate::bindings::hook_world);
     };
 }
