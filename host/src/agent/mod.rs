@@ -626,14 +626,19 @@ impl Agent {
             tool_calls: 0,
             usage: Usage::default(),
         };
-        let submitted = self
-            .fire(
+        // A sub-agent's task is not a prompt the user submitted; its start
+        // fired SubagentStart instead.
+        let submitted = if self.subagent {
+            Combined::default()
+        } else {
+            self.fire(
                 HookEvent::UserPromptSubmit,
                 json!({ "prompt": prompt }),
                 None,
                 frontend,
             )
-            .await?;
+            .await?
+        };
         if let Some((hook, reason)) = submitted.denied() {
             let (hook, reason) = (hook.to_string(), reason.to_string());
             let text = format!("hook {hook} blocked the prompt: {reason}");

@@ -986,3 +986,114 @@ async fn events_without_a_host_moment_yet_still_dispatch() {
     }
     assert_eq!(seen.lock().unwrap().len(), 4);
 }
+
+#[tokio::test]
+async fn a_sub_agent_fires_subagent_start_its_tool_events_and_subagent_stop() {
+    let steps = vec![
+        Step::Answer(
+            "delegating",
+            vec![(
+                "task",
+                json!({"description": "find alpha", "prompt": "Which file says alpha?"}),
+            )],
+        ),
+        Step::Answer("looking", vec![("fs__read", json!({"path": "a.txt"}))]),
+        // SubagentStop asks the sub-agent to keep going each time; it does,
+        // at most three times.
+        Step::Answer("a.txt.", Vec::new()),
+        Step::Answer("a.txt, I think.", Vec::new()),
+        Step::Answer("a.txt, surely.", Vec::new()),
+        Step::Answer("a.txt, line 1.", Vec::new()),
+        Step::Answer("Found it.", Vec::new()),
+    ];
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "alpha\n").unwrap();
+    let sandbox = Sandbox::new(compile_cache()).unwrap();
+    let mut toolbox = Toolbox::load(sandbox, &Catalog::builtin(), ws.path(), Limits::default())
+        .await
+        .unwrap();
+    toolbox.enable_subagents();
+    let model = TestModel::new(steps);
+    let mut agent = Agent::new(
+        Box::new(model.clone()),
+        toolbox,
+        Policy::new(Mode::Default, Vec::new()),
+        AgentConfig::new("test-model", "system"),
+        ws.path().to_path_buf(),
+        None,
+    );
+    let (hook, seen) = RecordingHook::new(vec![(
+        HookEvent::SubagentStop,
+        crate::hooks::Decision::KeepGoing("give the line number".into()),
+    )]);
+    agent.set_hooks(HookSet::new(vec![Arc::new(hook)]).unwrap(), None);
+    agent
+        .run_turn("go", &mut TestFrontend::default(), &Interrupt::new())
+        .await
+        .unwrap();
+    let events = events_seen(&seen);
+    let at = |name: &str| events.iter().position(|e| e == name).unwrap();
+    assert!(at("SubagentStart") < at("SubagentStop"), "{events:?}");
+    let payloads = seen.lock().unwrap().clone();
+    let start = &payloads[at("SubagentStart")];
+    assert_eq!(start["agent_type"], "task");
+    assert_eq!(start["prompt"], "Which file says alpha?");
+    let agent_id = start["agent_id"].as_str().unwrap().to_string();
+    // The sub-agent's read fired PreToolUse with its id; the keep-going
+    // made it answer again, then the session's own Stop fired last.
+    let sub_read = payloads
+        .iter()
+        .find(|p| p["hook_event_name"] == "PreToolUse" && p["tool_name"] == "fs.read")
+        .unwrap();
+    assert_eq!(sub_read["agent_id"], agent_id.as_str());
+    let stops: Vec<&Value> = payloads
+        .iter()
+        .filter(|p| p["hook_event_name"] == "SubagentStop")
+        .collect();
+    assert_eq!(stops.len(), 1 + MAX_STOP_CONTINUES as usize, "{events:?}");
+    assert_eq!(stops[0]["stop_hook_active"], false);
+    assert_eq!(stops[1]["stop_hook_active"], true);
+    assert_eq!(events.last().map(String::as_str), Some("Stop"));
+    // Only the user's prompt fired UserPromptSubmit.
+    assert_eq!(
+        events.iter().filter(|e| *e == "UserPromptSubmit").count(),
+        1
+    );
+    let requests = model.requests();
+    assert_eq!(requests.len(), 7);
+    let sent = results(requests[6].messages.last().unwrap());
+    assert!(sent[0].1.starts_with("a.txt, line 1."), "{sent:?}");
+}
+
+#[tokio::test]
+async fn compaction_fires_pre_compact_and_post_compact() {
+    let steps = vec![
+        Step::Answer("hello", Vec::new()),
+        Step::Answer("SUMMARY: said hello.", Vec::new()),
+    ];
+    let mut s = setup(steps, Mode::Default).await;
+    let (hook, seen) = RecordingHook::new(Vec::new());
+    s.agent
+        .set_hooks(HookSet::new(vec![Arc::new(hook)]).unwrap(), None);
+    let mut frontend = TestFrontend::default();
+    s.agent
+        .run_turn("hi", &mut frontend, &Interrupt::new())
+        .await
+        .unwrap();
+    s.agent
+        .compact(Some("names"), &mut frontend, &Interrupt::new())
+        .await
+        .unwrap();
+    let payloads = seen.lock().unwrap().clone();
+    let pre = payloads
+        .iter()
+        .find(|p| p["hook_event_name"] == "PreCompact")
+        .unwrap();
+    assert_eq!(pre["trigger"], "manual");
+    assert_eq!(pre["custom_instructions"], "names");
+    let post = payloads
+        .iter()
+        .find(|p| p["hook_event_name"] == "PostCompact")
+        .unwrap();
+    assert_eq!(post["compact_summary"], "SUMMARY: said hello.");
+}
