@@ -413,6 +413,76 @@ mod tests {
         assert_eq!(stop.keep_going, Some(("s".into(), "tests fail".into())));
     }
 
+    struct Fixed {
+        name: &'static str,
+        subscriptions: Vec<super::super::Subscription>,
+    }
+
+    impl Hook for Fixed {
+        fn name(&self) -> &str {
+            self.name
+        }
+
+        fn subscriptions(&self) -> &[super::super::Subscription] {
+            &self.subscriptions
+        }
+
+        fn handle<'a>(
+            &'a self,
+            _event: HookEvent,
+            _payload: &'a Value,
+        ) -> futures_util::future::BoxFuture<'a, Result<HookOutput, HookFailure>> {
+            Box::pin(async {
+                Ok(HookOutput {
+                    decision: Decision::Deny(self.name.to_string()),
+                    system_message: None,
+                })
+            })
+        }
+    }
+
+    fn fixed(name: &'static str, event: HookEvent, matcher: Option<&str>) -> Arc<dyn Hook> {
+        Arc::new(Fixed {
+            name,
+            subscriptions: vec![super::super::Subscription {
+                event,
+                matcher: matcher.map(str::to_string),
+            }],
+        })
+    }
+
+    #[test]
+    fn a_bad_matcher_is_an_error_naming_the_hook() {
+        let err = HookSet::new(vec![fixed(
+            "broken",
+            HookEvent::PreToolUse,
+            Some("fs\\.(write"),
+        )])
+        .unwrap_err();
+        assert_eq!(err.hook, "broken");
+        assert!(err.to_string().contains("PreToolUse"), "{err}");
+    }
+
+    #[tokio::test]
+    async fn only_matching_hooks_are_run() {
+        let set = HookSet::new(vec![
+            fixed("writes", HookEvent::PreToolUse, Some("Write|Edit")),
+            fixed("reads", HookEvent::PreToolUse, Some(r"fs\.read")),
+            fixed("stops", HookEvent::Stop, None),
+        ])
+        .unwrap();
+        assert!(set.wants(HookEvent::Stop) && !set.wants(HookEvent::SessionEnd));
+        let answers = set
+            .dispatch(HookEvent::PreToolUse, &json!({"tool_name": "fs.write"}))
+            .await;
+        let names: Vec<&str> = answers.iter().map(|a| a.hook.as_str()).collect();
+        assert_eq!(names, ["writes"]);
+        let none = set
+            .dispatch(HookEvent::PreToolUse, &json!({"tool_name": "web.fetch"}))
+            .await;
+        assert!(none.is_empty());
+    }
+
     #[test]
     fn context_and_messages_are_kept_per_hook() {
         let mut with_message = ok("b", Decision::AddContext("two".into()));
