@@ -467,23 +467,43 @@ fn a_tarball_installs_and_one_with_dotdot_is_refused() {
 #[test]
 fn an_import_the_manifest_does_not_justify_is_refused_naming_it() {
     let env = Env::new();
-    // misbehave opens TCP sockets, so it imports wasi:sockets.
-    let src = package(
-        env.outside.path(),
-        "0.1.0",
-        &fixture("misbehave"),
-        READ_ONLY,
-    );
+    // hostile sends HTTP requests, so it imports wasi:http.
+    let src = package(env.outside.path(), "0.1.0", &fixture("hostile"), READ_ONLY);
     let out = plugin(&env, &["install", src.to_str().unwrap(), "--yes"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("imports `wasi:sockets/"), "{err}");
+    assert!(err.contains("imports `wasi:http/"), "{err}");
     assert!(err.contains("requests no network access"), "{err}");
     assert!(!lock(&env).contains("[plugins.files]"));
     let recorded = refusals(&env);
     assert_eq!(recorded.len(), 1, "{recorded:?}");
     assert_eq!(recorded[0].0, "install");
-    assert!(recorded[0].1.contains("wasi:sockets/"), "{recorded:?}");
+    assert!(recorded[0].1.contains("wasi:http/"), "{recorded:?}");
+}
+
+#[test]
+fn a_plugin_importing_sockets_without_a_network_request_installs_and_still_cannot_connect() {
+    // Language runtimes (componentize-py's CPython) import wasi:sockets
+    // whether or not the plugin uses them; sockets are refused for every
+    // plugin at run time, so the import is accepted and grants nothing.
+    let env = Env::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let src = package(env.outside.path(), "0.1.0", &fixture("misbehave"), READ_ONLY);
+    let out = install(&env, &src);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = env
+        .capstan()
+        .args(["tool", "call", "files.connect"])
+        .arg(format!("{{\"path\":\"{address}\"}}"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert!(
+        listener.accept().is_err(),
+        "the plugin reached the listener"
+    );
 }
 
 #[test]

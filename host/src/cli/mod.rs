@@ -3,6 +3,7 @@
 
 mod audit;
 mod exit;
+mod new;
 mod plugin;
 mod print;
 pub mod provider;
@@ -75,6 +76,8 @@ enum Command {
     /// What plugins touched: show and verify the audit log.
     #[command(subcommand)]
     Audit(audit::AuditCommand),
+    /// Start a plugin project: a tool, hook or skill in Rust, Python or JavaScript.
+    New(new::NewArgs),
 }
 
 /// When the process started, for "ready in" figures.
@@ -121,6 +124,7 @@ pub fn main() -> ExitCode {
             Some(Command::Session(command)) => session_list::run(command),
             Some(Command::Plugin(command)) => plugin::run(command, verbose).await,
             Some(Command::Audit(command)) => audit::run(command),
+            Some(Command::New(args)) => new::run_new(args),
             None => {
                 let interactive = !cli.session.print
                     && std::io::stdin().is_terminal()

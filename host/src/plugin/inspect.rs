@@ -11,12 +11,15 @@
 //!   `wasi:filesystem/types`, `preopens`. None of them reaches anything that
 //!   is not granted: the environment holds only granted variables, the
 //!   file system only granted folders.
-//! - only when the manifest requests network access (`net`): `wasi:http/types`,
-//!   `outgoing-handler`, and every `wasi:sockets` interface. Sockets are
-//!   refused at run time even then (HTTP goes through the host, which
-//!   checks each request against the grants), but a component that imports
-//!   them without asking for the network says something false about itself,
-//!   so it is refused at install.
+//! - only when the manifest requests network access (`net`): `wasi:http/types`
+//!   and `outgoing-handler`. HTTP goes through the host, which checks each
+//!   request against the grants.
+//! - always, and always refused at run time: every `wasi:sockets`
+//!   interface. Language runtimes import them whether or not the plugin
+//!   uses the network (componentize-py's CPython does, for its `socket`
+//!   module), so importing them says nothing about a plugin; what keeps it
+//!   off the network is that no socket operation succeeds for any plugin
+//!   (no name lookups, and every address refused and recorded).
 //!
 //! Anything else is refused, naming the import.
 
@@ -118,6 +121,8 @@ enum Requirement {
     Nothing,
     /// A network request in the manifest.
     Network,
+    /// Nothing, because every use is refused at run time for every plugin.
+    AlwaysRefused,
 }
 
 /// The interfaces the host links, by `namespace:package/interface`.
@@ -146,13 +151,13 @@ const PROVIDED: &[(&str, Requirement)] = &[
     ("wasi:filesystem/preopens", Requirement::Nothing),
     ("wasi:http/types", Requirement::Network),
     ("wasi:http/outgoing-handler", Requirement::Network),
-    ("wasi:sockets/network", Requirement::Network),
-    ("wasi:sockets/instance-network", Requirement::Network),
-    ("wasi:sockets/tcp", Requirement::Network),
-    ("wasi:sockets/udp", Requirement::Network),
-    ("wasi:sockets/tcp-create-socket", Requirement::Network),
-    ("wasi:sockets/udp-create-socket", Requirement::Network),
-    ("wasi:sockets/ip-name-lookup", Requirement::Network),
+    ("wasi:sockets/network", Requirement::AlwaysRefused),
+    ("wasi:sockets/instance-network", Requirement::AlwaysRefused),
+    ("wasi:sockets/tcp", Requirement::AlwaysRefused),
+    ("wasi:sockets/udp", Requirement::AlwaysRefused),
+    ("wasi:sockets/tcp-create-socket", Requirement::AlwaysRefused),
+    ("wasi:sockets/udp-create-socket", Requirement::AlwaysRefused),
+    ("wasi:sockets/ip-name-lookup", Requirement::AlwaysRefused),
 ];
 
 /// `wasi:io/streams@0.2.3` without its version. WASI imports must be of
@@ -184,7 +189,7 @@ pub fn check_import(
             .map(|(_, r)| *r)
     });
     match requirement {
-        Some(Requirement::Nothing) => Ok(()),
+        Some(Requirement::Nothing | Requirement::AlwaysRefused) => Ok(()),
         Some(Requirement::Network) if !requested.net.is_empty() => Ok(()),
         Some(Requirement::Network) => Err(InspectError::Unjustified {
             component: component.to_string(),
@@ -284,13 +289,25 @@ mod tests {
         let none = Capabilities::default();
         for import in [
             "wasi:http/outgoing-handler@0.2.3",
-            "wasi:sockets/tcp-create-socket@0.2.0",
-            "wasi:sockets/ip-name-lookup@0.2.0",
+            "wasi:http/types@0.2.0",
         ] {
             let err = check_import("a.wasm", import, &none).unwrap_err();
             assert!(matches!(err, InspectError::Unjustified { .. }));
             assert!(err.to_string().contains(import), "{err}");
             check_import("a.wasm", import, &with_net()).unwrap();
+        }
+    }
+
+    #[test]
+    fn socket_imports_are_accepted_because_sockets_are_refused_for_everyone() {
+        // componentize-py components import every wasi:sockets interface.
+        let none = Capabilities::default();
+        for import in [
+            "wasi:sockets/tcp-create-socket@0.2.0",
+            "wasi:sockets/ip-name-lookup@0.2.0",
+            "wasi:sockets/udp@0.2.4",
+        ] {
+            check_import("a.wasm", import, &none).unwrap();
         }
     }
 
