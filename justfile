@@ -68,10 +68,12 @@ fmt:
     cargo fmt --all --manifest-path tests/fixtures/hostile/Cargo.toml
 
 # Measure: fresh-instance call, compile and cached load, whole-process call;
-# the agent loop's overhead per turn and its startup.
+# the agent loop's overhead per turn and its startup; Python and JavaScript
+# tools beside the Rust one.
 bench: setup
     cargo bench -p capstan --bench runtime
     cargo bench -p capstan --bench agent
+    cargo bench -p capstan --bench languages
 
 # An agent session on a sample project with the offline scripted model (no
 # API key needed), then the tools called directly.

@@ -192,7 +192,10 @@ function asError(err) {
   }
   if (code === "no-entry" || code === "ENOENT") return new Failed(err.message || "no such file");
   if (globalThis.console) console.error(err?.stack ?? String(err));
-  return new Failed(`${err?.name ?? "Error"}: ${err?.message ?? String(err)}`);
+  // The innermost frame of the stack, such as `run@app.js:12:11`.
+  const frame = String(err?.stack ?? "").split("\n").map((l) => l.trim()).find((l) => l.startsWith("at ") || /^[\w$.<>]*@/.test(l));
+  const where = frame ? ` (at ${frame.replace(/^at /, "").replace(/file:\/\/\S*\//, "")})` : "";
+  return new Failed(`${err?.name ?? "Error"}: ${err?.message ?? String(err)}${where}`);
 }
 
 let currentContext = { callId: "test-call", workspace: undefined, sessionId: undefined };

@@ -352,8 +352,13 @@ def _as_error(err: BaseException) -> ToolError:
         return Denied(f"permission denied: {err.filename or err}")
     if isinstance(err, FileNotFoundError):
         return Failed(f"no such file: {err.filename or err}")
-    traceback.print_exc(file=sys.stderr)
-    return Failed(f"{type(err).__name__}: {err}")
+    traceback.print_exception(type(err), err, err.__traceback__, file=sys.stderr)
+    frames = traceback.extract_tb(err.__traceback__)
+    where = ""
+    if frames:
+        last = frames[-1]
+        where = f" (at {last.filename.rsplit('/', 1)[-1]}:{last.lineno} in {last.name})"
+    return Failed(f"{type(err).__name__}: {err}{where}")
 
 
 def call_tool(name: str, input: Any, ctx: Optional[Context] = None) -> Any:
