@@ -281,7 +281,6 @@ impl skill_world::capstan::plugin::host::Host for State {
     fn log(&mut self, _: skill_world::capstan::plugin::host::LogLevel, _: String) {}
     fn progress(&mut self, _: String, _: u64, _: Option<u64>) {}
 }
-impl skill_world::capstan::plugin::types::Host for State {}
 
 /// The installed component of plugin `name`, compiled (from the compile
 /// cache the install filled), with a store to run it in: no grants at all.
@@ -293,19 +292,14 @@ fn installed_component(
     wasmtime::component::Component,
     wasmtime::Store<State>,
 ) {
-    let store_dir = env.home.path().join("plugins");
+    let store_dir = env.home.path().join("plugins/store").join(name);
     let folder = std::fs::read_dir(&store_dir)
-        .unwrap()
+        .unwrap_or_else(|e| panic!("{name} is not installed in {}: {e}", store_dir.display()))
         .map(|e| e.unwrap().path())
-        .find(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with(&format!("{name}-"))
-        })
+        .next()
         .unwrap_or_else(|| panic!("{name} is not installed in {}", store_dir.display()));
     let wasm = std::fs::read(folder.join(format!("{name}.wasm"))).unwrap();
-    let sandbox = capstan::sandbox::Sandbox::new(shared_compile_cache()).unwrap();
+    let sandbox = capstan::sandbox::Sandbox::new(shared_compile_cache().join("compiled")).unwrap();
     let sha = capstan::sandbox::engine::sha256_hex(&wasm);
     let (component, outcome) = sandbox
         .compile_cache()

@@ -32,6 +32,7 @@ not succeed; any other exception becomes `failed` with its message.
 
 from __future__ import annotations
 
+import errno
 import inspect
 import json
 import re
@@ -40,6 +41,36 @@ import traceback
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
+
+# The component's bindings. componentize-py keeps only the modules imported
+# while it pre-initializes the app, so they are imported here, at the top;
+# under plain Python (unit tests) they do not exist.
+try:
+    from componentize_py_types import Err as _Err, Ok as _Ok  # type: ignore
+except ImportError:  # plain Python
+    _Err = _Ok = None
+try:
+    from wit_world.imports import host as _host  # type: ignore
+except ImportError:
+    _host = None
+try:  # only in a plugin whose manifest requests the network
+    from wit_world.imports import outgoing_handler as _outgoing  # type: ignore
+    from wit_world.imports import streams as _streams  # type: ignore
+    from wit_world.imports import wasi_http_types as _http  # type: ignore
+except ImportError:
+    _outgoing = _streams = _http = None
+try:
+    from wit_world.exports import tool as _tool_wit  # type: ignore
+except ImportError:
+    _tool_wit = None
+try:
+    from wit_world.exports import hook as _hook_wit  # type: ignore
+except ImportError:
+    _hook_wit = None
+try:
+    from wit_world.exports import skill as _skill_wit  # type: ignore
+except ImportError:
+    _skill_wit = None
 
 __all__ = [
     "tool",
@@ -348,8 +379,9 @@ def _as_error(err: BaseException) -> ToolError:
     """Maps an exception to the error the model sees."""
     if isinstance(err, ToolError):
         return err
-    if isinstance(err, PermissionError):
-        return Denied(f"permission denied: {err.filename or err}")
+    refused = {errno.EACCES, errno.EPERM, errno.EROFS, getattr(errno, "ENOTCAPABLE", errno.EACCES)}
+    if isinstance(err, OSError) and (isinstance(err, PermissionError) or err.errno in refused):
+        return Denied(f"not allowed: {err.filename or err} ({err.strerror or 'permission denied'}); the plugin has no grant for it")
     if isinstance(err, FileNotFoundError):
         return Failed(f"no such file: {err.filename or err}")
     traceback.print_exception(type(err), err, err.__traceback__, file=sys.stderr)
@@ -578,21 +610,16 @@ def log(level: str, message: str) -> None:
     goes to stderr."""
     if level not in _LEVELS:
         raise ValueError(f"log level must be one of {', '.join(_LEVELS)}")
-    try:
-        from wit_world.imports import host  # type: ignore
-    except ImportError:
+    if _host is None:
         print(f"[{level}] {message}", file=sys.stderr)
         return
-    host.log(getattr(host.LogLevel, level.upper()), message)
+    _host.log(getattr(_host.LogLevel, level.upper()), message)
 
 
 def progress(message: str, done: int, total: Optional[int] = None) -> None:
     """Reports progress on a long call."""
-    try:
-        from wit_world.imports import host  # type: ignore
-    except ImportError:
-        return
-    host.progress(message, done, total)
+    if _host is not None:
+        _host.progress(message, done, total)
 
 
 @dataclass
@@ -619,13 +646,11 @@ class Response:
 
 
 def _http_bindings():
-    try:
-        from wit_world.imports import wasi_http_types as types, outgoing_handler, streams, poll  # type: ignore
-    except ImportError:
+    if _http is None:
         raise Denied(
             "this plugin cannot use the network: add the hosts it needs to `net` under [capabilities] in plugin.toml and build it again"
-        ) from None
-    return types, outgoing_handler, streams, poll
+        )
+    return _http, _outgoing, _streams
 
 
 def fetch(url: str, method: str = "GET", headers: Optional[dict] = None, body: Optional[bytes | str] = None,
@@ -633,9 +658,8 @@ def fetch(url: str, method: str = "GET", headers: Optional[dict] = None, body: O
     """Sends one HTTP request through wasi:http and returns the whole
     response. Works only for hosts granted under `net`; a refused host raises
     Denied, other failures Failed. Redirects are returned, not followed."""
-    from componentize_py_types import Err, Ok  # type: ignore
-
-    types, outgoing_handler, streams, poll = _http_bindings()
+    types, outgoing_handler, streams = _http_bindings()
+    Err, Ok = _Err, _Ok
     match = re.match(r"^(https?)://([^/?#]+)([^#]*)", url)
     if not match:
         raise InvalidInput(f"not an http(s) URL: {url!r}")
@@ -738,8 +762,7 @@ class ToolExport:
     """The `capstan:plugin/tool` export, over the registered tools."""
 
     def describe(self) -> list:
-        from wit_world.exports import tool as t  # type: ignore
-
+        t = _tool_wit
         specs = []
         for item in _TOOLS.values():
             hints = t.ToolHints(0)
@@ -751,9 +774,7 @@ class ToolExport:
         return specs
 
     def call(self, name: str, input: str, ctx: Any) -> Any:
-        from componentize_py_types import Err  # type: ignore
-        from wit_world.exports import tool as t  # type: ignore
-
+        t, Err = _tool_wit, _Err
         try:
             result = call_tool(name, input, _context(ctx))
         except ToolError as err:
@@ -766,14 +787,11 @@ class HookExport:
     """The `capstan:plugin/hook` export, over the registered hooks."""
 
     def subscriptions(self) -> list:
-        from wit_world.exports import hook as h  # type: ignore
-
+        h = _hook_wit
         return [h.Subscription(getattr(h.Event, item.event.upper().replace("-", "_")), item.matcher) for item in _HOOKS]
 
     def handle(self, input: Any, ctx: Any) -> Any:
-        from componentize_py_types import Err  # type: ignore
-        from wit_world.exports import hook as h  # type: ignore
-
+        h, Err = _hook_wit, _Err
         event = input.event.name.lower().replace("_", "-")
         try:
             decision = handle_event(event, input.payload)
@@ -792,22 +810,19 @@ class SkillExport:
     """The `capstan:plugin/skill` export, over the registered skills."""
 
     def list(self) -> list:
-        from wit_world.exports import skill as s  # type: ignore
-
+        s = _skill_wit
         return [s.SkillMeta(i.name, i.description, i.when_to_use, i.argument_hint, i.user_invocable,
                             i.model_invocable, i.allowed_tools) for i in _SKILLS.values()]
 
     def load(self, name: str, arguments: str) -> str:
-        from componentize_py_types import Err  # type: ignore
-
+        Err = _Err
         try:
             return load_skill(name, arguments)
         except Exception as err:  # noqa: BLE001
             raise Err(f"{type(err).__name__}: {err}")
 
     def resource(self, name: str, path: str) -> bytes:
-        from componentize_py_types import Err  # type: ignore
-
+        Err = _Err
         s = _SKILLS.get(name)
         if s is None:
             raise Err(f"unknown skill `{name}`")

@@ -24,12 +24,22 @@ function numbers(range) {
   return match ? match.slice(1).map((n) => Number(n ?? 0)) : null;
 }
 
+/**
+ * Whether `version` is newer than every version `range` accepts: for
+ * `^1.2.3` a new major (for `^0.2.3` a new minor), for `~1.2.3` a new minor,
+ * for an exact version any newer one.
+ */
 export function behind(range, version) {
   const wanted = numbers(range);
   const have = numbers(version);
   if (!wanted || !have) return false;
+  const kind = range.trim()[0];
+  let fixed = 3;
+  if (kind === "^") fixed = wanted[0] === 0 ? 2 : 1;
+  else if (kind === "~") fixed = 2;
+  else if (kind === ">" || kind === "*") return false;
   for (let i = 0; i < 3; i++) {
-    if (have[i] !== wanted[i]) return have[i] > wanted[i];
+    if (have[i] !== wanted[i]) return i < fixed && have[i] > wanted[i];
   }
   return false;
 }
