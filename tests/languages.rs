@@ -33,15 +33,17 @@ fn toolchains() -> PathBuf {
 fn capstan(env: &Env, args: &[&str]) -> Output {
     let mut cmd = env.capstan_std();
     cmd.env("CAPSTAN_TOOLCHAINS", toolchains())
-        .env("CARGO_TARGET_DIR", target_dir().join("language-tests-cargo"))
+        .env(
+            "CARGO_TARGET_DIR",
+            target_dir().join("language-tests-cargo"),
+        )
         .args(args);
     cmd.output().unwrap()
 }
 
 fn json_of(out: &Output) -> Value {
-    serde_json::from_str(stdout(out).trim()).unwrap_or_else(|e| {
-        panic!("not JSON ({e}): {}\nstderr: {}", stdout(out), stderr(out))
-    })
+    serde_json::from_str(stdout(out).trim())
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}\nstderr: {}", stdout(out), stderr(out)))
 }
 
 /// A project built once per process: created by `make` in a fresh folder,
@@ -91,7 +93,11 @@ fn template(kind: &str, lang: &str) -> PathBuf {
             ],
         );
         assert!(out.status.success(), "{}", stderr(&out));
-        assert!(stdout(&out).contains("capstan plugin build"), "{}", stdout(&out));
+        assert!(
+            stdout(&out).contains("capstan plugin build"),
+            "{}",
+            stdout(&out)
+        );
     })
 }
 
@@ -160,13 +166,20 @@ fn check_tool_template(lang: &str) {
     install(&env, &dir);
 
     let out = capstan(&env, &["tool", "list"]);
-    assert!(stdout(&out).contains(&format!("{name}.hello")), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(&format!("{name}.hello")),
+        "{}",
+        stdout(&out)
+    );
     let out = capstan(&env, &["plugin", "info", &name]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("tool"), "{}", stdout(&out));
 
     let tool = format!("{name}.hello");
-    let out = capstan(&env, &["tool", "call", &tool, r#"{"name":"Ada","excitement":2}"#]);
+    let out = capstan(
+        &env,
+        &["tool", "call", &tool, r#"{"name":"Ada","excitement":2}"#],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), "Hello, Ada!!");
 
@@ -175,7 +188,10 @@ fn check_tool_template(lang: &str) {
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(stderr(&out).contains("name"), "{}", stderr(&out));
     // The tool's own check.
-    let out = capstan(&env, &["tool", "call", &tool, r#"{"name":"Ada","excitement":11}"#]);
+    let out = capstan(
+        &env,
+        &["tool", "call", &tool, r#"{"name":"Ada","excitement":11}"#],
+    );
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(stderr(&out).contains("excitement"), "{}", stderr(&out));
 }
@@ -205,7 +221,15 @@ fn building_without_the_toolchain_names_the_command_that_installs_it() {
     let dir = env.outside.path().join("p");
     let out = capstan(
         &env,
-        &["new", "tool", "p", "--lang", "python", "--dir", dir.to_str().unwrap()],
+        &[
+            "new",
+            "tool",
+            "p",
+            "--lang",
+            "python",
+            "--dir",
+            dir.to_str().unwrap(),
+        ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
     let empty = tempfile::tempdir().unwrap();
@@ -217,7 +241,10 @@ fn building_without_the_toolchain_names_the_command_that_installs_it() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
-    assert!(err.contains("componentize-py==0.25.0 is not installed"), "{err}");
+    assert!(
+        err.contains("componentize-py==0.25.0 is not installed"),
+        "{err}"
+    );
     assert!(err.contains("capstan plugin toolchain python"), "{err}");
     assert!(!dir.join("p.wasm").exists());
 }
@@ -227,14 +254,30 @@ fn new_refuses_a_bad_name_and_a_folder_in_use() {
     let env = Env::new();
     let out = capstan(&env, &["new", "tool", "Bad Name", "--lang", "js"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("not a valid plugin name"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not a valid plugin name"),
+        "{}",
+        stderr(&out)
+    );
     let out = capstan(&env, &["new", "tool", "ok", "--lang", "cobol"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("rust, python or js"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("rust, python or js"),
+        "{}",
+        stderr(&out)
+    );
     env.write("taken/keep.txt", "mine");
     let out = capstan(
         &env,
-        &["new", "hook", "taken", "--lang", "python", "--dir", env.ws.path().join("taken").to_str().unwrap()],
+        &[
+            "new",
+            "hook",
+            "taken",
+            "--lang",
+            "python",
+            "--dir",
+            env.ws.path().join("taken").to_str().unwrap(),
+        ],
     );
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(env.read("taken/keep.txt"), "mine");
@@ -385,7 +428,10 @@ fn check_hook_template(lang: &str) {
     ));
     assert_eq!(subscriptions.len(), 1);
     assert_eq!(subscriptions[0].event, Event::PreToolUse);
-    assert_eq!(subscriptions[0].matcher.as_deref(), Some("fs.write|fs.edit"));
+    assert_eq!(
+        subscriptions[0].matcher.as_deref(),
+        Some("fs.write|fs.edit")
+    );
     match &outputs[0] {
         Ok(out) => assert!(
             matches!(&out.decision, Decision::Deny(reason) if reason.contains(".env")),
@@ -402,7 +448,11 @@ fn check_hook_template(lang: &str) {
 
 #[test]
 fn the_hook_templates_build_install_and_decide() {
-    own_tests(&template("hook", "python"), "python3", &["-m", "unittest", "-q"]);
+    own_tests(
+        &template("hook", "python"),
+        "python3",
+        &["-m", "unittest", "-q"],
+    );
     own_tests(&template("hook", "js"), "node", &["--test"]);
     for lang in ["python", "js", "rust"] {
         check_hook_template(lang);
@@ -411,7 +461,11 @@ fn the_hook_templates_build_install_and_decide() {
 
 #[test]
 fn the_skill_templates_build_install_and_load() {
-    own_tests(&template("skill", "python"), "python3", &["-m", "unittest", "-q"]);
+    own_tests(
+        &template("skill", "python"),
+        "python3",
+        &["-m", "unittest", "-q"],
+    );
     own_tests(&template("skill", "js"), "node", &["--test"]);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     for lang in ["python", "js", "rust"] {
@@ -430,9 +484,10 @@ fn the_skill_templates_build_install_and_load() {
                 |s| s,
             )
             .unwrap();
-            let plugin = skill_world::SkillPlugin::instantiate_async(&mut store, &component, &linker)
-                .await
-                .unwrap();
+            let plugin =
+                skill_world::SkillPlugin::instantiate_async(&mut store, &component, &linker)
+                    .await
+                    .unwrap();
             let skill = plugin.capstan_plugin_skill();
             let list = skill.call_list(&mut store).await.unwrap();
             let text = skill
@@ -530,45 +585,110 @@ fn the_python_weather_example_uses_the_network_and_files_only_as_granted() {
         cmd.output().unwrap()
     };
 
-    let out = run(&["tool", "call", "weather.forecast", r#"{"latitude":59.91,"longitude":10.75,"days":2}"#, "--json"]);
+    let out = run(&[
+        "tool",
+        "call",
+        "weather.forecast",
+        r#"{"latitude":59.91,"longitude":10.75,"days":2}"#,
+        "--json",
+    ]);
     assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
     let text = stdout(&out);
-    assert!(text.contains("2026-01-02") && text.contains("-5.5"), "{text}");
+    assert!(
+        text.contains("2026-01-02") && text.contains("-5.5"),
+        "{text}"
+    );
     let requests = server.requests();
     assert_eq!(requests.len(), 1, "{requests:?}");
-    assert!(requests[0].starts_with("/v1/forecast?latitude=59.91&longitude=10.75"), "{requests:?}");
+    assert!(
+        requests[0].starts_with("/v1/forecast?latitude=59.91&longitude=10.75"),
+        "{requests:?}"
+    );
 
     // Invalid input never reaches the network.
-    let out = run(&["tool", "call", "weather.forecast", r#"{"latitude":"north","longitude":0}"#]);
+    let out = run(&[
+        "tool",
+        "call",
+        "weather.forecast",
+        r#"{"latitude":"north","longitude":0}"#,
+    ]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert!(stderr(&out).contains("latitude"), "{}", stderr(&out));
-    let out = run(&["tool", "call", "weather.forecast", r#"{"latitude":95,"longitude":0}"#]);
+    let out = run(&[
+        "tool",
+        "call",
+        "weather.forecast",
+        r#"{"latitude":95,"longitude":0}"#,
+    ]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     assert_eq!(server.requests().len(), 1);
 
     // Files: the report reads and writes the workspace, and only with
     // --allow-write may it write.
-    env.write("places.txt", "# name, lat, lon\nOslo, 59.91, 10.75\nBergen, 60.39, 5.32\n");
-    let out = run(&["tool", "call", "weather.report", r#"{"places":"places.txt"}"#]);
-    assert_eq!(out.status.code(), Some(4), "{}\n{}", stdout(&out), stderr(&out));
+    env.write(
+        "places.txt",
+        "# name, lat, lon\nOslo, 59.91, 10.75\nBergen, 60.39, 5.32\n",
+    );
+    let out = run(&[
+        "tool",
+        "call",
+        "weather.report",
+        r#"{"places":"places.txt"}"#,
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
     assert!(!env.ws.path().join("weather.md").exists());
-    let out = run(&["tool", "call", "weather.report", r#"{"places":"places.txt"}"#, "--allow-write"]);
+    let out = run(&[
+        "tool",
+        "call",
+        "weather.report",
+        r#"{"places":"places.txt"}"#,
+        "--allow-write",
+    ]);
     assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
     assert!(stdout(&out).contains("2 places"), "{}", stdout(&out));
     let report = env.read("weather.md");
-    assert!(report.contains("## Bergen") && report.contains("| 2026-01-01 | -3.0 | 1.5 |"), "{report}");
+    assert!(
+        report.contains("## Bergen") && report.contains("| 2026-01-01 | -3.0 | 1.5 |"),
+        "{report}"
+    );
     // Nothing outside the workspace exists for it.
     let outside = env.write_outside("places.txt", "Oslo, 59.91, 10.75\n");
-    let out = run(&["tool", "call", "weather.report", &format!(r#"{{"places":"{}"}}"#, env.dotdot_outside("places.txt")), "--allow-write"]);
+    let out = run(&[
+        "tool",
+        "call",
+        "weather.report",
+        &format!(r#"{{"places":"{}"}}"#, env.dotdot_outside("places.txt")),
+        "--allow-write",
+    ]);
     assert!(!out.status.success(), "{}", stdout(&out));
     assert!(outside.exists());
 
     // Without the network grant, no request leaves.
     let before = server.requests().len();
-    let out = capstan(&env, &["plugin", "revoke", "weather", "net", &server.origin]);
+    let out = capstan(
+        &env,
+        &["plugin", "revoke", "weather", "net", &server.origin],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
-    let out = run(&["tool", "call", "weather.forecast", r#"{"latitude":59.91,"longitude":10.75}"#]);
-    assert_eq!(out.status.code(), Some(4), "{}\n{}", stdout(&out), stderr(&out));
+    let out = run(&[
+        "tool",
+        "call",
+        "weather.forecast",
+        r#"{"latitude":59.91,"longitude":10.75}"#,
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
     assert!(stderr(&out).contains("not granted"), "{}", stderr(&out));
     assert_eq!(server.requests().len(), before);
 }
@@ -599,7 +719,11 @@ fn the_js_npm_example_uses_the_network_and_files_only_as_granted() {
     assert!(stdout(&out).contains("1.3.0"), "{}", stdout(&out));
     let out = run(&["tool", "call", "npm.latest", r#"{"name":"no-such-thing"}"#]);
     assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
-    assert!(stderr(&out).contains("no package called no-such-thing"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no package called no-such-thing"),
+        "{}",
+        stderr(&out)
+    );
 
     let out = run(&["tool", "call", "npm.latest", r#"{"name":"Not A Name"}"#]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
@@ -659,10 +783,22 @@ fn the_python_guard_hook_example_denies_asks_and_adds_context() {
         ],
     ));
     assert_eq!(subscriptions.len(), 3);
-    let decisions: Vec<_> = outputs.iter().map(|o| o.as_ref().map(|o| &o.decision)).collect();
-    assert!(matches!(decisions[0], Ok(Decision::Deny(r)) if r.contains("AWS")), "{decisions:?}");
-    assert!(matches!(decisions[1], Ok(Decision::Ask(r)) if r.contains("Cargo.lock")), "{decisions:?}");
-    assert!(matches!(decisions[2], Ok(Decision::AddContext(t)) if t.contains("./dev test")), "{decisions:?}");
+    let decisions: Vec<_> = outputs
+        .iter()
+        .map(|o| o.as_ref().map(|o| &o.decision))
+        .collect();
+    assert!(
+        matches!(decisions[0], Ok(Decision::Deny(r)) if r.contains("AWS")),
+        "{decisions:?}"
+    );
+    assert!(
+        matches!(decisions[1], Ok(Decision::Ask(r)) if r.contains("Cargo.lock")),
+        "{decisions:?}"
+    );
+    assert!(
+        matches!(decisions[2], Ok(Decision::AddContext(t)) if t.contains("./dev test")),
+        "{decisions:?}"
+    );
     // A hook that fails says why (and the host fails closed).
     assert!(decisions[3].is_err(), "{decisions:?}");
 }
@@ -706,15 +842,44 @@ def http(url: str) -> str:
     });
     let env = Env::new();
     install(&env, &dir);
-    let out = capstan(&env, &["tool", "call", "sock.connect", &format!(r#"{{"port":{port}}}"#)]);
+    let out = capstan(
+        &env,
+        &[
+            "tool",
+            "call",
+            "sock.connect",
+            &format!(r#"{{"port":{port}}}"#),
+        ],
+    );
     assert!(!out.status.success(), "{}", stdout(&out));
     assert!(!stdout(&out).contains("connected"));
-    assert!(listener.accept().is_err(), "the plugin reached the listener");
-    let out = capstan(&env, &["tool", "call", "sock.lookup", r#"{"name":"localhost"}"#]);
+    assert!(
+        listener.accept().is_err(),
+        "the plugin reached the listener"
+    );
+    let out = capstan(
+        &env,
+        &["tool", "call", "sock.lookup", r#"{"name":"localhost"}"#],
+    );
     assert!(!out.status.success(), "{}", stdout(&out));
     // Built without wasi:http, the SDK's fetch says what to add.
-    let out = capstan(&env, &["tool", "call", "sock.http", &format!(r#"{{"url":"http://127.0.0.1:{port}/"}}"#)]);
+    let out = capstan(
+        &env,
+        &[
+            "tool",
+            "call",
+            "sock.http",
+            &format!(r#"{{"url":"http://127.0.0.1:{port}/"}}"#),
+        ],
+    );
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
-    assert!(stderr(&out).contains("add the hosts it needs to `net`"), "{}", stderr(&out));
-    assert!(listener.accept().is_err(), "the plugin reached the listener");
+    assert!(
+        stderr(&out).contains("add the hosts it needs to `net`"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        listener.accept().is_err(),
+        "the plugin reached the listener"
+    );
 }

@@ -490,7 +490,12 @@ fn a_plugin_importing_sockets_without_a_network_request_installs_and_still_canno
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let address = listener.local_addr().unwrap().to_string();
-    let src = package(env.outside.path(), "0.1.0", &fixture("misbehave"), READ_ONLY);
+    let src = package(
+        env.outside.path(),
+        "0.1.0",
+        &fixture("misbehave"),
+        READ_ONLY,
+    );
     let out = install(&env, &src);
     assert!(out.status.success(), "{}", stderr(&out));
     let out = env

@@ -115,9 +115,15 @@ fn main() {
             Lang::Rust => "Rust",
         };
         row(&format!("{name} hello, fresh instance"), &f.call);
-        row(&format!("  {name} component, load from the compile cache"), &f.cached_load);
+        row(
+            &format!("  {name} component, load from the compile cache"),
+            &f.cached_load,
+        );
         single(
-            &format!("  {name} component ({:.1} MB), first compile", f.size as f64 / 1e6),
+            &format!(
+                "  {name} component ({:.1} MB), first compile",
+                f.size as f64 / 1e6
+            ),
             f.first_compile,
         );
     }
@@ -135,6 +141,10 @@ fn main() {
             Lang::Python => Duration::from_millis(1),
             _ => Duration::from_micros(400),
         };
-        target(&format!("{} fresh-instance call p50", f.lang), f.call.p50, limit);
+        target(
+            &format!("{} fresh-instance call p50", f.lang),
+            f.call.p50,
+            limit,
+        );
     }
 }

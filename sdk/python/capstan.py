@@ -365,6 +365,11 @@ def tool(
 
 
 def _run(t: _Tool, args: Any, ctx: Context) -> Any:
+    if isinstance(args, dict):
+        # JSON's 2.0 is a valid integer; hand the function an int.
+        properties = t.schema.get("properties", {})
+        args = {key: int(value) if isinstance(value, float) and properties.get(key, {}).get("type") in ("integer", ["integer", "null"]) else value
+                for key, value in args.items()}
     if t.explicit_schema:
         params = [p for p in inspect.signature(t.func).parameters if p != t.takes_context]
         kwargs = {params[0]: args} if len(params) == 1 and params[0] == "input" else dict(args)

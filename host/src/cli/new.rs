@@ -63,7 +63,10 @@ pub fn run_new(args: NewArgs) -> Exit {
                 created.test_command
             );
             if args.kind == Kind::Tool {
-                println!("  capstan tool call {}.hello '{{\"name\":\"Ada\"}}'", args.name);
+                println!(
+                    "  capstan tool call {}.hello '{{\"name\":\"Ada\"}}'",
+                    args.name
+                );
             }
             Exit::Success
         }
@@ -80,7 +83,10 @@ pub fn run_new(args: NewArgs) -> Exit {
 
 fn shell_path(path: &Path) -> String {
     let text = path.display().to_string();
-    if text.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c)) {
+    if text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+    {
         text
     } else {
         format!("'{}'", text.replace('\'', "'\\''"))

@@ -287,10 +287,7 @@ mod tests {
     #[test]
     fn network_imports_need_a_net_request() {
         let none = Capabilities::default();
-        for import in [
-            "wasi:http/outgoing-handler@0.2.3",
-            "wasi:http/types@0.2.0",
-        ] {
+        for import in ["wasi:http/outgoing-handler@0.2.3", "wasi:http/types@0.2.0"] {
             let err = check_import("a.wasm", import, &none).unwrap_err();
             assert!(matches!(err, InspectError::Unjustified { .. }));
             assert!(err.to_string().contains(import), "{err}");

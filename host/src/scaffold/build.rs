@@ -55,20 +55,39 @@ impl BuildConfig {
                 BUILD_KEYS.join(", ")
             )));
         }
-        let lang = match table.get("lang") {
-            Some(toml::Value::String(s)) => s.parse::<Lang>().map_err(|e| config(format!("`build.lang`: {e}")))?,
-            Some(_) => return Err(config("`build.lang` must be a string: \"rust\", \"python\" or \"js\"".to_string())),
-            None => return Err(config("missing `build.lang`; add lang = \"rust\", \"python\" or \"js\" under [build]".to_string())),
-        };
+        let lang =
+            match table.get("lang") {
+                Some(toml::Value::String(s)) => s
+                    .parse::<Lang>()
+                    .map_err(|e| config(format!("`build.lang`: {e}")))?,
+                Some(_) => {
+                    return Err(config(
+                        "`build.lang` must be a string: \"rust\", \"python\" or \"js\"".to_string(),
+                    ));
+                }
+                None => return Err(config(
+                    "missing `build.lang`; add lang = \"rust\", \"python\" or \"js\" under [build]"
+                        .to_string(),
+                )),
+            };
         let source = match table.get("source") {
             Some(toml::Value::String(s)) => {
                 let p = Path::new(s);
-                if p.is_absolute() || p.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
-                    return Err(config(format!("`build.source` \"{s}\" must be a path inside the project")));
+                if p.is_absolute()
+                    || p.components()
+                        .any(|c| matches!(c, std::path::Component::ParentDir))
+                {
+                    return Err(config(format!(
+                        "`build.source` \"{s}\" must be a path inside the project"
+                    )));
                 }
                 Some(s.clone())
             }
-            Some(_) => return Err(config("`build.source` must be a string such as \"app.py\"".to_string())),
+            Some(_) => {
+                return Err(config(
+                    "`build.source` must be a string such as \"app.py\"".to_string(),
+                ));
+            }
             None => match lang {
                 Lang::Python => Some("app.py".to_string()),
                 Lang::Js => Some("app.js".to_string()),
@@ -82,7 +101,12 @@ impl BuildConfig {
                 for item in items {
                     let kind = item
                         .as_str()
-                        .ok_or_else(|| config("`build.exports` lists strings: \"tool\", \"hook\", \"skill\"".to_string()))?
+                        .ok_or_else(|| {
+                            config(
+                                "`build.exports` lists strings: \"tool\", \"hook\", \"skill\""
+                                    .to_string(),
+                            )
+                        })?
                         .parse::<Kind>()
                         .map_err(|e| config(format!("`build.exports`: {e}")))?;
                     if !kinds.contains(&kind) {
@@ -94,7 +118,11 @@ impl BuildConfig {
                 }
                 kinds
             }
-            Some(_) => return Err(config("`build.exports` must be a list such as [\"tool\"]".to_string())),
+            Some(_) => {
+                return Err(config(
+                    "`build.exports` must be a list such as [\"tool\"]".to_string(),
+                ));
+            }
         };
         Ok(Self {
             lang,
@@ -158,7 +186,10 @@ pub fn build(dir: &Path, toolchains: &Toolchains) -> Result<BuildReport, Project
         if !source_path.is_file() {
             return Err(ProjectError::Config {
                 path: manifest_path,
-                message: format!("`build.source` names {source}, which does not exist in {}", dir.display()),
+                message: format!(
+                    "`build.source` names {source}, which does not exist in {}",
+                    dir.display()
+                ),
             });
         }
         let (file, contents) = match config.lang {
@@ -230,7 +261,10 @@ fn write_wit(dir: &Path, config: &BuildConfig, net: bool) -> Result<(), ProjectE
         super::refresh(&dir.join(name), text)?;
     }
     for (name, text) in embedded::WASI_WIT {
-        super::refresh(&dir.join("deps").join(name).join(format!("{name}.wit")), text)?;
+        super::refresh(
+            &dir.join("deps").join(name).join(format!("{name}.wit")),
+            text,
+        )?;
     }
     super::refresh(&dir.join("build.wit"), &world(config, net))?;
     Ok(())
@@ -334,10 +368,11 @@ fn build_rust(dir: &Path, work: &Path, output: &Path) -> Result<(), ProjectError
     }
     super::refresh(&sdk.join("Cargo.toml"), &embedded::rust_sdk_manifest())?;
     let cargo_toml = dir.join("Cargo.toml");
-    let crate_name = crate_name(&super::read(&cargo_toml)?).ok_or_else(|| ProjectError::Config {
-        path: cargo_toml.clone(),
-        message: "no `name` under [package]".to_string(),
-    })?;
+    let crate_name =
+        crate_name(&super::read(&cargo_toml)?).ok_or_else(|| ProjectError::Config {
+            path: cargo_toml.clone(),
+            message: "no `name` under [package]".to_string(),
+        })?;
     let target_dir = std::env::var_os("CARGO_TARGET_DIR")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -345,7 +380,13 @@ fn build_rust(dir: &Path, work: &Path, output: &Path) -> Result<(), ProjectError
     let mut command = Command::new("cargo");
     command
         .current_dir(dir)
-        .args(["build", "--release", "--target", RUST_TARGET, "--manifest-path"])
+        .args([
+            "build",
+            "--release",
+            "--target",
+            RUST_TARGET,
+            "--manifest-path",
+        ])
         .arg(&cargo_toml)
         .arg("--target-dir")
         .arg(&target_dir);
@@ -406,7 +447,10 @@ mod tests {
         assert_eq!(c.lang, Lang::Python);
         assert_eq!(c.source.as_deref(), Some("app.py"));
         assert_eq!(c.exports, vec![Kind::Tool]);
-        let c = parse("[build]\nlang = \"js\"\nsource = \"src/main.js\"\nexports = [\"hook\", \"tool\"]\n").unwrap();
+        let c = parse(
+            "[build]\nlang = \"js\"\nsource = \"src/main.js\"\nexports = [\"hook\", \"tool\"]\n",
+        )
+        .unwrap();
         assert_eq!(c.source.as_deref(), Some("src/main.js"));
         assert_eq!(c.exports, vec![Kind::Hook, Kind::Tool]);
         assert_eq!(parse("[build]\nlang = \"rust\"\n").unwrap().source, None);
@@ -418,10 +462,19 @@ mod tests {
             ("name = \"x\"\n", "no [build] table"),
             ("[build]\n", "missing `build.lang`"),
             ("[build]\nlang = \"cobol\"\n", "unknown language `cobol`"),
-            ("[build]\nlang = \"js\"\nexports = [\"widget\"]\n", "unknown export `widget`"),
+            (
+                "[build]\nlang = \"js\"\nexports = [\"widget\"]\n",
+                "unknown export `widget`",
+            ),
             ("[build]\nlang = \"js\"\nexports = []\n", "is empty"),
-            ("[build]\nlang = \"js\"\nsorce = \"a.js\"\n", "unknown key `build.sorce`"),
-            ("[build]\nlang = \"js\"\nsource = \"../a.js\"\n", "inside the project"),
+            (
+                "[build]\nlang = \"js\"\nsorce = \"a.js\"\n",
+                "unknown key `build.sorce`",
+            ),
+            (
+                "[build]\nlang = \"js\"\nsource = \"../a.js\"\n",
+                "inside the project",
+            ),
         ] {
             let err = parse(text).unwrap_err();
             assert!(err.contains(expect), "{text}: {err}");

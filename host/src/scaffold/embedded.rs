@@ -17,7 +17,10 @@ pub const WASI_WIT: &[(&str, &str)] = &[
     ("io", include_str!("../../../sdk/wit-deps/io.wit")),
     ("clocks", include_str!("../../../sdk/wit-deps/clocks.wit")),
     ("random", include_str!("../../../sdk/wit-deps/random.wit")),
-    ("filesystem", include_str!("../../../sdk/wit-deps/filesystem.wit")),
+    (
+        "filesystem",
+        include_str!("../../../sdk/wit-deps/filesystem.wit"),
+    ),
     ("sockets", include_str!("../../../sdk/wit-deps/sockets.wit")),
     ("cli", include_str!("../../../sdk/wit-deps/cli.wit")),
     ("http", include_str!("../../../sdk/wit-deps/http.wit")),
@@ -35,11 +38,20 @@ pub const JS_SDK: &str = include_str!("../../../sdk/js/capstan.js");
 /// The `capstan-sdk` crate's sources, by path inside the crate.
 pub const RUST_SDK: &[(&str, &str)] = &[
     ("src/lib.rs", include_str!("../../../sdk/rust/src/lib.rs")),
-    ("src/context.rs", include_str!("../../../sdk/rust/src/context.rs")),
-    ("src/error.rs", include_str!("../../../sdk/rust/src/error.rs")),
+    (
+        "src/context.rs",
+        include_str!("../../../sdk/rust/src/context.rs"),
+    ),
+    (
+        "src/error.rs",
+        include_str!("../../../sdk/rust/src/error.rs"),
+    ),
     ("src/fs.rs", include_str!("../../../sdk/rust/src/fs.rs")),
     ("src/log.rs", include_str!("../../../sdk/rust/src/log.rs")),
-    ("src/output.rs", include_str!("../../../sdk/rust/src/output.rs")),
+    (
+        "src/output.rs",
+        include_str!("../../../sdk/rust/src/output.rs"),
+    ),
     ("src/tool.rs", include_str!("../../../sdk/rust/src/tool.rs")),
 ];
 

@@ -99,7 +99,10 @@ fn files(name: &str, kind: Kind, lang: Lang) -> Vec<(String, String)> {
         ("plugin.toml".to_string(), manifest(name, kind, lang)),
         (".gitignore".to_string(), GITIGNORE.to_string()),
     ];
-    let fill = |text: &str| text.replace("__NAME__", name).replace("__IDENT__", &ident(name));
+    let fill = |text: &str| {
+        text.replace("__NAME__", name)
+            .replace("__IDENT__", &ident(name))
+    };
     match lang {
         Lang::Python => {
             let (app, test) = match kind {
@@ -542,13 +545,19 @@ mod tests {
             for lang in [Lang::Rust, Lang::Python, Lang::Js] {
                 let files = files("my-plugin", kind, lang);
                 let manifest = &files[0].1;
-                let parsed = crate::plugin::manifest::Manifest::parse(manifest, Path::new("plugin.toml"));
+                let parsed =
+                    crate::plugin::manifest::Manifest::parse(manifest, Path::new("plugin.toml"));
                 assert!(parsed.is_ok(), "{kind:?} {lang:?}: {parsed:?}");
-                let config = super::super::build::BuildConfig::parse(manifest, Path::new("plugin.toml")).unwrap();
+                let config =
+                    super::super::build::BuildConfig::parse(manifest, Path::new("plugin.toml"))
+                        .unwrap();
                 assert_eq!(config.lang, lang);
                 assert_eq!(config.exports, vec![kind]);
                 assert!(files.iter().all(|(_, text)| !text.contains("__NAME__")));
-                assert!(files.iter().any(|(_, text)| text.contains("test")), "{kind:?} {lang:?}");
+                assert!(
+                    files.iter().any(|(_, text)| text.contains("test")),
+                    "{kind:?} {lang:?}"
+                );
             }
         }
     }
@@ -561,6 +570,9 @@ mod tests {
         std::fs::write(dir.path().join("keep.txt"), "mine").unwrap();
         let err = create(dir.path(), "ok", Kind::Tool, Lang::Python).unwrap_err();
         assert!(matches!(err, ProjectError::Exists(_)));
-        assert_eq!(std::fs::read_to_string(dir.path().join("keep.txt")).unwrap(), "mine");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("keep.txt")).unwrap(),
+            "mine"
+        );
     }
 }

@@ -95,8 +95,9 @@ impl Toolchains {
             return Err(ProjectError::MissingToolchain {
                 lang: Lang::Rust,
                 what: "cargo".to_string(),
-                install: "curl --proto '=https' -sSf https://sh.rustup.rs | sh   (see https://rustup.rs)"
-                    .to_string(),
+                install:
+                    "curl --proto '=https' -sSf https://sh.rustup.rs | sh   (see https://rustup.rs)"
+                        .to_string(),
             });
         }
         // Without rustup (a distribution's Rust), let cargo say what is wrong.
