@@ -21,7 +21,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Output};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use serde_json::Value;
 use support::{Env, repo_root, shared_compile_cache, stderr, stdout, target_dir};
 
 /// Where `just setup` installs componentize-py and componentize-js.
@@ -39,11 +38,6 @@ fn capstan(env: &Env, args: &[&str]) -> Output {
         )
         .args(args);
     cmd.output().unwrap()
-}
-
-fn json_of(out: &Output) -> Value {
-    serde_json::from_str(stdout(out).trim())
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}\nstderr: {}", stdout(out), stderr(out)))
 }
 
 /// A project built once per process: created by `make` in a fresh folder,

@@ -232,8 +232,8 @@ pub fn build(dir: &Path, toolchains: &Toolchains) -> Result<BuildReport, Project
 
 /// The world the component is built for.
 fn world(config: &BuildConfig, net: bool) -> String {
-    let mut world = format!(
-        "// Written by `capstan plugin build` from plugin.toml; changes are lost.\npackage capstan:plugin@0.1.0;\n\nworld build {{\n    import host;\n"
+    let mut world = String::from(
+        "// Written by `capstan plugin build` from plugin.toml; changes are lost.\npackage capstan:plugin@0.1.0;\n\nworld build {\n    import host;\n",
     );
     // componentize-js reaches files only through bindings it is given.
     if config.lang == Lang::Js {
