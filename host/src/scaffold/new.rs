@@ -414,10 +414,13 @@ pub fn hello(input: Hello, _ctx: &Context) -> Result<String, ToolError> {
     Ok(format!("Hello, {}{}", input.name, "!".repeat(excitement.into())))
 }
 
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 fn tools() -> Vec<Tool> {
     vec![Tool::new("hello", "Greets someone by name.", hello).read_only()]
 }
 
+// Exported only in the component, so `cargo test` can link natively.
+#[cfg(target_arch = "wasm32")]
 capstan_sdk::export_tools!(tools);
 
 #[cfg(test)]
@@ -444,6 +447,7 @@ wit_bindgen::generate!({ path: ".capstan/wit", world: "build" });
 
 use exports::capstan::plugin::hook::{Decision, Event, EventInput, Guest, HookOutput, Subscription};
 
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 struct Hooks;
 
 /// Refuses edits to .env files, which hold secrets.
@@ -468,6 +472,8 @@ impl Guest for Hooks {
     }
 }
 
+// Exported only in the component, so `cargo test` can link natively.
+#[cfg(target_arch = "wasm32")]
 export!(Hooks);
 
 #[cfg(test)]
@@ -488,6 +494,7 @@ wit_bindgen::generate!({ path: ".capstan/wit", world: "build" });
 
 use exports::capstan::plugin::skill::{Guest, SkillMeta};
 
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
 struct Skills;
 
 /// The skill's text for the user's arguments.
@@ -524,6 +531,8 @@ impl Guest for Skills {
     }
 }
 
+// Exported only in the component, so `cargo test` can link natively.
+#[cfg(target_arch = "wasm32")]
 export!(Skills);
 
 #[cfg(test)]
