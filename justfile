@@ -4,14 +4,38 @@
 set shell := ["bash", "-euo", "pipefail", "-c"]
 
 wasm_target := "wasm32-wasip2"
+# Kept equal to host/src/scaffold/toolchain.rs.
+componentize_py := "componentize-py==0.25.0"
+componentize_js := "@bytecodealliance/componentize-js@0.23.0"
 
 # List the recipes.
 default:
     @just --list
 
-# Install the Rust target the plugins build for.
+# Install the Rust target the plugins build for, and the pinned Python and
+# JavaScript component toolchains (into .toolchains/, which the tests use).
 setup:
     rustup target list --installed | grep -qx {{wasm_target}} || rustup target add {{wasm_target}}
+    @just toolchains
+
+# componentize-py (in a virtualenv) and componentize-js (an npm prefix),
+# pinned, under .toolchains/; the same layout `capstan plugin toolchain` makes.
+toolchains:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    if [ ! -f .toolchains/python/.capstan-installed ]; then
+        echo "setup: installing {{componentize_py}} into .toolchains/python" >&2
+        python3 -m venv .toolchains/python
+        .toolchains/python/bin/pip install --quiet --disable-pip-version-check {{componentize_py}}
+        touch .toolchains/python/.capstan-installed
+    fi
+    if [ ! -f .toolchains/js/.capstan-installed ]; then
+        command -v npm >/dev/null || { echo "setup: npm is needed for componentize-js; install Node.js 18+ (e.g. apt-get install nodejs npm)" >&2; exit 1; }
+        echo "setup: installing {{componentize_js}} into .toolchains/js" >&2
+        mkdir -p .toolchains/js
+        npm install --silent --no-audit --no-fund --prefix .toolchains/js {{componentize_js}}
+        touch .toolchains/js/.capstan-installed
+    fi
 
 # Build the capstan binary (release), with its built-in plugins embedded.
 build: setup
@@ -55,11 +79,13 @@ fmt:
     cargo fmt --all --manifest-path tests/fixtures/hook-echo/Cargo.toml
 
 # Measure: fresh-instance call, compile and cached load, whole-process call;
-# the agent loop's overhead per turn and its startup.
+# the agent loop's overhead per turn and its startup; Python and JavaScript
+# tools beside the Rust one.
 bench: setup
     cargo bench -p capstan --bench runtime
     cargo bench -p capstan --bench agent
     cargo bench -p capstan --bench hooks
+    cargo bench -p capstan --bench languages
 
 # An agent session on a sample project with the offline scripted model (no
 # API key needed), then the tools called directly.

@@ -27,5 +27,6 @@ pub mod model;
 pub mod plugin;
 pub mod policy;
 pub mod sandbox;
+pub mod scaffold;
 pub mod session;
 pub mod skills;

@@ -3,6 +3,7 @@
 
 mod audit;
 mod exit;
+mod new;
 mod plugin;
 mod print;
 pub mod provider;
@@ -79,6 +80,8 @@ enum Command {
     /// Skills: list them (with where each comes from) and show one.
     #[command(subcommand)]
     Skill(skill::SkillCommand),
+    /// Start a plugin project: a tool, hook or skill in Rust, Python or JavaScript.
+    New(new::NewArgs),
 }
 
 /// When the process started, for "ready in" figures.
@@ -127,6 +130,7 @@ pub fn main() -> ExitCode {
             Some(Command::Plugin(command)) => plugin::run(command, verbose).await,
             Some(Command::Audit(command)) => audit::run(command),
             Some(Command::Skill(command)) => skill::run(command).await,
+            Some(Command::New(args)) => new::run_new(args),
             None => {
                 let interactive = !cli.session.print
                     && std::io::stdin().is_terminal()

@@ -77,6 +77,22 @@ Example:
         /// The folder, origin, variable or secret name.
         value: String,
     },
+    /// Build a plugin project (Rust, Python or JavaScript, as its
+    /// plugin.toml's [build] says) into its component.
+    #[command(after_help = "Examples:
+  capstan plugin build
+  capstan plugin build plugins/weather")]
+    Build {
+        /// The project folder.
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+    },
+    /// Install the pinned compiler for Python (componentize-py) or
+    /// JavaScript (componentize-js) under capstan's data folder.
+    Toolchain {
+        /// python, js or rust.
+        lang: String,
+    },
     /// Uninstall a plugin: its files, lock entry and compiled components.
     Remove {
         /// The plugin's name.
@@ -128,6 +144,8 @@ fn failed(err: InstallError) -> Failure {
 async fn execute(command: PluginCommand) -> Result<Exit, Failure> {
     let home = home()?;
     match command {
+        PluginCommand::Build { dir } => Ok(super::new::run_build(&dir)),
+        PluginCommand::Toolchain { lang } => Ok(super::new::run_toolchain(&lang)),
         PluginCommand::Install { source, yes } => {
             let sandbox = sandbox(&home)?;
             let installer = Installer::new(&home, &sandbox, Progress::for_stderr());

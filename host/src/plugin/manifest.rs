@@ -18,6 +18,9 @@
 //! [limits]                               # optional
 //! memory = "128MiB"                      # bytes, or KiB / MiB / GiB; at most 4GiB
 //! timeout = "20s"                        # ms, s or m; at most 10m
+//!
+//! [build]                                # optional; how `capstan plugin build` builds it (crate::scaffold)
+//! lang = "python"
 //! ```
 //!
 //! Unknown keys are errors anywhere, so a misspelt capability is never
@@ -107,6 +110,7 @@ const ROOT_KEYS: &[&str] = &[
     "components",
     "capabilities",
     "limits",
+    "build",
 ];
 const CAPABILITY_KEYS: &[&str] = &["fs", "net", "env", "secrets"];
 const FS_KEYS: &[&str] = &["path", "access"];
@@ -293,6 +297,9 @@ impl Doc<'_> {
                 "authors" => authors = self.authors(value)?,
                 "components" => components = Some(self.components(value)?),
                 "capabilities" => capabilities = self.capabilities(value)?,
+                // How to build the plugin from source: read by `capstan
+                // plugin build` (crate::scaffold), not by install.
+                "build" => {}
                 _ => limits = self.limits(value)?,
             }
         }

@@ -1,0 +1,150 @@
+//! `just bench`: what a tool written in Python or JavaScript costs, beside
+//! the built-in Rust `fs` component measured in the same run.
+//!
+//! For the `capstan new tool` template in each language (built here with
+//! `capstan plugin build`'s library, through the toolchains `just setup`
+//! installs into `.toolchains/`): the component's size, its first compile,
+//! loading it from the compile cache, and a fresh-instance call (targets:
+//! Python ≤ 1 ms, JavaScript ≤ 0.4 ms).
+//!
+//! Run with `cargo bench -p capstan --bench languages`; `BENCH_SAMPLES`
+//! sets the number of calls (default 1000).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use support::{Stats, header, measure, ratio, row, single, target};
+
+use capstan::grants::Grants;
+use capstan::plugin::builtin;
+use capstan::sandbox::{CallOptions, LoadedComponent, Sandbox};
+use capstan::scaffold::toolchain::Toolchains;
+use capstan::scaffold::{Kind, Lang, build, new};
+
+struct Figures {
+    lang: Lang,
+    size: u64,
+    first_compile: Duration,
+    cached_load: Stats,
+    call: Stats,
+}
+
+fn main() {
+    let samples: usize = std::env::var("BENCH_SAMPLES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let toolchains = Toolchains::at(repo.join(".toolchains"));
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("small.txt"), "a small file\n").unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let sandbox = Sandbox::new(dir.path().join("cache")).unwrap();
+    let options = CallOptions {
+        grants: Grants::workspace(&ws, false).unwrap(),
+        ..CallOptions::default()
+    };
+    let call = |component: &LoadedComponent, tool: &str, input: &str| {
+        rt.block_on(sandbox.call_tool(component, tool, input, &options))
+            .unwrap()
+    };
+
+    // The baseline: the built-in Rust fs component.
+    let fs_plugin = builtin::find("fs").unwrap();
+    let fs = sandbox
+        .load("fs", fs_plugin.wasm, Some(fs_plugin.sha256), "fs")
+        .unwrap();
+    for _ in 0..100 {
+        call(&fs, "read", r#"{"path":"small.txt"}"#);
+    }
+    let rust_call = measure(samples, || {
+        call(&fs, "read", r#"{"path":"small.txt"}"#);
+    });
+
+    let mut figures = Vec::new();
+    for lang in [Lang::Python, Lang::Js] {
+        let project = dir.path().join(format!("hello-{lang}"));
+        new::create(&project, "hello", Kind::Tool, lang).unwrap();
+        let built = match build::build(&project, &toolchains) {
+            Ok(report) => report,
+            Err(err) => {
+                eprintln!("skipping {lang}: {err}");
+                continue;
+            }
+        };
+        let wasm = std::fs::read(&built.component).unwrap();
+        let origin = built.component.display().to_string();
+        let started = Instant::now();
+        let component = sandbox.load("hello", &wasm, None, &origin).unwrap();
+        let first_compile = started.elapsed();
+        let cached_load = measure(20, || {
+            sandbox.load("hello", &wasm, None, &origin).unwrap();
+        });
+        let input = r#"{"name":"Ada"}"#;
+        for _ in 0..100 {
+            call(&component, "hello", input);
+        }
+        let call_stats = measure(samples, || {
+            let out = call(&component, "hello", input);
+            assert_eq!(out.to_text(), "Hello, Ada!");
+        });
+        figures.push(Figures {
+            lang,
+            size: wasm.len() as u64,
+            first_compile,
+            cached_load,
+            call: call_stats,
+        });
+    }
+
+    header("tools in other languages");
+    row("Rust fs.read, fresh instance (baseline)", &rust_call);
+    for f in &figures {
+        let name = match f.lang {
+            Lang::Python => "Python",
+            Lang::Js => "JavaScript",
+            Lang::Rust => "Rust",
+        };
+        row(&format!("{name} hello, fresh instance"), &f.call);
+        row(
+            &format!("  {name} component, load from the compile cache"),
+            &f.cached_load,
+        );
+        single(
+            &format!(
+                "  {name} component ({:.1} MB), first compile",
+                f.size as f64 / 1e6
+            ),
+            f.first_compile,
+        );
+    }
+    println!();
+    for f in &figures {
+        println!(
+            "a {} call takes {:.1}x the time of the Rust fs.read call (p50)",
+            f.lang,
+            ratio(f.call.p50, rust_call.p50)
+        );
+    }
+    println!();
+    for f in &figures {
+        let limit = match f.lang {
+            Lang::Python => Duration::from_millis(1),
+            _ => Duration::from_micros(400),
+        };
+        target(
+            &format!("{} fresh-instance call p50", f.lang),
+            f.call.p50,
+            limit,
+        );
+    }
+}

@@ -1,0 +1,108 @@
+//! Files capstan carries for the projects it builds: the plugin WIT, the
+//! WASI packages it refers to, and the SDKs for Python, JavaScript and Rust.
+
+/// The `capstan:plugin@0.1.0` package, file by file.
+pub const PLUGIN_WIT: &[(&str, &str)] = &[
+    ("types.wit", include_str!("../../../wit/types.wit")),
+    ("host.wit", include_str!("../../../wit/host.wit")),
+    ("tool.wit", include_str!("../../../wit/tool.wit")),
+    ("hook.wit", include_str!("../../../wit/hook.wit")),
+    ("skill.wit", include_str!("../../../wit/skill.wit")),
+    ("worlds.wit", include_str!("../../../wit/worlds.wit")),
+];
+
+/// The WASI 0.2 packages (as wasmtime 48 implements them), each a folder
+/// under `deps/`.
+pub const WASI_WIT: &[(&str, &str)] = &[
+    ("io", include_str!("../../../sdk/wit-deps/io.wit")),
+    ("clocks", include_str!("../../../sdk/wit-deps/clocks.wit")),
+    ("random", include_str!("../../../sdk/wit-deps/random.wit")),
+    (
+        "filesystem",
+        include_str!("../../../sdk/wit-deps/filesystem.wit"),
+    ),
+    ("sockets", include_str!("../../../sdk/wit-deps/sockets.wit")),
+    ("cli", include_str!("../../../sdk/wit-deps/cli.wit")),
+    ("http", include_str!("../../../sdk/wit-deps/http.wit")),
+];
+
+/// The version of the WASI packages above.
+pub const WASI_VERSION: &str = "0.2.12";
+
+/// `capstan.py`, the Python SDK.
+pub const PYTHON_SDK: &str = include_str!("../../../sdk/python/capstan.py");
+
+/// `capstan.js`, the JavaScript SDK.
+pub const JS_SDK: &str = include_str!("../../../sdk/js/capstan.js");
+
+/// The `capstan-sdk` crate's sources, by path inside the crate.
+pub const RUST_SDK: &[(&str, &str)] = &[
+    ("src/lib.rs", include_str!("../../../sdk/rust/src/lib.rs")),
+    (
+        "src/context.rs",
+        include_str!("../../../sdk/rust/src/context.rs"),
+    ),
+    (
+        "src/error.rs",
+        include_str!("../../../sdk/rust/src/error.rs"),
+    ),
+    ("src/fs.rs", include_str!("../../../sdk/rust/src/fs.rs")),
+    ("src/log.rs", include_str!("../../../sdk/rust/src/log.rs")),
+    (
+        "src/output.rs",
+        include_str!("../../../sdk/rust/src/output.rs"),
+    ),
+    ("src/tool.rs", include_str!("../../../sdk/rust/src/tool.rs")),
+];
+
+/// The crate's manifest, which inherits from capstan's workspace.
+const RUST_SDK_MANIFEST: &str = include_str!("../../../sdk/rust/Cargo.toml");
+
+/// The crate's manifest made standalone: inherited fields spelt out, the
+/// workspace's lints left behind.
+pub fn rust_sdk_manifest() -> String {
+    let mut out = String::new();
+    let mut skip_lints = false;
+    for line in RUST_SDK_MANIFEST.lines() {
+        if line.starts_with('[') {
+            skip_lints = line == "[lints]";
+        }
+        if skip_lints {
+            continue;
+        }
+        let line = match line.trim() {
+            "version.workspace = true" => "version = \"0.1.0\"",
+            "edition.workspace = true" => "edition = \"2024\"",
+            "license.workspace = true" => "license = \"Apache-2.0\"",
+            "rust-version.workspace = true" | "repository.workspace = true" => continue,
+            _ => line,
+        };
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rust_sdk_manifest_stands_alone() {
+        let manifest = rust_sdk_manifest();
+        assert!(!manifest.contains("workspace"), "{manifest}");
+        assert!(manifest.contains("name = \"capstan-sdk\""));
+        assert!(manifest.contains("edition = \"2024\""));
+        assert!(manifest.contains("wit-bindgen"));
+    }
+
+    #[test]
+    fn wasi_packages_are_of_one_version() {
+        for (name, text) in WASI_WIT {
+            assert!(
+                text.contains(&format!("package wasi:{name}@{WASI_VERSION};")),
+                "{name}"
+            );
+        }
+    }
+}
