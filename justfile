@@ -14,9 +14,8 @@ default:
 
 # Install the Rust target the plugins build for, and the pinned Python and
 # JavaScript component toolchains (into .toolchains/, which the tests use).
-setup:
+setup: toolchains
     rustup target list --installed | grep -qx {{wasm_target}} || rustup target add {{wasm_target}}
-    @just toolchains
 
 # componentize-py (in a virtualenv) and componentize-js (an npm prefix),
 # pinned, under .toolchains/; the same layout `capstan plugin toolchain` makes.

@@ -49,9 +49,18 @@ fn built(key: &str, make: impl FnOnce(&Path)) -> PathBuf {
         locks.entry(key.to_string()).or_default().clone()
     };
     cell.get_or_init(|| {
-        let dir = target_dir()
-            .join("language-tests")
-            .join(format!("{key}-{}", std::process::id()));
+        let root = target_dir().join("language-tests");
+        // Projects of earlier runs (other process ids) are not needed again.
+        static CLEANED: OnceLock<()> = OnceLock::new();
+        CLEANED.get_or_init(|| {
+            let suffix = format!("-{}", std::process::id());
+            for entry in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+                if !entry.file_name().to_string_lossy().ends_with(&suffix) {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+        });
+        let dir = root.join(format!("{key}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
         make(&dir);

@@ -58,10 +58,14 @@ pub fn run_new(args: NewArgs) -> Exit {
                 println!("  {file}");
             }
             let cd = shell_path(&created.dir);
-            println!(
-                "\nNext:\n  cd {cd}\n  {}                 # its own tests\n  capstan plugin build\n  capstan plugin install . --yes",
-                created.test_command
-            );
+            let test = format!("{:<21}# its own tests", created.test_command);
+            // Rust's tests need the SDK the build writes into .capstan/.
+            let steps = if args.lang == Lang::Rust {
+                format!("capstan plugin build\n  {test}")
+            } else {
+                format!("{test}\n  capstan plugin build")
+            };
+            println!("\nNext:\n  cd {cd}\n  {steps}\n  capstan plugin install . --yes");
             if args.kind == Kind::Tool {
                 println!(
                     "  capstan tool call {}.hello '{{\"name\":\"Ada\"}}'",
