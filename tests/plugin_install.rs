@@ -706,18 +706,3 @@ fn socket_imports_replaced_by_trapping_stubs_install_without_a_network_request()
         "the plugin reached the listener"
     );
 }
-
-#[test]
-fn an_http_import_without_a_network_request_is_refused_naming_it() {
-    let env = Env::new();
-    // hostile sends HTTP requests, so it imports wasi:http.
-    let src = package(env.outside.path(), "0.1.0", &fixture("hostile"), READ_ONLY);
-    let out = plugin(&env, &["install", src.to_str().unwrap(), "--yes"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    let err = stderr(&out);
-    assert!(err.contains("imports `wasi:http/"), "{err}");
-    assert!(err.contains("requests no network access"), "{err}");
-    let recorded = refusals(&env);
-    assert_eq!(recorded.len(), 1, "{recorded:?}");
-    assert!(recorded[0].1.contains("wasi:http/"), "{recorded:?}");
-}

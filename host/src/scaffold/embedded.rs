@@ -47,6 +47,11 @@ pub const RUST_SDK: &[(&str, &str)] = &[
         include_str!("../../../sdk/rust/src/error.rs"),
     ),
     ("src/fs.rs", include_str!("../../../sdk/rust/src/fs.rs")),
+    ("src/hook.rs", include_str!("../../../sdk/rust/src/hook.rs")),
+    (
+        "src/skill.rs",
+        include_str!("../../../sdk/rust/src/skill.rs"),
+    ),
     ("src/log.rs", include_str!("../../../sdk/rust/src/log.rs")),
     (
         "src/output.rs",
@@ -94,6 +99,19 @@ mod tests {
         assert!(manifest.contains("name = \"capstan-sdk\""));
         assert!(manifest.contains("edition = \"2024\""));
         assert!(manifest.contains("wit-bindgen"));
+    }
+
+    #[test]
+    fn every_source_file_of_the_rust_sdk_is_carried() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../sdk/rust/src");
+        for entry in std::fs::read_dir(&src).unwrap() {
+            let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+            let path = format!("src/{name}");
+            assert!(
+                RUST_SDK.iter().any(|(carried, _)| *carried == path),
+                "sdk/rust/{path} is not in RUST_SDK"
+            );
+        }
     }
 
     #[test]
