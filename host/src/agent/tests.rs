@@ -166,6 +166,27 @@ async fn setup(steps: Vec<Step>, mode: Mode) -> Setup {
     Setup { agent, model, ws }
 }
 
+/// The same session with the `task` tool offered.
+async fn setup_with_subagents(steps: Vec<Step>, mode: Mode) -> Setup {
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join("a.txt"), "alpha\n").unwrap();
+    let sandbox = Sandbox::new(compile_cache()).unwrap();
+    let mut toolbox = Toolbox::load(sandbox, &Catalog::builtin(), ws.path(), Limits::default())
+        .await
+        .unwrap();
+    toolbox.enable_subagents();
+    let model = TestModel::new(steps);
+    let agent = Agent::new(
+        Box::new(model.clone()),
+        toolbox,
+        Policy::new(mode, Vec::new()),
+        AgentConfig::new("test-model", "system"),
+        ws.path().to_path_buf(),
+        None,
+    );
+    Setup { agent, model, ws }
+}
+
 /// Every tool call in a request is answered in the message after it.
 fn assert_no_orphans(request: &Request) {
     for (i, message) in request.messages.iter().enumerate() {
@@ -698,22 +719,11 @@ async fn a_task_runs_a_read_only_sub_agent_whose_answer_is_the_result() {
         Step::Answer("a.txt says alpha.", Vec::new()),
         Step::Answer("The sub-agent found it in a.txt.", Vec::new()),
     ];
-    let ws = tempfile::tempdir().unwrap();
-    std::fs::write(ws.path().join("a.txt"), "alpha\n").unwrap();
-    let sandbox = Sandbox::new(compile_cache()).unwrap();
-    let mut toolbox = Toolbox::load(sandbox, &Catalog::builtin(), ws.path(), Limits::default())
-        .await
-        .unwrap();
-    toolbox.enable_subagents();
-    let model = TestModel::new(steps);
-    let mut agent = Agent::new(
-        Box::new(model.clone()),
-        toolbox,
-        Policy::new(Mode::Bypass, Vec::new()),
-        AgentConfig::new("test-model", "system"),
-        ws.path().to_path_buf(),
-        None,
-    );
+    let Setup {
+        mut agent,
+        model,
+        ws,
+    } = setup_with_subagents(steps, Mode::Bypass).await;
     let report = agent
         .run_turn("go", &mut TestFrontend::default(), &Interrupt::new())
         .await
@@ -762,21 +772,11 @@ async fn a_task_with_bad_input_is_refused_as_invalid() {
         Step::Answer("delegating", vec![("task", json!({"prompt": "x"}))]),
         Step::Answer("ok", Vec::new()),
     ];
-    let ws = tempfile::tempdir().unwrap();
-    let sandbox = Sandbox::new(compile_cache()).unwrap();
-    let mut toolbox = Toolbox::load(sandbox, &Catalog::builtin(), ws.path(), Limits::default())
-        .await
-        .unwrap();
-    toolbox.enable_subagents();
-    let model = TestModel::new(steps);
-    let mut agent = Agent::new(
-        Box::new(model.clone()),
-        toolbox,
-        Policy::new(Mode::Default, Vec::new()),
-        AgentConfig::new("test-model", "system"),
-        ws.path().to_path_buf(),
-        None,
-    );
+    let Setup {
+        mut agent,
+        model,
+        ws: _ws,
+    } = setup_with_subagents(steps, Mode::Default).await;
     agent
         .run_turn("go", &mut TestFrontend::default(), &Interrupt::new())
         .await
@@ -1006,22 +1006,11 @@ async fn a_sub_agent_fires_subagent_start_its_tool_events_and_subagent_stop() {
         Step::Answer("a.txt, line 1.", Vec::new()),
         Step::Answer("Found it.", Vec::new()),
     ];
-    let ws = tempfile::tempdir().unwrap();
-    std::fs::write(ws.path().join("a.txt"), "alpha\n").unwrap();
-    let sandbox = Sandbox::new(compile_cache()).unwrap();
-    let mut toolbox = Toolbox::load(sandbox, &Catalog::builtin(), ws.path(), Limits::default())
-        .await
-        .unwrap();
-    toolbox.enable_subagents();
-    let model = TestModel::new(steps);
-    let mut agent = Agent::new(
-        Box::new(model.clone()),
-        toolbox,
-        Policy::new(Mode::Default, Vec::new()),
-        AgentConfig::new("test-model", "system"),
-        ws.path().to_path_buf(),
-        None,
-    );
+    let Setup {
+        mut agent,
+        model,
+        ws: _ws,
+    } = setup_with_subagents(steps, Mode::Default).await;
     let (hook, seen) = RecordingHook::new(vec![(
         HookEvent::SubagentStop,
         crate::hooks::Decision::KeepGoing("give the line number".into()),

@@ -122,14 +122,7 @@ impl Sandbox {
         let outcome = tokio::time::timeout(limit, work).await;
         let result = call.settle(outcome)?;
         let text = result.map_err(CallError::Failed)?;
-        if text.len() > options.limits.output {
-            return Err(CallError::OutputTooLarge {
-                plugin: component.name.to_string(),
-                size: text.len() as u64,
-                limit: options.limits.output as u64,
-            });
-        }
-        Ok(text)
+        within_output_limit(component, text, options)
     }
 
     /// Runs `resource(name, path)` in a fresh instance under `options`.
@@ -152,14 +145,7 @@ impl Sandbox {
         let outcome = tokio::time::timeout(limit, work).await;
         let result = call.settle(outcome)?;
         let bytes = result.map_err(CallError::Failed)?;
-        if bytes.len() > options.limits.output {
-            return Err(CallError::OutputTooLarge {
-                plugin: component.name.to_string(),
-                size: bytes.len() as u64,
-                limit: options.limits.output as u64,
-            });
-        }
-        Ok(bytes)
+        within_output_limit(component, bytes, options)
     }
 
     fn prepare_skill_call(
@@ -175,4 +161,21 @@ impl Sandbox {
             self.file_io,
         )
     }
+}
+
+/// `output`, unless it is larger than the call's output limit.
+fn within_output_limit<T: AsRef<[u8]>>(
+    component: &SkillComponent,
+    output: T,
+    options: &CallOptions,
+) -> Result<T, CallError> {
+    let size = output.as_ref().len();
+    if size > options.limits.output {
+        return Err(CallError::OutputTooLarge {
+            plugin: component.name.to_string(),
+            size: size as u64,
+            limit: options.limits.output as u64,
+        });
+    }
+    Ok(output)
 }
