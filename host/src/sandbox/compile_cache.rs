@@ -112,11 +112,13 @@ fn digest_path(artifact: &Path) -> PathBuf {
 /// built by another engine) means "not cached".
 fn read_entry(engine: &Engine, path: &Path) -> Option<Component> {
     let recorded = fs::read_to_string(digest_path(path)).ok()?;
-    let artifact = fs::read(path).ok()?;
-    if blake3::hash(&artifact).to_hex().as_str() != recorded.trim() {
+    // Hashed from a mapping of the file, in parallel: no copy of an
+    // artifact that can be tens of megabytes.
+    let mut hasher = blake3::Hasher::new();
+    hasher.update_mmap_rayon(path).ok()?;
+    if hasher.finalize().to_hex().as_str() != recorded.trim() {
         return None;
     }
-    drop(artifact);
     // SAFETY: wasmtime requires that a deserialized file was produced by
     // `Component::serialize` of a compatible engine. Only `write_entry`
     // writes these files, from `Component::serialize`; the name carries the
