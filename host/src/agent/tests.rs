@@ -147,34 +147,27 @@ struct Setup {
 }
 
 async fn setup(steps: Vec<Step>, mode: Mode) -> Setup {
-    let ws = tempfile::tempdir().unwrap();
-    std::fs::write(ws.path().join("a.txt"), "alpha\n").unwrap();
-    std::fs::write(ws.path().join("b.txt"), "beta\n").unwrap();
-    let sandbox = Sandbox::new(compile_cache()).unwrap();
-    let toolbox = Toolbox::load(sandbox, &Catalog::builtin(), ws.path(), Limits::default())
-        .await
-        .unwrap();
-    let model = TestModel::new(steps);
-    let agent = Agent::new(
-        Box::new(model.clone()),
-        toolbox,
-        Policy::new(mode, Vec::new()),
-        AgentConfig::new("test-model", "system"),
-        ws.path().to_path_buf(),
-        None,
-    );
-    Setup { agent, model, ws }
+    setup_offering(steps, mode, false).await
 }
 
 /// The same session with the `task` tool offered.
 async fn setup_with_subagents(steps: Vec<Step>, mode: Mode) -> Setup {
+    setup_offering(steps, mode, true).await
+}
+
+/// A session over a workspace holding a.txt and b.txt, with the built-in
+/// tools and, if `subagents`, the `task` tool.
+async fn setup_offering(steps: Vec<Step>, mode: Mode, subagents: bool) -> Setup {
     let ws = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("a.txt"), "alpha\n").unwrap();
+    std::fs::write(ws.path().join("b.txt"), "beta\n").unwrap();
     let sandbox = Sandbox::new(compile_cache()).unwrap();
     let mut toolbox = Toolbox::load(sandbox, &Catalog::builtin(), ws.path(), Limits::default())
         .await
         .unwrap();
-    toolbox.enable_subagents();
+    if subagents {
+        toolbox.enable_subagents();
+    }
     let model = TestModel::new(steps);
     let agent = Agent::new(
         Box::new(model.clone()),

@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use super::bindings;
 use super::bindings::hook_world::exports::capstan::plugin::hook as wit;
-use super::call::PreparedCall;
-use super::{CallError, CallOptions, Limits, LoadedComponent, Sandbox, new_call_id};
+use super::{CallError, CallOptions, Limits, LoadedComponent, Sandbox, call_context};
 use crate::hooks::{Decision, HookEvent, HookOutput, Subscription};
 
 impl Sandbox {
@@ -25,14 +24,7 @@ impl Sandbox {
             ..CallOptions::default()
         };
         let pre = component.hook_pre()?;
-        let call_id = new_call_id();
-        let mut call = PreparedCall::new(
-            &self.engine,
-            &component.name,
-            &call_id,
-            &options,
-            self.file_io,
-        )?;
+        let (mut call, _) = self.prepare_call(&component.name, &options)?;
         let limit = call.wall_clock_limit();
         let work = async {
             let plugin = pre.instantiate_async(&mut call.store).await?;
@@ -65,20 +57,9 @@ impl Sandbox {
         options: &CallOptions,
     ) -> Result<HookOutput, CallError> {
         let pre = component.hook_pre()?;
-        let call_id = new_call_id();
-        let mut call = PreparedCall::new(
-            &self.engine,
-            &component.name,
-            &call_id,
-            options,
-            self.file_io,
-        )?;
+        let (mut call, call_id) = self.prepare_call(&component.name, options)?;
         let limit = call.wall_clock_limit();
-        let context = bindings::capstan::plugin::types::CallContext {
-            call_id,
-            workspace: options.grants.workspace_guest_path().map(str::to_string),
-            session_id: options.session_id.clone(),
-        };
+        let context = call_context(call_id, options);
         let input = wit::EventInput {
             event: event_to_wit(event),
             payload: payload.to_string(),

@@ -199,14 +199,7 @@ impl Sandbox {
             },
             ..CallOptions::default()
         };
-        let call_id = new_call_id();
-        let mut call = PreparedCall::new(
-            &self.engine,
-            &component.name,
-            &call_id,
-            &options,
-            self.file_io,
-        )?;
+        let (mut call, _) = self.prepare_call(&component.name, &options)?;
         let limit = call.wall_clock_limit();
         let pre = component.tool_pre()?;
         let work = async {
@@ -238,20 +231,9 @@ impl Sandbox {
         input: &str,
         options: &CallOptions,
     ) -> Result<ToolOutput, CallError> {
-        let call_id = new_call_id();
-        let mut call = PreparedCall::new(
-            &self.engine,
-            &component.name,
-            &call_id,
-            options,
-            self.file_io,
-        )?;
+        let (mut call, call_id) = self.prepare_call(&component.name, options)?;
         let limit = call.wall_clock_limit();
-        let context = bindings::capstan::plugin::types::CallContext {
-            call_id,
-            workspace: options.grants.workspace_guest_path().map(str::to_string),
-            session_id: options.session_id.clone(),
-        };
+        let context = call_context(call_id, options);
         let pre = component.tool_pre()?;
         let work = async {
             let plugin = pre.instantiate_async(&mut call.store).await?;
@@ -283,6 +265,32 @@ impl Sandbox {
 }
 
 /// A call id unique within the process and unlikely to repeat across runs.
+impl Sandbox {
+    /// A fresh store for one call of `plugin` under `options`, and the
+    /// call's id.
+    fn prepare_call(
+        &self,
+        plugin: &std::sync::Arc<str>,
+        options: &CallOptions,
+    ) -> Result<(PreparedCall, String), CallError> {
+        let call_id = new_call_id();
+        let call = PreparedCall::new(&self.engine, plugin, &call_id, options, self.file_io)?;
+        Ok((call, call_id))
+    }
+}
+
+/// What the guest is told about call `call_id` made under `options`.
+fn call_context(
+    call_id: String,
+    options: &CallOptions,
+) -> bindings::capstan::plugin::types::CallContext {
+    bindings::capstan::plugin::types::CallContext {
+        call_id,
+        workspace: options.grants.workspace_guest_path().map(str::to_string),
+        session_id: options.session_id.clone(),
+    }
+}
+
 pub(crate) fn new_call_id() -> String {
     use std::sync::atomic::AtomicU64;
     static NEXT: AtomicU64 = AtomicU64::new(0);

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::call::{CallOptions, PreparedCall};
+use super::call::CallOptions;
 use super::engine;
-use super::{CallError, Limits, LoadError, Sandbox, new_call_id};
+use super::{CallError, Limits, LoadError, Sandbox};
 
 /// Host-side bindings of the `skill-plugin` world. The `host` import is the
 /// one already in the sandbox's linker.
@@ -89,7 +89,7 @@ impl Sandbox {
             },
             ..CallOptions::default()
         };
-        let mut call = self.prepare_skill_call(component, &options)?;
+        let mut call = self.prepare_call(&component.name, &options)?.0;
         let limit = call.wall_clock_limit();
         let work = async {
             let plugin = component.pre.instantiate_async(&mut call.store).await?;
@@ -110,7 +110,7 @@ impl Sandbox {
         arguments: &str,
         options: &CallOptions,
     ) -> Result<String, CallError> {
-        let mut call = self.prepare_skill_call(component, options)?;
+        let mut call = self.prepare_call(&component.name, options)?.0;
         let limit = call.wall_clock_limit();
         let work = async {
             let plugin = component.pre.instantiate_async(&mut call.store).await?;
@@ -133,7 +133,7 @@ impl Sandbox {
         path: &str,
         options: &CallOptions,
     ) -> Result<Vec<u8>, CallError> {
-        let mut call = self.prepare_skill_call(component, options)?;
+        let mut call = self.prepare_call(&component.name, options)?.0;
         let limit = call.wall_clock_limit();
         let work = async {
             let plugin = component.pre.instantiate_async(&mut call.store).await?;
@@ -146,20 +146,6 @@ impl Sandbox {
         let result = call.settle(outcome)?;
         let bytes = result.map_err(CallError::Failed)?;
         within_output_limit(component, bytes, options)
-    }
-
-    fn prepare_skill_call(
-        &self,
-        component: &SkillComponent,
-        options: &CallOptions,
-    ) -> Result<PreparedCall, CallError> {
-        PreparedCall::new(
-            &self.engine,
-            &component.name,
-            &new_call_id(),
-            options,
-            self.file_io,
-        )
     }
 }
 
