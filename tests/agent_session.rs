@@ -19,23 +19,12 @@ use serde_json::{Value, json};
 use support::mock_model::{
     Answer, MockModel, Received, Reply, Tokens, anthropic_error, anthropic_event,
 };
-use support::{Env, fixture, repo_root, stderr, stdout};
+use support::{Env, MODEL_VARS, fixture, repo_root, stderr, stdout};
 
 /// The longest any one run of the binary may take before the test fails.
 const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
 const API_KEY: &str = "sk-ant-mock-key-7";
-
-/// Environment variables that choose a model; removed from every run so the
-/// developer's own keys never leak into (or steer) a test.
-const MODEL_VARS: [&str; 6] = [
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_MODEL",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "OPENAI_MODEL",
-];
 
 /// `capstan -p PROMPT` against the mock as an Anthropic server.
 fn anthropic(env: &Env, mock: &MockModel, prompt: &str) -> assert_cmd::Command {
@@ -44,14 +33,8 @@ fn anthropic(env: &Env, mock: &MockModel, prompt: &str) -> assert_cmd::Command {
 
 /// The same with model id `model`.
 fn anthropic_model(env: &Env, mock: &MockModel, prompt: &str, model: &str) -> assert_cmd::Command {
-    let mut cmd = env.capstan();
-    for var in MODEL_VARS {
-        cmd.env_remove(var);
-    }
-    cmd.env("ANTHROPIC_API_KEY", API_KEY)
-        .env("NO_COLOR", "1")
-        .args(["--base-url", &mock.url(), "--model", model, "-p", prompt])
-        .timeout(RUN_TIMEOUT);
+    let mut cmd = env.anthropic_session(&mock.url(), API_KEY, model, prompt);
+    cmd.timeout(RUN_TIMEOUT);
     cmd
 }
 

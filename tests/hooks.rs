@@ -17,35 +17,14 @@ use support::{Env, fixture, stderr, stdout, target_dir};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
-const MODEL_VARS: [&str; 6] = [
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_MODEL",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "OPENAI_MODEL",
-];
-
 /// `capstan -p PROMPT` against the mock, with extra arguments.
 fn session(env: &Env, mock: &MockModel, prompt: &str, extra: &[&str]) -> Output {
-    let mut cmd = env.capstan();
-    for var in MODEL_VARS {
-        cmd.env_remove(var);
-    }
-    cmd.env("ANTHROPIC_API_KEY", "sk-ant-mock")
-        .env("NO_COLOR", "1")
-        .args([
-            "--base-url",
-            &mock.url(),
-            "--model",
-            "mock-model",
-            "-p",
-            prompt,
-        ])
+    env.anthropic_session(&mock.url(), "sk-ant-mock", "mock-model", prompt)
         .args(extra)
         .write_stdin("")
-        .timeout(RUN_TIMEOUT);
-    cmd.output().expect("run capstan")
+        .timeout(RUN_TIMEOUT)
+        .output()
+        .expect("run capstan")
 }
 
 /// The same with the hook-echo fixture loaded from its file.

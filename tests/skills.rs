@@ -21,32 +21,10 @@ use support::{Env, fixture, repo_root, stderr, stdout};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(90);
 
-const MODEL_VARS: [&str; 6] = [
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_MODEL",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "OPENAI_MODEL",
-];
-
 /// `capstan -p PROMPT` against the mock as an Anthropic server.
 fn session(env: &Env, mock: &MockModel, prompt: &str) -> assert_cmd::Command {
-    let mut cmd = env.capstan();
-    for var in MODEL_VARS {
-        cmd.env_remove(var);
-    }
-    cmd.env("ANTHROPIC_API_KEY", "sk-ant-mock")
-        .env("NO_COLOR", "1")
-        .args([
-            "--base-url",
-            &mock.url(),
-            "--model",
-            "mock-model",
-            "-p",
-            prompt,
-        ])
-        .timeout(RUN_TIMEOUT);
+    let mut cmd = env.anthropic_session(&mock.url(), "sk-ant-mock", "mock-model", prompt);
+    cmd.timeout(RUN_TIMEOUT);
     cmd
 }
 

@@ -88,7 +88,38 @@ pub struct Env {
     pub outside: TempDir,
 }
 
+/// Environment variables that choose a model; removed from every session
+/// run, so the developer's own keys never leak into (or steer) a test.
+pub const MODEL_VARS: [&str; 6] = [
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_MODEL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_MODEL",
+];
+
 impl Env {
+    /// `capstan -p PROMPT` against a mock Anthropic server at `base_url`
+    /// with `api_key` and model `model`, without colours and without the
+    /// developer's own model variables.
+    pub fn anthropic_session(
+        &self,
+        base_url: &str,
+        api_key: &str,
+        model: &str,
+        prompt: &str,
+    ) -> Command {
+        let mut cmd = self.capstan();
+        for var in MODEL_VARS {
+            cmd.env_remove(var);
+        }
+        cmd.env("ANTHROPIC_API_KEY", api_key)
+            .env("NO_COLOR", "1")
+            .args(["--base-url", base_url, "--model", model, "-p", prompt]);
+        cmd
+    }
+
     /// A fresh, empty home and workspace.
     pub fn new() -> Self {
         Self {
