@@ -206,8 +206,23 @@ let currentContext = { callId: "test-call", workspace: undefined, sessionId: und
  * rejects with a ToolError. Useful in unit tests.
  */
 export async function callTool(name, input, ctx = {}) {
+  return runTool(findTool(name), input, ctx);
+}
+
+function findTool(name) {
   const t = tools.get(name);
   if (!t) throw new InvalidInput(`unknown tool \`${name}\`; this plugin has ${[...tools.keys()].sort().join(", ") || "no tools"}`);
+  return t;
+}
+
+function isPromise(value) {
+  return value !== null && (typeof value === "object" || typeof value === "function") && typeof value.then === "function";
+}
+
+// Runs `t` on `input`: what `run` returned, or a promise of it when `run` is
+// async. A tool that needs no promise creates none (each one costs a
+// fresh instance time); errors become ToolErrors either way.
+function runTool(t, input, ctx) {
   let value = input;
   if (typeof input === "string") {
     try { value = JSON.parse(input); } catch (err) { throw new InvalidInput(`the input is not valid JSON: ${err.message}`); }
@@ -215,11 +230,13 @@ export async function callTool(name, input, ctx = {}) {
   check(value, t.schema);
   const context = { callId: "test-call", ...ctx };
   currentContext = context;
+  let result;
   try {
-    return await t.run(value, context);
+    result = t.run(value, context);
   } catch (err) {
     throw asError(err);
   }
+  return isPromise(result) ? result.then(undefined, (err) => { throw asError(err); }) : result;
 }
 
 // --- hooks ---------------------------------------------------------------------
@@ -324,6 +341,77 @@ export function bindHost(bindings) {
   host = bindings.host ?? null;
   preopens = bindings.preopens ?? null;
   environment = bindings.environment ?? null;
+}
+
+// --- warm-up -------------------------------------------------------------------
+
+// componentize-js runs the plugin's modules once, while the component is
+// built, and every call starts from a snapshot of the engine taken then.
+// SpiderMonkey sets up a built-in class (Promise, async functions, typed
+// arrays, the text codecs) the first time a script uses it, and compiles a
+// function the first time it runs. Walking a call's path here, once, puts
+// all of that into the snapshot instead of into every call.
+
+const WARM_UP_TOOL = {
+  name: "warm-up",
+  schema: {
+    type: "object",
+    properties: {
+      text: { type: "string", minLength: 1 },
+      count: { type: "integer", minimum: 0, maximum: 9 },
+      ratio: { type: "number" },
+      flag: { type: "boolean" },
+      list: { type: "array", items: { type: "string" } },
+      choice: { enum: ["a", "b"] },
+      maybe: { anyOf: [{ type: "string" }, { type: "null" }] },
+      extra: { type: "object" },
+    },
+    required: ["text"],
+    additionalProperties: false,
+  },
+  async run(input) {
+    await null;
+    return { echoed: input.text };
+  },
+};
+
+const WARM_UP_SYNC_TOOL = { ...WARM_UP_TOOL, run: (input) => `${input.text}` };
+
+/**
+ * Walks a call's path once, so the engine's snapshot has it set up; the
+ * entry `capstan plugin build` writes awaits it at the top level, which
+ * componentize-js runs while building the component.
+ */
+export async function warmUp() {
+  const input = { text: "x", count: 1, ratio: 0.5, flag: true, list: ["a"], choice: "a", maybe: null, extra: {} };
+  const pending = [];
+  const text = JSON.stringify(input);
+  for (const [t, arg] of [[WARM_UP_TOOL, text], [WARM_UP_SYNC_TOOL, text], [WARM_UP_TOOL, "{}"], [WARM_UP_TOOL, "{"]]) {
+    try {
+      pending.push(Promise.resolve(callExport(t, arg, { callId: "warm-up" })).catch(() => undefined));
+    } catch {
+      try { failExport(new InvalidInput("warm-up")); } catch { /* the error path, warmed */ }
+    }
+  }
+  new TextDecoder().decode(new TextEncoder().encode("x"));
+  new DataView(new ArrayBuffer(8)).setUint32(0, 1, true);
+  // componentize-js's bindings (the code between the component's exports
+  // and this module) run in a global of their own: warm that one too, through
+  // the Function constructor of one of the functions they define.
+  try {
+    const glue = host?.log?.constructor?.("return this")?.();
+    if (glue && glue !== globalThis && typeof glue.Function === "function") {
+      pending.push(glue.Function(
+        "const touch = () => [new DataView(new ArrayBuffer(8)).setUint32(0, 1, true), new Uint8Array(1), " +
+          "'x'.length, 'x'.charCodeAt(0), (1).toString(), true.toString(), [].length, Symbol.iterator, JSON.stringify({})];" +
+          "return (async () => { touch(); await null; touch(); return { tag: 'ok', val: [] }; })()",
+      )());
+    }
+  } catch {
+    // Nothing to warm: the call path sets those classes up itself.
+  }
+  await Promise.allSettled(pending);
+  currentContext = { callId: "test-call", workspace: undefined, sessionId: undefined };
 }
 
 /**
@@ -462,6 +550,20 @@ function witError(payload) {
   return err;
 }
 
+function failExport(err) {
+  const e = err instanceof ToolError ? err : asError(err);
+  throw witError({ tag: e.kind, val: e.message || e.name });
+}
+
+// A call through the export: its result, or a promise of it for an async tool.
+function callExport(t, input, ctx) {
+  const context = { callId: ctx.callId, workspace: ctx.workspace, sessionId: ctx.sessionId };
+  const result = runTool(t, input, context);
+  return isPromise(result)
+    ? result.then((r) => ({ content: toContent(r) }), failExport)
+    : { content: toContent(result) };
+}
+
 /** The `capstan:plugin/tool` export. */
 export const toolExport = {
   describe() {
@@ -472,13 +574,11 @@ export const toolExport = {
       hints: t.hints,
     }));
   },
-  async call(name, input, ctx) {
+  call(name, input, ctx) {
     try {
-      const result = await callTool(name, input, { callId: ctx.callId, workspace: ctx.workspace, sessionId: ctx.sessionId });
-      return { content: toContent(result) };
+      return callExport(findTool(name), input, ctx);
     } catch (err) {
-      const e = err instanceof ToolError ? err : asError(err);
-      throw witError({ tag: e.kind, val: e.message || e.name });
+      return failExport(err);
     }
   },
 };

@@ -360,7 +360,7 @@ fn build_js(
         .unwrap_or_else(|| PathBuf::from("capstan.js"));
     let sdk = sdk.to_string_lossy().replace('\\', "/");
     let mut entry = format!(
-        "// Written by `capstan plugin build`; changes are lost.\nimport * as host from \"capstan:plugin/host@0.1.0\";\nimport * as preopens from \"wasi:filesystem/preopens@{WASI_VERSION}\";\nimport * as environment from \"wasi:cli/environment@{WASI_VERSION}\";\nimport {{ bindHost }} from \"../{sdk}\";\nimport \"../{source}\";\n\nbindHost({{ host, preopens, environment }});\n"
+        "// Written by `capstan plugin build`; changes are lost.\nimport * as host from \"capstan:plugin/host@0.1.0\";\nimport * as preopens from \"wasi:filesystem/preopens@{WASI_VERSION}\";\nimport * as environment from \"wasi:cli/environment@{WASI_VERSION}\";\nimport {{ bindHost, warmUp }} from \"../{sdk}\";\nimport \"../{source}\";\n\nbindHost({{ host, preopens, environment }});\n// Run once while the component is built, so every call starts warm.\nawait warmUp();\n"
     );
     for kind in &config.exports {
         entry.push_str(&format!(
