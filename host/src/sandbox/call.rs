@@ -13,6 +13,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 use super::error::CallError;
 use super::host_api::{EventSink, LogLevel, PluginEvent};
 use super::limits::{Limits, MemoryCap};
+use super::warm::Retirer;
 use crate::grants::Grants;
 use crate::grants::net::{NetHooks, socket_refusal};
 
@@ -64,10 +65,31 @@ pub struct CallState {
     pub(crate) audit: Option<crate::policy::audit::AuditScope>,
     http: WasiHttpCtx,
     net: NetHooks,
+    /// Whether the guest has called into the host through this state.
+    touched: bool,
+}
+
+impl CallState {
+    /// Whether the guest has called into the host (WASI, HTTP, capstan's
+    /// host interface) through this state.
+    pub(super) fn touched_host(&self) -> bool {
+        self.touched
+    }
+
+    /// Notes a call into the host.
+    pub(super) fn touch(&mut self) {
+        self.touched = true;
+    }
+
+    /// Bytes of linear memory the guest holds.
+    pub(super) fn memory_used(&self) -> u64 {
+        self.memory.used()
+    }
 }
 
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
+        self.touched = true;
         WasiCtxView {
             ctx: &mut self.wasi,
             table: &mut self.table,
@@ -79,6 +101,7 @@ impl WasiView for CallState {
 /// ([`crate::grants::net`]).
 impl WasiHttpView for CallState {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
+        self.touched = true;
         if self.net.audit.is_none() && self.audit.is_some() {
             self.net.audit = self.audit.clone();
         }
@@ -96,6 +119,8 @@ pub(super) struct PreparedCall {
     stdout: MemoryOutputPipe,
     stderr: MemoryOutputPipe,
     limits: Limits,
+    /// Where the store goes when the call is over, if not dropped here.
+    retirer: Option<Retirer>,
 }
 
 impl PreparedCall {
@@ -107,89 +132,51 @@ impl PreparedCall {
         options: &CallOptions,
         file_io: FileIo,
     ) -> Result<Self, CallError> {
-        let stdout = MemoryOutputPipe::new(CAPTURE_LIMIT);
-        let stderr = MemoryOutputPipe::new(CAPTURE_LIMIT);
-        let audit = options
-            .audit
-            .clone()
-            .map(|log| crate::policy::audit::AuditScope {
-                log,
-                plugin: plugin.to_string(),
-                call_id: call_id.to_string(),
-                session_id: options.session_id.clone(),
-            });
-        // Exactly the granted variables that are set now; nothing else.
-        let env = options.grants.env_values();
-        let mut builder = WasiCtxBuilder::new();
-        builder
-            .stdout(stdout.clone())
-            .stderr(stderr.clone())
-            .envs(&env);
-        // Sockets stay off. Without an audit log none can be created. With
-        // one they can, so that each address a socket would connect, listen
-        // or send to is refused *and recorded* (`socket_refusal`); name
-        // lookups are never allowed.
-        if let Some(scope) = &audit {
-            builder
-                .allow_tcp(true)
-                .allow_udp(true)
-                .socket_addr_check(socket_refusal(scope.clone()));
-        }
-        let mut wasi = builder.build();
-        options
-            .grants
-            .apply(&mut wasi, file_io == FileIo::CurrentThread)
-            .map_err(|e| CallError::Setup {
-                plugin: plugin.to_string(),
-                reason: e.to_string(),
-            })?;
-        let state = CallState {
-            wasi,
-            table: ResourceTable::new(),
-            memory: MemoryCap::new(options.limits.memory),
-            plugin: plugin.clone(),
-            events: options.events.clone(),
-            audit,
-            http: WasiHttpCtx::new(),
-            net: NetHooks::new(&options.grants.net, &options.grants.secrets),
-        };
-        if let Some(scope) = &state.audit
-            && !env.is_empty()
-        {
-            let names = env.into_iter().map(|(name, _)| name);
-            scope.record(crate::policy::audit::AuditEvent::EnvRead {
-                names: names.collect(),
-            });
-        }
+        let (state, stdout, stderr) = call_state(plugin, call_id, options, file_io, 0)?;
         let mut store = Store::new(engine, state);
         store.limiter(|state| &mut state.memory);
-        let ticks = options
-            .limits
-            .timeout
-            .as_millis()
-            .div_ceil(EPOCH_TICK.as_millis())
-            .max(1);
-        // Every tick the guest is still running, it yields to the executor:
-        // other tasks run, and a caller that stops waiting (the user pressed
-        // Ctrl-C) drops the call at once. When the budget is spent the call
-        // traps, which `settle` reports as a timeout.
-        let budget = u64::try_from(ticks).unwrap_or(u64::MAX);
-        let mut spent = 0u64;
-        store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(move |_| {
-            spent += 1;
-            if spent >= budget {
-                Ok(UpdateDeadline::Interrupt)
-            } else {
-                Ok(UpdateDeadline::Yield(1))
-            }
-        });
+        arm_deadline(&mut store, options.limits.timeout);
         Ok(Self {
             store,
             stdout,
             stderr,
             limits: options.limits,
+            retirer: None,
         })
+    }
+
+    /// Gives a store whose instance was made ahead
+    /// ([`super::warm`]) the call's grants, limits and deadline, in place of
+    /// the empty ones it was made with. What the instance already allocated
+    /// counts against the call's memory limit.
+    pub fn adopt(
+        mut store: Store<CallState>,
+        plugin: &Arc<str>,
+        call_id: &str,
+        options: &CallOptions,
+        file_io: FileIo,
+    ) -> Result<Self, CallError> {
+        let used = store.data().memory.used();
+        let (state, stdout, stderr) = call_state(plugin, call_id, options, file_io, used)?;
+        *store.data_mut() = state;
+        arm_deadline(&mut store, options.limits.timeout);
+        Ok(Self {
+            store,
+            stdout,
+            stderr,
+            limits: options.limits,
+            retirer: None,
+        })
+    }
+
+    /// Hands the store to `retirer` when the call is over.
+    pub fn retire_to(&mut self, retirer: Retirer) {
+        self.retirer = Some(retirer);
+    }
+
+    /// The store, for an instance made ahead of its call.
+    pub fn into_store(self) -> Store<CallState> {
+        self.store
     }
 
     /// The wall-clock bound for the whole call. The epoch deadline stops
@@ -201,7 +188,18 @@ impl PreparedCall {
     /// Turns the way a call ended into its result, forwarding what the
     /// plugin printed as debug log lines.
     pub fn settle<R>(
-        self,
+        mut self,
+        outcome: Result<wasmtime::Result<R>, tokio::time::error::Elapsed>,
+    ) -> Result<R, CallError> {
+        let result = self.result(outcome);
+        if let Some(retirer) = self.retirer.take() {
+            retirer.retire(self.store);
+        }
+        result
+    }
+
+    fn result<R>(
+        &self,
         outcome: Result<wasmtime::Result<R>, tokio::time::error::Elapsed>,
     ) -> Result<R, CallError> {
         let plugin = self.store.data().plugin.to_string();
@@ -269,4 +267,90 @@ impl PreparedCall {
             }
         }
     }
+}
+
+/// The state of a store for one call of `plugin` under `options`, with the
+/// pipes capturing its output. `used` bytes of memory are already held.
+fn call_state(
+    plugin: &Arc<str>,
+    call_id: &str,
+    options: &CallOptions,
+    file_io: FileIo,
+    used: u64,
+) -> Result<(CallState, MemoryOutputPipe, MemoryOutputPipe), CallError> {
+    let stdout = MemoryOutputPipe::new(CAPTURE_LIMIT);
+    let stderr = MemoryOutputPipe::new(CAPTURE_LIMIT);
+    let audit = options
+        .audit
+        .clone()
+        .map(|log| crate::policy::audit::AuditScope {
+            log,
+            plugin: plugin.to_string(),
+            call_id: call_id.to_string(),
+            session_id: options.session_id.clone(),
+        });
+    // Exactly the granted variables that are set now; nothing else.
+    let env = options.grants.env_values();
+    let mut builder = WasiCtxBuilder::new();
+    builder
+        .stdout(stdout.clone())
+        .stderr(stderr.clone())
+        .envs(&env);
+    // Sockets stay off. Without an audit log none can be created. With
+    // one they can, so that each address a socket would connect, listen
+    // or send to is refused *and recorded* (`socket_refusal`); name
+    // lookups are never allowed.
+    if let Some(scope) = &audit {
+        builder
+            .allow_tcp(true)
+            .allow_udp(true)
+            .socket_addr_check(socket_refusal(scope.clone()));
+    }
+    let mut wasi = builder.build();
+    options
+        .grants
+        .apply(&mut wasi, file_io == FileIo::CurrentThread)
+        .map_err(|e| CallError::Setup {
+            plugin: plugin.to_string(),
+            reason: e.to_string(),
+        })?;
+    let state = CallState {
+        wasi,
+        table: ResourceTable::new(),
+        memory: MemoryCap::holding(options.limits.memory, used),
+        plugin: plugin.clone(),
+        events: options.events.clone(),
+        audit,
+        http: WasiHttpCtx::new(),
+        net: NetHooks::new(&options.grants.net, &options.grants.secrets),
+        touched: false,
+    };
+    if let Some(scope) = &state.audit
+        && !env.is_empty()
+    {
+        let names = env.into_iter().map(|(name, _)| name);
+        scope.record(crate::policy::audit::AuditEvent::EnvRead {
+            names: names.collect(),
+        });
+    }
+    Ok((state, stdout, stderr))
+}
+
+/// Arms the call's deadline: every tick the guest is still running, it
+/// yields to the executor, so other tasks run and a caller that stops
+/// waiting (the user pressed Ctrl-C) drops the call at once. When the
+/// budget is spent the call traps, which `settle` reports as a timeout.
+fn arm_deadline(store: &mut Store<CallState>, timeout: Duration) {
+    let ticks = timeout.as_millis().div_ceil(EPOCH_TICK.as_millis()).max(1);
+    let budget = u64::try_from(ticks).unwrap_or(u64::MAX);
+    let mut spent = 0u64;
+    store.set_epoch_deadline(1);
+    store.epoch_deadline_callback(move |_| {
+        spent += 1;
+        if spent >= budget {
+            Ok(UpdateDeadline::Interrupt)
+        } else {
+            Ok(UpdateDeadline::Yield(1))
+        }
+    });
 }

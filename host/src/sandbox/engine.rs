@@ -12,6 +12,10 @@ use super::limits::Limits;
 /// gets a fresh instance; this bounds the pool's reservations.
 pub const MAX_CONCURRENT_INSTANCES: u32 = 64;
 
+/// How much of a slot's linear memory is reset in place and kept mapped
+/// between instances; enough for a Python or JavaScript interpreter's heap.
+const KEEP_RESIDENT: usize = 32 << 20;
+
 /// Builds the engine: component model, epoch interruption for deadlines,
 /// and a pooling allocator so a fresh instance per call is cheap.
 pub fn build_engine() -> Result<Engine, LoadError> {
@@ -21,14 +25,20 @@ pub fn build_engine() -> Result<Engine, LoadError> {
         .epoch_interruption(true)
         .cranelift_opt_level(OptLevel::Speed)
         .memory_init_cow(true);
+    // `CAPSTAN_PERFMAP=1` names plugins' compiled functions for `perf`
+    // (in /tmp/perf-PID.map), to profile a plugin.
+    if std::env::var_os("CAPSTAN_PERFMAP").is_some() {
+        config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+    }
 
     let instances = MAX_CONCURRENT_INSTANCES;
     let mut pool = PoolingAllocationConfig::default();
     pool.total_component_instances(instances)
         // A component made by wasm-component-ld holds a handful of core
-        // instances (the program plus adapter shims).
-        .total_core_instances(instances * 8)
-        .max_core_instances_per_component(32)
+        // instances (the program plus adapter shims); a componentize-py one
+        // about thirty (the interpreter, libc, extension modules, shims).
+        .total_core_instances(instances * 16)
+        .max_core_instances_per_component(64)
         .total_memories(instances * 2)
         .total_tables(instances * 8)
         .total_stacks(instances)
@@ -36,12 +46,16 @@ pub fn build_engine() -> Result<Engine, LoadError> {
         // Interpreted languages (Python, JavaScript) carry large instances.
         .max_core_instance_size(8 << 20)
         .max_component_instance_size(8 << 20)
-        // Reset a slot between instances by rewriting only the pages the
-        // last instance dirtied (found with Linux's PAGEMAP_SCAN where the
-        // kernel has it), rather than unmapping them and taking page faults
-        // on the next call.
-        .pagemap_scan(wasmtime::Enabled::Auto)
-        .linear_memory_keep_resident(16 << 20)
+        // Reset a slot between instances by copying the memory image back
+        // over the first 32 MiB and keeping those pages mapped, rather than
+        // unmapping what the last instance dirtied: the next instance then
+        // takes no page faults there, and the copy is made off the caller's
+        // path, on the warm-up thread that drops finished stores
+        // ([`super::warm`]). An interpreter's call writes to pages scattered
+        // all over its heap, more than Linux's PAGEMAP_SCAN-guided reset
+        // tracks, and each fault in a VM costs microseconds.
+        .pagemap_scan(wasmtime::Enabled::No)
+        .linear_memory_keep_resident(KEEP_RESIDENT)
         .table_keep_resident(1 << 20);
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
 

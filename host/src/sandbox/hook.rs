@@ -24,18 +24,23 @@ impl Sandbox {
             ..CallOptions::default()
         };
         let pre = component.hook_pre()?;
-        let (mut call, _) = self.prepare_call(&component.name, &options)?;
+        let (mut call, ready, _) =
+            self.take_call(&component.name, &component.hook_warm, &options)?;
         let limit = call.wall_clock_limit();
         let work = async {
-            let plugin = pre.instantiate_async(&mut call.store).await?;
+            let plugin = match ready {
+                Some(plugin) => plugin,
+                None => pre.instantiate_async(&mut call.store).await?,
+            };
             plugin
                 .capstan_plugin_hook()
                 .call_subscriptions(&mut call.store)
                 .await
         };
         let outcome = tokio::time::timeout(limit, work).await;
-        Ok(call
-            .settle(outcome)?
+        let settled = call.settle(outcome);
+        self.make_hook_ahead(component);
+        Ok(settled?
             .into_iter()
             .map(|s| Subscription {
                 event: event_from_wit(s.event),
@@ -57,7 +62,8 @@ impl Sandbox {
         options: &CallOptions,
     ) -> Result<HookOutput, CallError> {
         let pre = component.hook_pre()?;
-        let (mut call, call_id) = self.prepare_call(&component.name, options)?;
+        let (mut call, ready, call_id) =
+            self.take_call(&component.name, &component.hook_warm, options)?;
         let limit = call.wall_clock_limit();
         let context = call_context(call_id, options);
         let input = wit::EventInput {
@@ -65,14 +71,19 @@ impl Sandbox {
             payload: payload.to_string(),
         };
         let work = async {
-            let plugin = pre.instantiate_async(&mut call.store).await?;
+            let plugin = match ready {
+                Some(plugin) => plugin,
+                None => pre.instantiate_async(&mut call.store).await?,
+            };
             plugin
                 .capstan_plugin_hook()
                 .call_handle(&mut call.store, &input, &context)
                 .await
         };
         let outcome = tokio::time::timeout(limit, work).await;
-        let output = call.settle(outcome)?.map_err(CallError::Failed)?;
+        let settled = call.settle(outcome);
+        self.make_hook_ahead(component);
+        let output = settled?.map_err(CallError::Failed)?;
         let size = output.system_message.as_ref().map_or(0, String::len)
             + match &output.decision {
                 wit::Decision::Ask(t)

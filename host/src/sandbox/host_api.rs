@@ -61,7 +61,8 @@ fn bounded(mut message: String) -> String {
 }
 
 impl CallState {
-    fn report(&self, event: PluginEvent) {
+    fn report(&mut self, event: PluginEvent) {
+        self.touch();
         if let Some(sink) = &self.events {
             sink(&self.plugin, event);
         }

@@ -93,6 +93,19 @@ impl MemoryCap {
         }
     }
 
+    /// A cap of `bytes` bytes of which `used` are already held.
+    pub fn holding(bytes: u64, used: u64) -> Self {
+        Self {
+            used: usize::try_from(used).unwrap_or(usize::MAX),
+            ..Self::new(bytes)
+        }
+    }
+
+    /// Bytes held.
+    pub fn used(&self) -> u64 {
+        u64::try_from(self.used).unwrap_or(u64::MAX)
+    }
+
     /// Whether a growth was refused because of the cap.
     pub fn was_hit(&self) -> bool {
         self.hit

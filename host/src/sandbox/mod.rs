@@ -18,6 +18,7 @@ pub mod host_api;
 pub mod limits;
 pub mod skill;
 pub mod tool;
+mod warm;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,7 +28,7 @@ use std::time::Duration;
 use wasmtime::Engine;
 use wasmtime::component::{HasSelf, Linker};
 
-use bindings::hook_world::HookPluginPre;
+use bindings::hook_world::{HookPlugin, HookPluginPre};
 use bindings::{ToolPlugin, ToolPluginPre};
 pub use call::{CallOptions, CallState, EPOCH_TICK, FileIo};
 pub use compile_cache::{CacheOutcome, CompileCache};
@@ -38,6 +39,7 @@ pub use skill::SkillComponent;
 pub use tool::{Content, ToolOutput, ToolSpec};
 
 use call::PreparedCall;
+use warm::{WarmSlot, Warmer};
 
 /// A component compiled and linked, ready to be instantiated per call.
 pub struct LoadedComponent {
@@ -45,6 +47,10 @@ pub struct LoadedComponent {
     sha256: String,
     tool: Option<ToolPluginPre<CallState>>,
     hook: Option<HookPluginPre<CallState>>,
+    /// Its next tool instance, made ahead ([`warm`]).
+    tool_warm: Arc<WarmSlot<ToolPlugin>>,
+    /// Its next hook instance, made ahead.
+    hook_warm: Arc<WarmSlot<HookPlugin>>,
     outcome: CacheOutcome,
 }
 
@@ -89,6 +95,7 @@ pub struct Sandbox {
     linker: Linker<CallState>,
     cache: CompileCache,
     file_io: FileIo,
+    warmer: Warmer,
     _ticker: EpochTicker,
 }
 
@@ -106,11 +113,14 @@ impl Sandbox {
         let cache = CompileCache::new(cache_dir, &engine);
         let ticker = EpochTicker::start(engine.clone())
             .map_err(|e| LoadError::Engine(format!("cannot start the deadline clock: {e}")))?;
+        let warmer = Warmer::start()
+            .map_err(|e| LoadError::Engine(format!("cannot start the warm-up thread: {e}")))?;
         Ok(Self {
             engine,
             linker,
             cache,
             file_io: FileIo::default(),
+            warmer,
             _ticker: ticker,
         })
     }
@@ -186,6 +196,8 @@ impl Sandbox {
             sha256,
             tool,
             hook,
+            tool_warm: WarmSlot::new(),
+            hook_warm: WarmSlot::new(),
             outcome,
         })
     }
@@ -199,18 +211,24 @@ impl Sandbox {
             },
             ..CallOptions::default()
         };
-        let (mut call, _) = self.prepare_call(&component.name, &options)?;
-        let limit = call.wall_clock_limit();
         let pre = component.tool_pre()?;
+        let (mut call, ready, _) =
+            self.take_call(&component.name, &component.tool_warm, &options)?;
+        let limit = call.wall_clock_limit();
         let work = async {
-            let plugin = pre.instantiate_async(&mut call.store).await?;
+            let plugin = match ready {
+                Some(plugin) => plugin,
+                None => pre.instantiate_async(&mut call.store).await?,
+            };
             plugin
                 .capstan_plugin_tool()
                 .call_describe(&mut call.store)
                 .await
         };
         let outcome = tokio::time::timeout(limit, work).await;
-        let specs = call.settle(outcome)?;
+        let specs = call.settle(outcome);
+        self.make_tool_ahead(component);
+        let specs = specs?;
         specs
             .into_iter()
             .map(ToolSpec::from_wit)
@@ -231,21 +249,27 @@ impl Sandbox {
         input: &str,
         options: &CallOptions,
     ) -> Result<ToolOutput, CallError> {
-        let (mut call, call_id) = self.prepare_call(&component.name, options)?;
+        let pre = component.tool_pre()?;
+        let (mut call, ready, call_id) =
+            self.take_call(&component.name, &component.tool_warm, options)?;
         let limit = call.wall_clock_limit();
         let context = call_context(call_id, options);
-        let pre = component.tool_pre()?;
         let work = async {
-            let plugin = pre.instantiate_async(&mut call.store).await?;
+            let plugin = match ready {
+                Some(plugin) => plugin,
+                None => pre.instantiate_async(&mut call.store).await?,
+            };
             plugin
                 .capstan_plugin_tool()
                 .call_call(&mut call.store, tool, input, &context)
                 .await
         };
         let outcome = tokio::time::timeout(limit, work).await;
+        let settled = call.settle(outcome);
+        self.make_tool_ahead(component);
         let plugin = component.name.to_string();
         use bindings::exports::capstan::plugin::tool::ToolError as WitError;
-        match call.settle(outcome)? {
+        match settled? {
             Ok(output) => {
                 let size = tool::wit_output_size(&output);
                 if size > options.limits.output {
@@ -274,8 +298,55 @@ impl Sandbox {
         options: &CallOptions,
     ) -> Result<(PreparedCall, String), CallError> {
         let call_id = new_call_id();
-        let call = PreparedCall::new(&self.engine, plugin, &call_id, options, self.file_io)?;
+        let mut call = PreparedCall::new(&self.engine, plugin, &call_id, options, self.file_io)?;
+        call.retire_to(self.warmer.retirer());
         Ok((call, call_id))
+    }
+
+    /// Like [`Sandbox::prepare_call`], but with the instance made ahead in
+    /// `slot`, when there is one that fits the call, already in the store.
+    fn take_call<T>(
+        &self,
+        plugin: &Arc<str>,
+        slot: &WarmSlot<T>,
+        options: &CallOptions,
+    ) -> Result<(PreparedCall, Option<T>, String), CallError> {
+        let Some(warm) = slot.take(options.limits.memory) else {
+            let (call, call_id) = self.prepare_call(plugin, options)?;
+            return Ok((call, None, call_id));
+        };
+        let call_id = new_call_id();
+        let mut call = PreparedCall::adopt(warm.store, plugin, &call_id, options, self.file_io)?;
+        call.retire_to(self.warmer.retirer());
+        Ok((call, Some(warm.instance), call_id))
+    }
+
+    /// Makes the component's next tool instance on the warm-up thread.
+    fn make_tool_ahead(&self, component: &LoadedComponent) {
+        let Some(pre) = component.tool.clone() else {
+            return;
+        };
+        self.warmer.make(
+            &self.engine,
+            &component.name,
+            self.file_io,
+            &component.tool_warm,
+            move |store| Box::pin(async move { pre.instantiate_async(store).await }),
+        );
+    }
+
+    /// Makes the component's next hook instance on the warm-up thread.
+    fn make_hook_ahead(&self, component: &LoadedComponent) {
+        let Some(pre) = component.hook.clone() else {
+            return;
+        };
+        self.warmer.make(
+            &self.engine,
+            &component.name,
+            self.file_io,
+            &component.hook_warm,
+            move |store| Box::pin(async move { pre.instantiate_async(store).await }),
+        );
     }
 }
 

@@ -1,0 +1,364 @@
+//! Instances made ahead of their calls, and stores dropped after them, on a
+//! thread of their own.
+//!
+//! Instantiating a component is most of what a call into a Python plugin
+//! costs: a componentize-py component links a dozen core modules and fills
+//! their shared function table (thousands of entries) every time. So once a
+//! plugin has been described or called, the sandbox makes its next instance
+//! on the warm-up thread, while the model is busy with the result. The next
+//! call takes that instance — each one serves exactly one call and is never
+//! reused — and only then gives its store the call's grants, limits and
+//! deadline. An instance that touched the host while it was being made (a
+//! WASI call from a start function) is thrown away and its plugin goes back
+//! to making instances in the call, since it may have kept what it saw.
+//!
+//! A finished call's store is dropped on the same thread, so resetting its
+//! memory is not on the caller's path either.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak, mpsc};
+use std::time::Duration;
+
+use wasmtime::Store;
+
+use super::call::{CallOptions, CallState, FileIo, PreparedCall};
+use super::limits::Limits;
+
+/// How long making an instance ahead may take before it is given up.
+const MAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How many jobs may wait for the warm-up thread; beyond that no instance
+/// is made ahead.
+const QUEUE: usize = 64;
+
+/// How many finished stores may wait to be dropped; beyond that a caller
+/// drops its own. Each holds a slot of the instance pool until it is.
+const RETIRING: usize = 4;
+
+/// An instance made ahead, with its store.
+pub(super) struct Warm<T> {
+    pub store: Store<CallState>,
+    pub instance: T,
+}
+
+/// Where a plugin's next instance waits.
+pub(super) struct WarmSlot<T> {
+    state: Mutex<Slot<T>>,
+}
+
+enum Slot<T> {
+    /// Nothing made, nothing being made.
+    Empty,
+    /// Being made on the warm-up thread.
+    Making,
+    /// Made, waiting for a call.
+    Ready(Warm<T>),
+    /// The plugin cannot be made ahead; every call makes its own instance.
+    Off,
+}
+
+impl<T> WarmSlot<T> {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self {
+            state: Mutex::new(Slot::Empty),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Slot<T>> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The instance made ahead, if one is ready and what it has already
+    /// allocated fits in `memory_limit`.
+    pub fn take(&self, memory_limit: u64) -> Option<Warm<T>> {
+        let mut state = self.lock();
+        let fits = match &*state {
+            Slot::Ready(warm) => warm.store.data().memory_used() <= memory_limit,
+            _ => false,
+        };
+        if !fits {
+            return None;
+        }
+        match std::mem::replace(&mut *state, Slot::Empty) {
+            Slot::Ready(warm) => Some(warm),
+            _ => None,
+        }
+    }
+
+    /// Whether an instance is ready for a call.
+    #[cfg(test)]
+    pub fn is_ready(&self) -> bool {
+        matches!(*self.lock(), Slot::Ready(_))
+    }
+
+    /// Whether an instance should be made now; marks it as being made.
+    fn claim(&self) -> bool {
+        let mut state = self.lock();
+        if matches!(*state, Slot::Empty) {
+            *state = Slot::Making;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn settle(&self, made: Option<Warm<T>>) {
+        *self.lock() = match made {
+            Some(warm) => Slot::Ready(warm),
+            None => Slot::Off,
+        };
+    }
+
+    /// Gives up a claim that could not be queued.
+    fn release(&self) {
+        let mut state = self.lock();
+        if matches!(*state, Slot::Making) {
+            *state = Slot::Empty;
+        }
+    }
+}
+
+type Job = Box<dyn FnOnce(&tokio::runtime::Runtime) + Send>;
+
+/// Drops finished stores off the caller's path.
+#[derive(Clone)]
+pub(super) struct Retirer {
+    jobs: mpsc::SyncSender<Job>,
+    retiring: Arc<AtomicUsize>,
+}
+
+impl Retirer {
+    /// Drops `store` on the warm-up thread, or here if that one is busy.
+    pub fn retire(&self, store: Store<CallState>) {
+        if self.retiring.fetch_add(1, Ordering::AcqRel) >= RETIRING {
+            self.retiring.fetch_sub(1, Ordering::AcqRel);
+            drop(store);
+            return;
+        }
+        let retiring = self.retiring.clone();
+        let job: Job = Box::new(move |_| {
+            drop(store);
+            retiring.fetch_sub(1, Ordering::AcqRel);
+        });
+        // A full queue hands the job back; dropping it drops the store here.
+        if let Err(mpsc::TrySendError::Full(job) | mpsc::TrySendError::Disconnected(job)) =
+            self.jobs.try_send(job)
+        {
+            drop(job);
+            self.retiring.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// The warm-up thread.
+pub(super) struct Warmer {
+    retirer: Retirer,
+}
+
+impl Warmer {
+    /// Starts the thread. It ends when the last `Warmer`/`Retirer` is gone.
+    pub fn start() -> std::io::Result<Self> {
+        let (jobs, queue) = mpsc::sync_channel::<Job>(QUEUE);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()?;
+        std::thread::Builder::new()
+            .name("capstan-warm".into())
+            .spawn(move || {
+                while let Ok(job) = queue.recv() {
+                    job(&runtime);
+                }
+            })?;
+        Ok(Self {
+            retirer: Retirer {
+                jobs,
+                retiring: Arc::new(AtomicUsize::new(0)),
+            },
+        })
+    }
+
+    /// What finished calls hand their stores to.
+    pub fn retirer(&self) -> Retirer {
+        self.retirer.clone()
+    }
+
+    /// Makes the next instance of `plugin` into `slot`, unless one is ready,
+    /// being made, or the plugin cannot be made ahead.
+    pub fn make<T, F>(
+        &self,
+        engine: &wasmtime::Engine,
+        plugin: &Arc<str>,
+        file_io: FileIo,
+        slot: &Arc<WarmSlot<T>>,
+        instantiate: F,
+    ) where
+        T: Send + 'static,
+        F: for<'a> FnOnce(
+                &'a mut Store<CallState>,
+            ) -> std::pin::Pin<
+                Box<dyn std::future::Future<Output = wasmtime::Result<T>> + Send + 'a>,
+            > + Send
+            + 'static,
+    {
+        if !slot.claim() {
+            return;
+        }
+        let weak: Weak<WarmSlot<T>> = Arc::downgrade(slot);
+        let engine = engine.clone();
+        let plugin = plugin.clone();
+        let job: Job = Box::new(move |runtime| {
+            let Some(slot) = weak.upgrade() else {
+                return;
+            };
+            let options = CallOptions {
+                limits: Limits {
+                    timeout: MAKE_TIMEOUT,
+                    memory: Limits::MAX_MEMORY,
+                    ..Limits::default()
+                },
+                ..CallOptions::default()
+            };
+            let made = PreparedCall::new(&engine, &plugin, "warm-up", &options, file_io)
+                .ok()
+                .and_then(|call| {
+                    let mut store = call.into_store();
+                    let instance = runtime.block_on(instantiate(&mut store)).ok()?;
+                    // A start function that reached the host may have kept
+                    // what it saw of this empty context.
+                    (!store.data().touched_host()).then_some(Warm { store, instance })
+                });
+            slot.settle(made);
+        });
+        if let Err(mpsc::TrySendError::Full(job) | mpsc::TrySendError::Disconnected(job)) =
+            self.retirer.jobs.try_send(job)
+        {
+            drop(job);
+            slot.release();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grants::Grants;
+    use crate::plugin::builtin;
+    use crate::sandbox::{CallError, LoadedComponent, Sandbox};
+
+    /// Waits until the component's next tool instance has been made ahead.
+    async fn until_ready(component: &LoadedComponent) {
+        for _ in 0..1000 {
+            if component.tool_warm.is_ready() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("no instance was made ahead within 10 s");
+    }
+
+    fn in_workspace(dir: &std::path::Path) -> CallOptions {
+        CallOptions {
+            grants: Grants::workspace(dir, false).unwrap(),
+            ..CallOptions::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn an_instance_made_ahead_serves_one_call_under_that_calls_grants() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        std::fs::create_dir_all(&a).unwrap();
+        std::fs::create_dir_all(&b).unwrap();
+        std::fs::write(a.join("in-a.txt"), "from a\n").unwrap();
+        std::fs::write(b.join("in-b.txt"), "from b\n").unwrap();
+        let sandbox = Sandbox::new(dir.path().join("cache")).unwrap();
+        let fs = builtin::find("fs").unwrap();
+        let component = sandbox.load("fs", fs.wasm, Some(fs.sha256), "fs").unwrap();
+        assert!(
+            !component.tool_warm.is_ready(),
+            "nothing is made before a plugin is used"
+        );
+
+        let read = |path: &str| format!(r#"{{"path":"{path}"}}"#);
+        let out = sandbox
+            .call_tool(&component, "read", &read("in-a.txt"), &in_workspace(&a))
+            .await
+            .unwrap();
+        assert!(out.to_text().contains("from a"));
+        until_ready(&component).await;
+
+        // The instance made while nothing was granted takes this call's
+        // workspace, and only it.
+        let out = sandbox
+            .call_tool(&component, "read", &read("in-b.txt"), &in_workspace(&b))
+            .await
+            .unwrap();
+        assert!(out.to_text().contains("from b"));
+        until_ready(&component).await;
+        let refused = sandbox
+            .call_tool(
+                &component,
+                "read",
+                &read("../a/in-a.txt"),
+                &in_workspace(&b),
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                refused,
+                CallError::Denied(_) | CallError::InvalidInput(_) | CallError::Failed(_)
+            ),
+            "{refused:?}"
+        );
+        assert!(!refused.to_string().contains("from a"));
+    }
+
+    #[tokio::test]
+    async fn a_call_whose_memory_limit_the_instance_made_ahead_exceeds_makes_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = Sandbox::new(dir.path().join("cache")).unwrap();
+        let fs = builtin::find("fs").unwrap();
+        let component = sandbox.load("fs", fs.wasm, Some(fs.sha256), "fs").unwrap();
+        std::fs::write(dir.path().join("x.txt"), "x\n").unwrap();
+        let options = in_workspace(dir.path());
+        sandbox
+            .call_tool(&component, "read", r#"{"path":"x.txt"}"#, &options)
+            .await
+            .unwrap();
+        until_ready(&component).await;
+        let tiny = CallOptions {
+            limits: Limits {
+                memory: 64 << 10,
+                ..Limits::default()
+            },
+            ..options.clone()
+        };
+        let err = sandbox
+            .call_tool(&component, "read", r#"{"path":"x.txt"}"#, &tiny)
+            .await
+            .unwrap_err();
+        assert!(matches!(err, CallError::MemoryLimit { .. }), "{err:?}");
+        assert!(
+            component.tool_warm.is_ready(),
+            "the instance made ahead waits for a call it fits"
+        );
+    }
+
+    #[test]
+    fn a_slot_is_claimed_once_until_settled() {
+        let slot: Arc<WarmSlot<u32>> = WarmSlot::new();
+        assert!(slot.claim());
+        assert!(!slot.claim(), "being made: not claimed twice");
+        slot.release();
+        assert!(slot.claim(), "released: claimed again");
+        slot.settle(None);
+        assert!(
+            !slot.claim(),
+            "a plugin that cannot be made ahead stays off"
+        );
+        assert!(slot.take(u64::MAX).is_none());
+    }
+}
