@@ -3,10 +3,13 @@
 //! An entry is keyed by the component's SHA-256 and the engine fingerprint:
 //! `<sha256>-<engine>.cwasm` holds the artifact exactly as wasmtime wrote
 //! it, so it can be mapped into memory rather than copied, and
-//! `<sha256>-<engine>.cwasm.b3` holds its BLAKE3 digest. The digest is
-//! checked on every load, so a truncated or altered artifact is recompiled
-//! rather than handed to wasmtime. Both files are written to temporary files
-//! and renamed into place, so readers never see half a file and concurrent
+//! `<sha256>-<engine>.cwasm.b3` holds its BLAKE3 digest and the identity of
+//! the file the digest was checked against (device, inode, size and change
+//! time, which every write to the file moves on). A load whose artifact
+//! still has that identity maps it straight away; any other is hashed
+//! first, so a truncated, altered or replaced artifact is recompiled rather
+//! than handed to wasmtime. Both files are written to temporary files and
+//! renamed into place, so readers never see half a file and concurrent
 //! processes can share one cache.
 
 use std::fs;
@@ -85,7 +88,13 @@ impl CompileCache {
         let digest = blake3::hash(&artifact).to_hex();
         // The artifact first: a digest never names an artifact not yet there.
         write_atomically(&self.dir, path, &artifact)?;
-        write_atomically(&self.dir, &digest_path(path), digest.as_bytes())
+        // Just written: too new to be trusted by identity (see `SETTLED`);
+        // the first load after it has settled hashes it and records it.
+        let record = Record {
+            digest: digest.to_string(),
+            identity: None,
+        };
+        write_atomically(&self.dir, &digest_path(path), record.to_text().as_bytes())
     }
 
     /// Removes the entry for a component, if there is one.
@@ -108,25 +117,123 @@ fn digest_path(artifact: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// What the `.b3` file beside an artifact says of it.
+#[derive(Debug, PartialEq, Eq)]
+struct Record {
+    /// The artifact's BLAKE3 digest, in hexadecimal.
+    digest: String,
+    /// The identity of the file the digest was last checked against.
+    identity: Option<String>,
+}
+
+impl Record {
+    /// Parses `DIGEST` or `DIGEST\nIDENTITY`.
+    fn parse(text: &str) -> Option<Self> {
+        let mut lines = text.lines();
+        let digest = lines.next()?.trim();
+        if digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        let identity = lines.next().map(str::trim).filter(|s| !s.is_empty());
+        Some(Self {
+            digest: digest.to_string(),
+            identity: identity.map(str::to_string),
+        })
+    }
+
+    fn to_text(&self) -> String {
+        match &self.identity {
+            Some(identity) => format!("{}\n{identity}\n", self.digest),
+            None => format!("{}\n", self.digest),
+        }
+    }
+}
+
+/// How old a file's last change must be before its identity is recorded as
+/// checked. File times come from a coarse clock (a few milliseconds, a
+/// second on some file systems), so a write landing in the same tick as the
+/// check could leave every field as it was; only an identity older than
+/// that is trusted.
+const SETTLED: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The file's device, inode, size and change time: any write to it, a
+/// truncation, or another file renamed into its place changes one of them.
+/// None where the platform does not say.
+fn identity(path: &Path) -> Option<String> {
+    identity_and_age(path).map(|(identity, _)| identity)
+}
+
+/// [`identity`], if the file last changed at least [`SETTLED`] ago.
+fn settled_identity(path: &Path) -> Option<String> {
+    identity_and_age(path)
+        .filter(|(_, age)| *age >= SETTLED)
+        .map(|(identity, _)| identity)
+}
+
+fn identity_and_age(path: &Path) -> Option<(String, std::time::Duration)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let meta = fs::metadata(path).ok()?;
+        let changed = std::time::UNIX_EPOCH
+            + std::time::Duration::new(
+                u64::try_from(meta.ctime()).ok()?,
+                u32::try_from(meta.ctime_nsec()).ok()?,
+            );
+        let age = std::time::SystemTime::now()
+            .duration_since(changed)
+            .unwrap_or_default();
+        let identity = format!(
+            "{} {} {} {}.{:09}",
+            meta.dev(),
+            meta.ino(),
+            meta.size(),
+            meta.ctime(),
+            meta.ctime_nsec()
+        );
+        Some((identity, age))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
 /// Reads and checks an entry. Anything wrong with it (missing, damaged,
 /// built by another engine) means "not cached".
 fn read_entry(engine: &Engine, path: &Path) -> Option<Component> {
-    let recorded = fs::read_to_string(digest_path(path)).ok()?;
-    // Hashed from a mapping of the file, in parallel: no copy of an
-    // artifact that can be tens of megabytes.
-    let mut hasher = blake3::Hasher::new();
-    hasher.update_mmap_rayon(path).ok()?;
-    if hasher.finalize().to_hex().as_str() != recorded.trim() {
-        return None;
+    let record = Record::parse(&fs::read_to_string(digest_path(path)).ok()?)?;
+    let now = identity(path);
+    if now.is_none() || record.identity != now {
+        let now = settled_identity(path);
+        // Hashed from a mapping of the file, in parallel: no copy of an
+        // artifact that can be tens of megabytes.
+        let mut hasher = blake3::Hasher::new();
+        hasher.update_mmap_rayon(path).ok()?;
+        if hasher.finalize().to_hex().as_str() != record.digest {
+            return None;
+        }
+        // Checked: remember against which file, so the next load need not
+        // hash it again. A cache that cannot be written only costs time.
+        if let (Some(dir), Some(_)) = (path.parent(), &now) {
+            let checked = Record {
+                digest: record.digest,
+                identity: now,
+            };
+            let _ = write_atomically(dir, &digest_path(path), checked.to_text().as_bytes());
+        }
     }
     // SAFETY: wasmtime requires that a deserialized file was produced by
     // `Component::serialize` of a compatible engine. Only `write_entry`
     // writes these files, from `Component::serialize`; the name carries the
-    // engine fingerprint; and the BLAKE3 digest recorded when it was written
-    // was checked just above, so the file holds the bytes we produced.
-    // Replacing it between the check and the mapping takes write access to
-    // the user's own cache folder. wasmtime also checks the engine
-    // compatibility header and returns an error (not UB) on a mismatch.
+    // engine fingerprint; and the file holds the bytes whose BLAKE3 digest
+    // was recorded when they were written: either it was hashed just above,
+    // or it is the very file that was last hashed, unwritten since (its
+    // change time moves on with any write). Replacing it between the check
+    // and the mapping takes write access to the user's own cache folder.
+    // wasmtime also checks the engine compatibility header and returns an
+    // error (not UB) on a mismatch.
     #[allow(unsafe_code)]
     let component = unsafe { Component::deserialize_file(engine, path) };
     component.ok()
@@ -178,4 +285,70 @@ pub fn compile(engine: &Engine, wasm: &[u8], origin: &str) -> Result<Component, 
         origin: origin.to_string(),
         reason: format!("{e:#}"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_read_back_what_they_wrote() {
+        let digest = "ab".repeat(32);
+        for identity in [None, Some("1 2 3 4.000000005".to_string())] {
+            let record = Record {
+                digest: digest.clone(),
+                identity,
+            };
+            assert_eq!(Record::parse(&record.to_text()), Some(record));
+        }
+        // The format before identities: a digest alone.
+        assert_eq!(
+            Record::parse(&format!("{digest}\n")).map(|r| r.identity),
+            Some(None)
+        );
+        assert_eq!(Record::parse("not a digest"), None);
+        assert_eq!(Record::parse(""), None);
+    }
+
+    #[test]
+    fn an_artifact_is_hashed_until_its_identity_has_settled_and_again_once_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = super::super::engine::build_engine().unwrap();
+        let cache = CompileCache::new(dir.path().to_path_buf(), &engine);
+        let fs_plugin = crate::plugin::builtin::find("fs").unwrap();
+        let load = || {
+            cache
+                .load(&engine, fs_plugin.wasm, fs_plugin.sha256, "fs")
+                .unwrap()
+                .1
+        };
+        let entry = cache.entry_path(fs_plugin.sha256);
+        let recorded = || Record::parse(&fs::read_to_string(digest_path(&entry)).unwrap()).unwrap();
+        assert_eq!(load(), CacheOutcome::Compiled);
+        assert_eq!(
+            recorded().identity,
+            None,
+            "just written: not trusted by identity"
+        );
+        assert_eq!(load(), CacheOutcome::Hit);
+        if identity(&entry).is_none() {
+            return; // no file identities here: every load hashes
+        }
+        std::thread::sleep(SETTLED + std::time::Duration::from_millis(100));
+        assert_eq!(load(), CacheOutcome::Hit);
+        assert_eq!(
+            recorded().identity,
+            identity(&entry),
+            "hashed once settled, and recorded"
+        );
+        assert_eq!(load(), CacheOutcome::Hit);
+
+        // Any write moves the change time on: hashed again, and refused.
+        let mut bytes = fs::read(&entry).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0xff;
+        fs::write(&entry, &bytes).unwrap();
+        assert_ne!(recorded().identity, identity(&entry));
+        assert_eq!(load(), CacheOutcome::Compiled);
+    }
 }
