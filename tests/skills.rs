@@ -840,3 +840,63 @@ fn walk_find(dir: &Path, suffix: &str) -> Option<PathBuf> {
     }
     None
 }
+
+#[test]
+fn capstan_new_skill_without_a_language_writes_a_skill_md_plugin_that_installs_and_loads() {
+    let env = Env::new();
+    let output = run(env.capstan().args(["new", "skill", "review-it"]));
+    assert_exit(&output, 0);
+    let project = env.ws.path().join("review-it");
+    let skill_md = project.join("skills/review-it/SKILL.md");
+    assert!(skill_md.is_file(), "{}", stdout(&output));
+    assert!(project.join("skills/review-it/checklist.md").is_file());
+    assert!(stdout(&output).contains("capstan plugin install . --yes"));
+
+    // Nothing to build; the build says so and succeeds.
+    let output = run(env.capstan().args(["plugin", "build"]).arg(&project));
+    assert_exit(&output, 0);
+    assert!(stdout(&output).contains("nothing to build"), "{}", stdout(&output));
+
+    let output = run(env
+        .capstan()
+        .args(["plugin", "install"])
+        .arg(&project)
+        .arg("--yes"));
+    assert_exit(&output, 0);
+    let list = skill_list_json(&env);
+    let skill = list["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "review-it")
+        .unwrap_or_else(|| panic!("{list:#}"));
+    assert_eq!(skill["source"], "plugin");
+    assert_eq!(skill["argument_hint"], "[files or folder]");
+
+    // Loaded by the model, with its arguments and its supporting file.
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("")
+                .call("t1", "skill", json!({"name": "review-it", "arguments": "src/"}))
+                .call(
+                    "t2",
+                    "skill",
+                    json!({"name": "review-it", "resource": "checklist.md"}),
+                )
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("Reviewed.").anthropic()),
+    ]);
+    let output = run(&mut session(&env, &mock, "review src/"));
+    assert_exit(&output, 0);
+    let requests = mock.received();
+    let (text, is_error) = tool_result(&requests[1], "t1");
+    assert!(!is_error && text.contains("Review src/."), "{text}");
+    let (text, is_error) = tool_result(&requests[1], "t2");
+    assert!(!is_error && text.contains("checklist"), "{text}");
+
+    // A tool or hook still needs a language.
+    let output = run(env.capstan().args(["new", "tool", "weather"]));
+    assert_exit(&output, 2);
+    assert!(stderr(&output).contains("--lang"), "{}", stderr(&output));
+}

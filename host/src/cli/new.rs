@@ -13,7 +13,8 @@ use crate::scaffold::{Kind, Lang, ProjectError, build, new};
 #[command(after_help = "Examples:
   capstan new tool weather --lang python
   capstan new hook guard --lang js
-  capstan new skill review --lang rust --dir plugins/review
+  capstan new skill review                  # a SKILL.md: nothing to build
+  capstan new skill changelog --lang rust   # a skill whose text is computed
 
 Then: cd NAME && capstan plugin build && capstan plugin install . --yes")]
 pub struct NewArgs {
@@ -22,9 +23,10 @@ pub struct NewArgs {
     kind: Kind,
     /// The plugin's name: lowercase letters, digits, - and _.
     name: String,
-    /// The language: rust, python or js.
+    /// The language: rust, python or js. A skill without one is written
+    /// in Markdown (a SKILL.md).
     #[arg(long, short = 'l', value_parser = parse_lang)]
-    lang: Lang,
+    lang: Option<Lang>,
     /// The folder to create (default: ./NAME).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -45,11 +47,21 @@ pub fn run_new(args: NewArgs) -> Exit {
         return Exit::Usage;
     }
     let dir = args.dir.unwrap_or_else(|| PathBuf::from(&args.name));
-    match new::create(&dir, &args.name, args.kind, args.lang) {
+    let Some(lang) = args.lang else {
+        if args.kind != Kind::Skill {
+            eprintln!(
+                "error: `capstan new {}` needs a language: --lang rust, python or js (only a skill can be written without one, as a SKILL.md)",
+                args.kind.name()
+            );
+            return Exit::Usage;
+        }
+        return new_markdown_skill(&dir, &args.name);
+    };
+    match new::create(&dir, &args.name, args.kind, lang) {
         Ok(created) => {
             println!(
                 "created {} {} `{}` in {}",
-                args.lang,
+                lang,
                 args.kind.name(),
                 args.name,
                 created.dir.display()
@@ -60,7 +72,7 @@ pub fn run_new(args: NewArgs) -> Exit {
             let cd = shell_path(&created.dir);
             let test = format!("{:<21}# its own tests", created.test_command);
             // Rust's tests need the SDK the build writes into .capstan/.
-            let steps = if args.lang == Lang::Rust {
+            let steps = if lang == Lang::Rust {
                 format!("capstan plugin build\n  {test}")
             } else {
                 format!("{test}\n  capstan plugin build")
@@ -72,6 +84,34 @@ pub fn run_new(args: NewArgs) -> Exit {
                     args.name
                 );
             }
+            Exit::Success
+        }
+        Err(err @ ProjectError::Exists(_)) | Err(err @ ProjectError::Config { .. }) => {
+            eprintln!("error: {err}");
+            Exit::Usage
+        }
+        Err(err) => {
+            eprintln!("error: {err}");
+            Exit::Error
+        }
+    }
+}
+
+/// `capstan new skill NAME` without a language.
+fn new_markdown_skill(dir: &Path, name: &str) -> Exit {
+    match new::create_markdown_skill(dir, name) {
+        Ok(created) => {
+            println!(
+                "created skill `{name}` (Markdown) in {}",
+                created.dir.display()
+            );
+            for file in &created.files {
+                println!("  {file}");
+            }
+            let cd = shell_path(&created.dir);
+            println!(
+                "\nEdit skills/{name}/SKILL.md, then:\n  cd {cd}\n  capstan plugin install . --yes\n  capstan skill show {name}\n  capstan -p \"/{name} src/\""
+            );
             Exit::Success
         }
         Err(err @ ProjectError::Exists(_)) | Err(err @ ProjectError::Config { .. }) => {
@@ -107,6 +147,14 @@ pub fn run_build(dir: &Path) -> Exit {
         }
     };
     let toolchains = Toolchains::new(&home);
+    if build::is_markdown_only(dir) {
+        println!(
+            "nothing to build: {} holds skills written in Markdown only; install it with `capstan plugin install {} --yes`",
+            dir.display(),
+            shell_path(dir)
+        );
+        return Exit::Success;
+    }
     eprintln!("building {}...", dir.display());
     match build::build(dir, &toolchains) {
         Ok(report) => {

@@ -147,6 +147,21 @@ pub struct BuildReport {
     pub sdk_refreshed: Option<PathBuf>,
 }
 
+/// Whether the project in `dir` is skills written in Markdown only: no
+/// components and no `[build]` table, so there is nothing to build.
+pub fn is_markdown_only(dir: &Path) -> bool {
+    let path = dir.join(MANIFEST_FILE);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return false;
+    };
+    let Ok(manifest) = Manifest::parse(&text, &path) else {
+        return false;
+    };
+    let has_build =
+        toml::from_str::<toml::Table>(&text).is_ok_and(|doc| doc.contains_key("build"));
+    manifest.components.is_empty() && !has_build && dir.join("skills").is_dir()
+}
+
 /// Builds the project in `dir`.
 pub fn build(dir: &Path, toolchains: &Toolchains) -> Result<BuildReport, ProjectError> {
     let started = Instant::now();

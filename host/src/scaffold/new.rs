@@ -1,5 +1,7 @@
 //! `capstan new tool|hook|skill NAME --lang rust|python|js`: a project that
-//! builds, passes its own test and installs without edits.
+//! builds, passes its own test and installs without edits; and `capstan new
+//! skill NAME` without a language: a plugin of one `SKILL.md` skill, which
+//! needs no build.
 
 use std::path::{Path, PathBuf};
 
@@ -54,6 +56,91 @@ pub fn create(dir: &Path, name: &str, kind: Kind, lang: Lang) -> Result<Created,
         },
     })
 }
+
+/// Writes a new plugin of one Markdown skill (`skills/NAME/SKILL.md` and a
+/// supporting file) called `name` in `dir`: nothing to build, ready to
+/// install.
+pub fn create_markdown_skill(dir: &Path, name: &str) -> Result<Created, ProjectError> {
+    check_name(name).map_err(|message| ProjectError::Config {
+        path: dir.to_path_buf(),
+        message,
+    })?;
+    if name.contains('_') {
+        return Err(ProjectError::Config {
+            path: dir.to_path_buf(),
+            message: format!(
+                "`{name}` cannot name a skill: a skill's name is lowercase letters, digits and `-`"
+            ),
+        });
+    }
+    if std::fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_some()) {
+        return Err(ProjectError::Exists(dir.to_path_buf()));
+    }
+    let files = vec![
+        ("plugin.toml".to_string(), markdown_manifest(name)),
+        (format!("skills/{name}/SKILL.md"), fill_skill(SKILL_MD, name)),
+        (
+            format!("skills/{name}/checklist.md"),
+            fill_skill(SKILL_CHECKLIST, name),
+        ),
+    ];
+    for (path, contents) in &files {
+        super::write(&dir.join(path), contents.as_bytes())?;
+    }
+    Ok(Created {
+        dir: dir.to_path_buf(),
+        files: files.into_iter().map(|(path, _)| path).collect(),
+        test_command: "capstan skill show",
+    })
+}
+
+fn markdown_manifest(name: &str) -> String {
+    format!(
+        r#"name = "{name}"
+version = "0.1.0"
+description = "The {name} skill"
+# Skills written in Markdown only (skills/NAME/SKILL.md): no components,
+# nothing to build.
+components = []
+
+# A skill runs with the tools the session already has; a plugin of Markdown
+# skills asks for nothing.
+[capabilities]
+"#
+    )
+}
+
+fn fill_skill(template: &str, name: &str) -> String {
+    template.replace("{{name}}", name)
+}
+
+const SKILL_MD: &str = r#"---
+name: {{name}}
+description: Reviews files against the team's checklist and reports what to fix. Replace this with what your skill does; until the model loads the skill, this line and when_to_use are all it sees.
+when_to_use: The user asks for a review of some files or of a change.
+argument-hint: "[files or folder]"
+# The tools the model may use while the skill is loaded (optional; this
+# narrows what the session allows, never widens it).
+allowed-tools: fs.read, fs.glob, fs.grep
+---
+
+# {{name}}
+
+Review $ARGUMENTS.
+
+1. Read each file named above (or every file under the folder named).
+2. Check it against `checklist.md`, next to this file: load it with the
+   skill tool's `resource` ("checklist.md").
+3. Report, file by file, each item that fails, quoting the line, and say
+   what to change. Say so plainly when a file passes.
+"#;
+
+const SKILL_CHECKLIST: &str = r#"# {{name}}: checklist
+
+- Every public function says what it does in one line.
+- Errors say what failed and what to do about it.
+- No secrets, tokens or passwords in the code or its tests.
+"#;
 
 /// The identifier form of a plugin name (`my-tool` -> `my_tool`).
 fn ident(name: &str) -> String {
