@@ -855,7 +855,11 @@ fn capstan_new_skill_without_a_language_writes_a_skill_md_plugin_that_installs_a
     // Nothing to build; the build says so and succeeds.
     let output = run(env.capstan().args(["plugin", "build"]).arg(&project));
     assert_exit(&output, 0);
-    assert!(stdout(&output).contains("nothing to build"), "{}", stdout(&output));
+    assert!(
+        stdout(&output).contains("nothing to build"),
+        "{}",
+        stdout(&output)
+    );
 
     let output = run(env
         .capstan()
@@ -877,7 +881,11 @@ fn capstan_new_skill_without_a_language_writes_a_skill_md_plugin_that_installs_a
     let mock = MockModel::start(vec![
         Reply::sse(
             Answer::text("")
-                .call("t1", "skill", json!({"name": "review-it", "arguments": "src/"}))
+                .call(
+                    "t1",
+                    "skill",
+                    json!({"name": "review-it", "arguments": "src/"}),
+                )
                 .call(
                     "t2",
                     "skill",

@@ -157,8 +157,7 @@ pub fn is_markdown_only(dir: &Path) -> bool {
     let Ok(manifest) = Manifest::parse(&text, &path) else {
         return false;
     };
-    let has_build =
-        toml::from_str::<toml::Table>(&text).is_ok_and(|doc| doc.contains_key("build"));
+    let has_build = toml::from_str::<toml::Table>(&text).is_ok_and(|doc| doc.contains_key("build"));
     manifest.components.is_empty() && !has_build && dir.join("skills").is_dir()
 }
 

@@ -78,7 +78,10 @@ pub fn create_markdown_skill(dir: &Path, name: &str) -> Result<Created, ProjectE
     }
     let files = vec![
         ("plugin.toml".to_string(), markdown_manifest(name)),
-        (format!("skills/{name}/SKILL.md"), fill_skill(SKILL_MD, name)),
+        (
+            format!("skills/{name}/SKILL.md"),
+            fill_skill(SKILL_MD, name),
+        ),
         (
             format!("skills/{name}/checklist.md"),
             fill_skill(SKILL_CHECKLIST, name),
