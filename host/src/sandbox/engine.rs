@@ -36,7 +36,7 @@ pub fn build_engine() -> Result<Engine, LoadError> {
     pool.total_component_instances(instances)
         // A component made by wasm-component-ld holds a handful of core
         // instances (the program plus adapter shims); a componentize-py one
-        // about thirty (the interpreter, libc, extension modules, shims).
+        // more than a dozen (the interpreter, libc, extension modules, shims).
         .total_core_instances(instances * 16)
         .max_core_instances_per_component(64)
         .total_memories(instances * 2)
