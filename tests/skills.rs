@@ -114,6 +114,28 @@ fn skill_list_json(env: &Env) -> Value {
     serde_json::from_str(&stdout(&output)).unwrap()
 }
 
+/// Skill `name` as `capstan skill list --json` shows it.
+fn listed_skill(env: &Env, name: &str) -> Value {
+    let list = skill_list_json(env);
+    list["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no skill {name} in {list:#}"))
+}
+
+/// Installs the plugin folder `plugin`, consenting.
+fn install(env: &Env, plugin: &Path) {
+    let output = run(env
+        .capstan()
+        .args(["plugin", "install"])
+        .arg(plugin)
+        .arg("--yes"));
+    assert_exit(&output, 0);
+}
+
 #[test]
 fn skills_are_discovered_from_every_source_and_clashes_say_which_won() {
     let env = Env::new();
@@ -593,12 +615,7 @@ fn a_skill_component_is_installed_listed_and_loaded_under_its_grants() {
     let env = Env::new();
     env.write("VERSION", "9.9.9\n");
     let plugin = skill_kit_plugin(&env);
-    let output = run(env
-        .capstan()
-        .args(["plugin", "install"])
-        .arg(&plugin)
-        .arg("--yes"));
-    assert_exit(&output, 0);
+    install(&env, &plugin);
 
     let output = run(env.capstan().args(["plugin", "info", "skill-kit"]));
     assert_exit(&output, 0);
@@ -609,13 +626,7 @@ fn a_skill_component_is_installed_listed_and_loaded_under_its_grants() {
         "{info}"
     );
 
-    let list = skill_list_json(&env);
-    let notes = list["skills"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == "release-notes")
-        .unwrap_or_else(|| panic!("{list:#}"));
+    let notes = listed_skill(&env, "release-notes");
     assert_eq!(notes["source"], "plugin");
     assert_eq!(notes["plugin"], "skill-kit");
     assert_eq!(notes["argument_hint"], "[version]");
@@ -861,19 +872,8 @@ fn capstan_new_skill_without_a_language_writes_a_skill_md_plugin_that_installs_a
         stdout(&output)
     );
 
-    let output = run(env
-        .capstan()
-        .args(["plugin", "install"])
-        .arg(&project)
-        .arg("--yes"));
-    assert_exit(&output, 0);
-    let list = skill_list_json(&env);
-    let skill = list["skills"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == "review-it")
-        .unwrap_or_else(|| panic!("{list:#}"));
+    install(&env, &project);
+    let skill = listed_skill(&env, "review-it");
     assert_eq!(skill["source"], "plugin");
     assert_eq!(skill["argument_hint"], "[files or folder]");
 

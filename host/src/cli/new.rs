@@ -86,14 +86,7 @@ pub fn run_new(args: NewArgs) -> Exit {
             }
             Exit::Success
         }
-        Err(err @ ProjectError::Exists(_)) | Err(err @ ProjectError::Config { .. }) => {
-            eprintln!("error: {err}");
-            Exit::Usage
-        }
-        Err(err) => {
-            eprintln!("error: {err}");
-            Exit::Error
-        }
+        Err(err) => project_error(&err),
     }
 }
 
@@ -114,14 +107,17 @@ fn new_markdown_skill(dir: &Path, name: &str) -> Exit {
             );
             Exit::Success
         }
-        Err(err @ ProjectError::Exists(_)) | Err(err @ ProjectError::Config { .. }) => {
-            eprintln!("error: {err}");
-            Exit::Usage
-        }
-        Err(err) => {
-            eprintln!("error: {err}");
-            Exit::Error
-        }
+        Err(err) => project_error(&err),
+    }
+}
+
+/// Reports a project error: a usage error for a bad name or an existing
+/// folder, any other a failure.
+fn project_error(err: &ProjectError) -> Exit {
+    eprintln!("error: {err}");
+    match err {
+        ProjectError::Exists(_) | ProjectError::Config { .. } => Exit::Usage,
+        _ => Exit::Error,
     }
 }
 

@@ -70,6 +70,21 @@ pub struct CallState {
 }
 
 impl CallState {
+    /// A state granting nothing, replaced before the store is used.
+    fn placeholder(plugin: &Arc<str>) -> Self {
+        Self {
+            wasi: WasiCtxBuilder::new().build(),
+            table: ResourceTable::new(),
+            memory: MemoryCap::new(0),
+            plugin: plugin.clone(),
+            events: None,
+            audit: None,
+            http: WasiHttpCtx::new(),
+            net: NetHooks::new(&[], &[]),
+            touched: false,
+        }
+    }
+
     /// Whether the guest has called into the host (WASI, HTTP, capstan's
     /// host interface) through this state.
     pub(super) fn touched_host(&self) -> bool {
@@ -132,23 +147,15 @@ impl PreparedCall {
         options: &CallOptions,
         file_io: FileIo,
     ) -> Result<Self, CallError> {
-        let (state, stdout, stderr) = call_state(plugin, call_id, options, file_io, 0)?;
-        let mut store = Store::new(engine, state);
+        let mut store = Store::new(engine, CallState::placeholder(plugin));
         store.limiter(|state| &mut state.memory);
-        arm_deadline(&mut store, options.limits.timeout);
-        Ok(Self {
-            store,
-            stdout,
-            stderr,
-            limits: options.limits,
-            retirer: None,
-        })
+        Self::adopt(store, plugin, call_id, options, file_io)
     }
 
-    /// Gives a store whose instance was made ahead
-    /// ([`super::warm`]) the call's grants, limits and deadline, in place of
-    /// the empty ones it was made with. What the instance already allocated
-    /// counts against the call's memory limit.
+    /// Gives a store the call's grants, limits and deadline, in place of
+    /// what it had: a fresh store's placeholder, or the empty context an
+    /// instance made ahead ([`super::warm`]) was made with. What the store
+    /// already holds counts against the call's memory limit.
     pub fn adopt(
         mut store: Store<CallState>,
         plugin: &Arc<str>,
