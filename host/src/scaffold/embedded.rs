@@ -39,6 +39,10 @@ pub const JS_SDK: &str = include_str!("../../../sdk/js/capstan.js");
 pub const RUST_SDK: &[(&str, &str)] = &[
     ("src/lib.rs", include_str!("../../../sdk/rust/src/lib.rs")),
     (
+        "src/arguments.rs",
+        include_str!("../../../sdk/rust/src/arguments.rs"),
+    ),
+    (
         "src/context.rs",
         include_str!("../../../sdk/rust/src/context.rs"),
     ),

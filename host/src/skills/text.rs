@@ -28,37 +28,12 @@ pub struct Substitutions<'a> {
     pub session_id: Option<&'a str>,
 }
 
-/// Splits arguments into words: whitespace separates, quotes group.
-pub fn split_arguments(text: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut current = String::new();
-    let mut quote: Option<char> = None;
-    let mut started = false;
-    for c in text.chars() {
-        match quote {
-            Some(q) if c == q => quote = None,
-            Some(_) => current.push(c),
-            None if c == '"' || c == '\'' => {
-                quote = Some(c);
-                started = true;
-            }
-            None if c.is_whitespace() => {
-                if started {
-                    words.push(std::mem::take(&mut current));
-                    started = false;
-                }
-            }
-            None => {
-                current.push(c);
-                started = true;
-            }
-        }
-    }
-    if started {
-        words.push(current);
-    }
-    words
-}
+// The SDK's splitting rule, the same file: a skill component's words are
+// the words `$1` .. `$9` stand for here.
+#[path = "../../../sdk/rust/src/arguments.rs"]
+mod arguments;
+
+pub use arguments::split as split_arguments;
 
 /// `body` with the substitutions made.
 pub fn substitute(body: &str, subs: &Substitutions<'_>) -> String {

@@ -32,6 +32,7 @@
 //! Build it with `cargo build --release --target wasm32-wasip2`; the `.wasm`
 //! file in `target/wasm32-wasip2/release/` is the component.
 
+mod arguments;
 mod context;
 mod error;
 pub mod hook;

@@ -24,33 +24,7 @@ impl Arguments {
     /// Parses arguments as typed: whitespace separates words, double or
     /// single quotes keep spaces inside one.
     pub fn parse(all: &str) -> Self {
-        let mut words = Vec::new();
-        let mut current = String::new();
-        let mut quote: Option<char> = None;
-        let mut started = false;
-        for c in all.chars() {
-            match quote {
-                Some(q) if c == q => quote = None,
-                Some(_) => current.push(c),
-                None if c == '"' || c == '\'' => {
-                    quote = Some(c);
-                    started = true;
-                }
-                None if c.is_whitespace() => {
-                    if started {
-                        words.push(std::mem::take(&mut current));
-                        started = false;
-                    }
-                }
-                None => {
-                    current.push(c);
-                    started = true;
-                }
-            }
-        }
-        if started {
-            words.push(current);
-        }
+        let words = crate::arguments::split(all);
         Self {
             all: all.trim().to_string(),
             words,
