@@ -5,8 +5,9 @@
 use std::time::Duration;
 
 use super::bindings;
+use super::bindings::hook_world::HookPlugin;
 use super::bindings::hook_world::exports::capstan::plugin::hook as wit;
-use super::{CallError, CallOptions, Limits, LoadedComponent, Sandbox, call_context};
+use super::{CallError, CallOptions, Limits, LoadedComponent, Sandbox};
 use crate::hooks::{Decision, HookEvent, HookOutput, Subscription};
 
 impl Sandbox {
@@ -24,21 +25,17 @@ impl Sandbox {
             ..CallOptions::default()
         };
         let pre = component.hook_pre()?;
-        let (mut call, ready, _) =
-            self.take_call(&component.name, &component.hook_warm, &options)?;
-        let limit = call.wall_clock_limit();
-        let work = async {
-            let plugin = match ready {
-                Some(plugin) => plugin,
-                None => pre.instantiate_async(&mut call.store).await?,
-            };
-            plugin
-                .capstan_plugin_hook()
-                .call_subscriptions(&mut call.store)
-                .await
-        };
-        let outcome = tokio::time::timeout(limit, work).await;
-        let settled = call.settle(outcome);
+        let settled = self
+            .in_fresh_instance(
+                &component.name,
+                Some(&component.hook_warm),
+                &options,
+                async |store| pre.instantiate_async(store).await,
+                async |plugin: HookPlugin, store, _| {
+                    plugin.capstan_plugin_hook().call_subscriptions(store).await
+                },
+            )
+            .await;
         self.make_hook_ahead(component);
         Ok(settled?
             .into_iter()
@@ -62,26 +59,24 @@ impl Sandbox {
         options: &CallOptions,
     ) -> Result<HookOutput, CallError> {
         let pre = component.hook_pre()?;
-        let (mut call, ready, call_id) =
-            self.take_call(&component.name, &component.hook_warm, options)?;
-        let limit = call.wall_clock_limit();
-        let context = call_context(call_id, options);
         let input = wit::EventInput {
             event: event_to_wit(event),
             payload: payload.to_string(),
         };
-        let work = async {
-            let plugin = match ready {
-                Some(plugin) => plugin,
-                None => pre.instantiate_async(&mut call.store).await?,
-            };
-            plugin
-                .capstan_plugin_hook()
-                .call_handle(&mut call.store, &input, &context)
-                .await
-        };
-        let outcome = tokio::time::timeout(limit, work).await;
-        let settled = call.settle(outcome);
+        let settled = self
+            .in_fresh_instance(
+                &component.name,
+                Some(&component.hook_warm),
+                options,
+                async |store| pre.instantiate_async(store).await,
+                async |plugin: HookPlugin, store, context| {
+                    plugin
+                        .capstan_plugin_hook()
+                        .call_handle(store, &input, context)
+                        .await
+                },
+            )
+            .await;
         self.make_hook_ahead(component);
         let output = settled?.map_err(CallError::Failed)?;
         let size = output.system_message.as_ref().map_or(0, String::len)

@@ -212,21 +212,17 @@ impl Sandbox {
             ..CallOptions::default()
         };
         let pre = component.tool_pre()?;
-        let (mut call, ready, _) =
-            self.take_call(&component.name, &component.tool_warm, &options)?;
-        let limit = call.wall_clock_limit();
-        let work = async {
-            let plugin = match ready {
-                Some(plugin) => plugin,
-                None => pre.instantiate_async(&mut call.store).await?,
-            };
-            plugin
-                .capstan_plugin_tool()
-                .call_describe(&mut call.store)
-                .await
-        };
-        let outcome = tokio::time::timeout(limit, work).await;
-        let specs = call.settle(outcome);
+        let specs = self
+            .in_fresh_instance(
+                &component.name,
+                Some(&component.tool_warm),
+                &options,
+                async |store| pre.instantiate_async(store).await,
+                async |plugin: ToolPlugin, store, _| {
+                    plugin.capstan_plugin_tool().call_describe(store).await
+                },
+            )
+            .await;
         self.make_tool_ahead(component);
         let specs = specs?;
         specs
@@ -250,22 +246,20 @@ impl Sandbox {
         options: &CallOptions,
     ) -> Result<ToolOutput, CallError> {
         let pre = component.tool_pre()?;
-        let (mut call, ready, call_id) =
-            self.take_call(&component.name, &component.tool_warm, options)?;
-        let limit = call.wall_clock_limit();
-        let context = call_context(call_id, options);
-        let work = async {
-            let plugin = match ready {
-                Some(plugin) => plugin,
-                None => pre.instantiate_async(&mut call.store).await?,
-            };
-            plugin
-                .capstan_plugin_tool()
-                .call_call(&mut call.store, tool, input, &context)
-                .await
-        };
-        let outcome = tokio::time::timeout(limit, work).await;
-        let settled = call.settle(outcome);
+        let settled = self
+            .in_fresh_instance(
+                &component.name,
+                Some(&component.tool_warm),
+                options,
+                async |store| pre.instantiate_async(store).await,
+                async |plugin: ToolPlugin, store, context| {
+                    plugin
+                        .capstan_plugin_tool()
+                        .call_call(store, tool, input, context)
+                        .await
+                },
+            )
+            .await;
         self.make_tool_ahead(component);
         let plugin = component.name.to_string();
         use bindings::exports::capstan::plugin::tool::ToolError as WitError;
@@ -288,37 +282,49 @@ impl Sandbox {
     }
 }
 
-/// A call id unique within the process and unlikely to repeat across runs.
 impl Sandbox {
-    /// A fresh store for one call of `plugin` under `options`, and the
-    /// call's id.
-    fn prepare_call(
-        &self,
-        plugin: &std::sync::Arc<str>,
-        options: &CallOptions,
-    ) -> Result<(PreparedCall, String), CallError> {
-        let call_id = new_call_id();
-        let mut call = PreparedCall::new(&self.engine, plugin, &call_id, options, self.file_io)?;
-        call.retire_to(self.warmer.retirer());
-        Ok((call, call_id))
-    }
-
-    /// Like [`Sandbox::prepare_call`], but with the instance made ahead in
-    /// `slot`, when there is one that fits the call, already in the store.
-    fn take_call<T>(
+    /// One call in a fresh instance of a component offered as `plugin`: a
+    /// store set up for the call under `options`, holding the instance made
+    /// ahead in `warm` when there is one that fits the call, else an
+    /// instance made now by `instantiate`; then `run` on it with the call's
+    /// context, within the call's wall-clock limit, its end turned into a
+    /// result. The store is dropped on the warm-up thread.
+    async fn in_fresh_instance<T, R>(
         &self,
         plugin: &Arc<str>,
-        slot: &WarmSlot<T>,
+        warm: Option<&WarmSlot<T>>,
         options: &CallOptions,
-    ) -> Result<(PreparedCall, Option<T>, String), CallError> {
-        let Some(warm) = slot.take(options.limits.memory) else {
-            let (call, call_id) = self.prepare_call(plugin, options)?;
-            return Ok((call, None, call_id));
-        };
+        instantiate: impl AsyncFnOnce(&mut wasmtime::Store<CallState>) -> wasmtime::Result<T>,
+        run: impl AsyncFnOnce(
+            T,
+            &mut wasmtime::Store<CallState>,
+            &bindings::capstan::plugin::types::CallContext,
+        ) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
         let call_id = new_call_id();
-        let mut call = PreparedCall::adopt(warm.store, plugin, &call_id, options, self.file_io)?;
+        let made_ahead = warm.and_then(|slot| slot.take(options.limits.memory));
+        let (mut call, ready) = match made_ahead {
+            Some(warm) => (
+                PreparedCall::adopt(warm.store, plugin, &call_id, options, self.file_io)?,
+                Some(warm.instance),
+            ),
+            None => (
+                PreparedCall::new(&self.engine, plugin, &call_id, options, self.file_io)?,
+                None,
+            ),
+        };
         call.retire_to(self.warmer.retirer());
-        Ok((call, Some(warm.instance), call_id))
+        let limit = call.wall_clock_limit();
+        let context = call_context(call_id, options);
+        let work = async {
+            let instance = match ready {
+                Some(instance) => instance,
+                None => instantiate(&mut call.store).await?,
+            };
+            run(instance, &mut call.store, &context).await
+        };
+        let outcome = tokio::time::timeout(limit, work).await;
+        call.settle(outcome)
     }
 
     /// Makes the component's next tool instance on the warm-up thread.
@@ -362,6 +368,7 @@ fn call_context(
     }
 }
 
+/// A call id unique within the process and unlikely to repeat across runs.
 pub(crate) fn new_call_id() -> String {
     use std::sync::atomic::AtomicU64;
     static NEXT: AtomicU64 = AtomicU64::new(0);

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::call::CallOptions;
 use super::engine;
+use super::warm::WarmSlot;
 use super::{CallError, Limits, LoadError, Sandbox};
 
 /// Host-side bindings of the `skill-plugin` world. The `host` import is the
@@ -20,7 +21,7 @@ mod bindings {
     });
 }
 
-use bindings::SkillPluginPre;
+use bindings::{SkillPlugin, SkillPluginPre};
 
 /// What a skill component says about one of its skills.
 pub use bindings::exports::capstan::plugin::skill::SkillMeta as WitSkillMeta;
@@ -89,17 +90,16 @@ impl Sandbox {
             },
             ..CallOptions::default()
         };
-        let mut call = self.prepare_call(&component.name, &options)?.0;
-        let limit = call.wall_clock_limit();
-        let work = async {
-            let plugin = component.pre.instantiate_async(&mut call.store).await?;
-            plugin
-                .capstan_plugin_skill()
-                .call_list(&mut call.store)
-                .await
-        };
-        let outcome = tokio::time::timeout(limit, work).await;
-        call.settle(outcome)
+        self.in_fresh_instance(
+            &component.name,
+            None::<&WarmSlot<SkillPlugin>>,
+            &options,
+            async |store| component.pre.instantiate_async(store).await,
+            async |plugin: SkillPlugin, store, _| {
+                plugin.capstan_plugin_skill().call_list(store).await
+            },
+        )
+        .await
     }
 
     /// Runs `load(name, arguments)` in a fresh instance under `options`.
@@ -110,18 +110,21 @@ impl Sandbox {
         arguments: &str,
         options: &CallOptions,
     ) -> Result<String, CallError> {
-        let mut call = self.prepare_call(&component.name, options)?.0;
-        let limit = call.wall_clock_limit();
-        let work = async {
-            let plugin = component.pre.instantiate_async(&mut call.store).await?;
-            plugin
-                .capstan_plugin_skill()
-                .call_load(&mut call.store, name, arguments)
-                .await
-        };
-        let outcome = tokio::time::timeout(limit, work).await;
-        let result = call.settle(outcome)?;
-        let text = result.map_err(CallError::Failed)?;
+        let settled = self
+            .in_fresh_instance(
+                &component.name,
+                None::<&WarmSlot<SkillPlugin>>,
+                options,
+                async |store| component.pre.instantiate_async(store).await,
+                async |plugin: SkillPlugin, store, _| {
+                    plugin
+                        .capstan_plugin_skill()
+                        .call_load(store, name, arguments)
+                        .await
+                },
+            )
+            .await;
+        let text = settled?.map_err(CallError::Failed)?;
         within_output_limit(component, text, options)
     }
 
@@ -133,18 +136,21 @@ impl Sandbox {
         path: &str,
         options: &CallOptions,
     ) -> Result<Vec<u8>, CallError> {
-        let mut call = self.prepare_call(&component.name, options)?.0;
-        let limit = call.wall_clock_limit();
-        let work = async {
-            let plugin = component.pre.instantiate_async(&mut call.store).await?;
-            plugin
-                .capstan_plugin_skill()
-                .call_resource(&mut call.store, name, path)
-                .await
-        };
-        let outcome = tokio::time::timeout(limit, work).await;
-        let result = call.settle(outcome)?;
-        let bytes = result.map_err(CallError::Failed)?;
+        let settled = self
+            .in_fresh_instance(
+                &component.name,
+                None::<&WarmSlot<SkillPlugin>>,
+                options,
+                async |store| component.pre.instantiate_async(store).await,
+                async |plugin: SkillPlugin, store, _| {
+                    plugin
+                        .capstan_plugin_skill()
+                        .call_resource(store, name, path)
+                        .await
+                },
+            )
+            .await;
+        let bytes = settled?.map_err(CallError::Failed)?;
         within_output_limit(component, bytes, options)
     }
 }
