@@ -162,6 +162,34 @@ impl Sandbox {
         Ok(loaded)
     }
 
+    /// Compiles `wasm` (or takes it from the compile cache) and links it
+    /// against what the host provides: the linked component, its SHA-256
+    /// (`sha256` when already known) and where it came from.
+    fn link(
+        &self,
+        wasm: &[u8],
+        sha256: Option<&str>,
+        origin: &str,
+    ) -> Result<
+        (
+            wasmtime::component::InstancePre<CallState>,
+            String,
+            CacheOutcome,
+        ),
+        LoadError,
+    > {
+        let sha256 = sha256.map_or_else(|| engine::sha256_hex(wasm), str::to_string);
+        let (component, outcome) = self.cache.load(&self.engine, wasm, &sha256, origin)?;
+        let pre = self
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| LoadError::Incompatible {
+                origin: origin.to_string(),
+                reason: format!("{e:#}"),
+            })?;
+        Ok((pre, sha256, outcome))
+    }
+
     /// Loads a component that offers tools, hooks or both.
     pub fn load_plugin(
         &self,
@@ -170,19 +198,11 @@ impl Sandbox {
         sha256: Option<&str>,
         origin: &str,
     ) -> Result<LoadedComponent, LoadError> {
-        let sha256 = match sha256 {
-            Some(known) => known.to_string(),
-            None => engine::sha256_hex(wasm),
-        };
-        let (component, outcome) = self.cache.load(&self.engine, wasm, &sha256, origin)?;
+        let (pre, sha256, outcome) = self.link(wasm, sha256, origin)?;
         let incompatible = |reason: String| LoadError::Incompatible {
             origin: origin.to_string(),
             reason,
         };
-        let pre = self
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| incompatible(format!("{e:#}")))?;
         let tool = ToolPluginPre::new(pre.clone()).ok();
         let hook = HookPluginPre::new(pre).ok();
         if tool.is_none() && hook.is_none() {
@@ -337,7 +357,7 @@ impl Sandbox {
             &component.name,
             self.file_io,
             &component.tool_warm,
-            move |store| Box::pin(async move { pre.instantiate_async(store).await }),
+            async move |store| pre.instantiate_async(store).await,
         );
     }
 
@@ -351,7 +371,7 @@ impl Sandbox {
             &component.name,
             self.file_io,
             &component.hook_warm,
-            move |store| Box::pin(async move { pre.instantiate_async(store).await }),
+            async move |store| pre.instantiate_async(store).await,
         );
     }
 }

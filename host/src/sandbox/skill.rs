@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::call::CallOptions;
-use super::engine;
 use super::warm::WarmSlot;
 use super::{CallError, Limits, LoadError, Sandbox};
 
@@ -55,20 +54,12 @@ impl Sandbox {
         sha256: Option<&str>,
         origin: &str,
     ) -> Result<SkillComponent, LoadError> {
-        let sha256 = sha256.map_or_else(|| engine::sha256_hex(wasm), str::to_string);
-        let (component, _) = self.cache.load(&self.engine, wasm, &sha256, origin)?;
-        let incompatible = |reason: String| LoadError::Incompatible {
+        let (pre, sha256, _) = self.link(wasm, sha256, origin)?;
+        let pre = SkillPluginPre::new(pre).map_err(|e| LoadError::Incompatible {
             origin: origin.to_string(),
-            reason,
-        };
-        let pre = self
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| incompatible(format!("{e:#}")))?;
-        let pre = SkillPluginPre::new(pre).map_err(|e| {
-            incompatible(format!(
+            reason: format!(
                 "it does not export the skill interface capstan:plugin/skill@0.1.0 ({e:#})"
-            ))
+            ),
         })?;
         Ok(SkillComponent {
             name: Arc::from(name),

@@ -186,21 +186,15 @@ impl Warmer {
 
     /// Makes the next instance of `plugin` into `slot`, unless one is ready,
     /// being made, or the plugin cannot be made ahead.
-    pub fn make<T, F>(
+    pub fn make<T>(
         &self,
         engine: &wasmtime::Engine,
         plugin: &Arc<str>,
         file_io: FileIo,
         slot: &Arc<WarmSlot<T>>,
-        instantiate: F,
+        instantiate: impl AsyncFnOnce(&mut Store<CallState>) -> wasmtime::Result<T> + Send + 'static,
     ) where
         T: Send + 'static,
-        F: for<'a> FnOnce(
-                &'a mut Store<CallState>,
-            ) -> std::pin::Pin<
-                Box<dyn std::future::Future<Output = wasmtime::Result<T>> + Send + 'a>,
-            > + Send
-            + 'static,
     {
         if !slot.claim() {
             return;
