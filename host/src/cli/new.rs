@@ -133,16 +133,20 @@ fn shell_path(path: &Path) -> String {
     }
 }
 
-/// Runs `capstan plugin build [DIR]`.
-pub fn run_build(dir: &Path) -> Exit {
-    let home = match Home::from_env() {
-        Ok(home) => home,
+/// The toolchains in capstan's data folder, or the error saying why that
+/// folder is unknown.
+fn toolchains() -> Result<Toolchains, Exit> {
+    match Home::from_env() {
+        Ok(home) => Ok(Toolchains::new(&home)),
         Err(err) => {
             eprintln!("error: {err}");
-            return Exit::Error;
+            Err(Exit::Error)
         }
-    };
-    let toolchains = Toolchains::new(&home);
+    }
+}
+
+/// Runs `capstan plugin build [DIR]`.
+pub fn run_build(dir: &Path) -> Exit {
     if build::is_markdown_only(dir) {
         println!(
             "nothing to build: {} holds skills written in Markdown only; install it with `capstan plugin install {} --yes`",
@@ -151,6 +155,10 @@ pub fn run_build(dir: &Path) -> Exit {
         );
         return Exit::Success;
     }
+    let toolchains = match toolchains() {
+        Ok(toolchains) => toolchains,
+        Err(exit) => return exit,
+    };
     eprintln!("building {}...", dir.display());
     match build::build(dir, &toolchains) {
         Ok(report) => {
@@ -185,14 +193,10 @@ pub fn run_toolchain(lang: &str) -> Exit {
             return Exit::Usage;
         }
     };
-    let home = match Home::from_env() {
-        Ok(home) => home,
-        Err(err) => {
-            eprintln!("error: {err}");
-            return Exit::Error;
-        }
+    let toolchains = match toolchains() {
+        Ok(toolchains) => toolchains,
+        Err(exit) => return exit,
     };
-    let toolchains = Toolchains::new(&home);
     match toolchains.install(lang) {
         Ok(dir) => {
             println!("installed the {lang} toolchain in {}", dir.display());
