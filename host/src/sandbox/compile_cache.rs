@@ -156,20 +156,10 @@ impl Record {
 /// that is trusted.
 const SETTLED: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// The file's device, inode, size and change time: any write to it, a
-/// truncation, or another file renamed into its place changes one of them.
-/// None where the platform does not say.
-fn identity(path: &Path) -> Option<String> {
-    identity_and_age(path).map(|(identity, _)| identity)
-}
-
-/// [`identity`], if the file last changed at least [`SETTLED`] ago.
-fn settled_identity(path: &Path) -> Option<String> {
-    identity_and_age(path)
-        .filter(|(_, age)| *age >= SETTLED)
-        .map(|(identity, _)| identity)
-}
-
+/// The file's identity — its device, inode, size and change time: any write
+/// to it, a truncation, or another file renamed into its place changes one
+/// of them — and how long ago it last changed. None where the platform does
+/// not say.
 fn identity_and_age(path: &Path) -> Option<(String, std::time::Duration)> {
     #[cfg(unix)]
     {
@@ -204,9 +194,14 @@ fn identity_and_age(path: &Path) -> Option<(String, std::time::Duration)> {
 /// built by another engine) means "not cached".
 fn read_entry(engine: &Engine, path: &Path) -> Option<Component> {
     let record = Record::parse(&fs::read_to_string(digest_path(path)).ok()?)?;
-    let now = identity(path);
-    if now.is_none() || record.identity != now {
-        let now = settled_identity(path);
+    let now = identity_and_age(path);
+    let unchanged =
+        matches!((&now, &record.identity), (Some((now, _)), Some(checked)) if now == checked);
+    if !unchanged {
+        // Recorded only if it has settled (see `SETTLED`).
+        let now = now
+            .filter(|(_, age)| *age >= SETTLED)
+            .map(|(identity, _)| identity);
         // Hashed from a mapping of the file, in parallel: no copy of an
         // artifact that can be tens of megabytes.
         let mut hasher = blake3::Hasher::new();
@@ -290,6 +285,10 @@ pub fn compile(engine: &Engine, wasm: &[u8], origin: &str) -> Result<Component, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn identity(path: &Path) -> Option<String> {
+        identity_and_age(path).map(|(identity, _)| identity)
+    }
 
     #[test]
     fn records_read_back_what_they_wrote() {
