@@ -4,6 +4,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 pub mod mock_model;
+pub mod terminal;
 
 use std::path::{Path, PathBuf};
 use std::process::Command as StdCommand;

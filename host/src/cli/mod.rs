@@ -13,6 +13,7 @@ mod session_list;
 pub mod setup;
 mod skill;
 mod tool;
+pub mod turn_keys;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

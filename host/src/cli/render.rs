@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::turn_keys::{Key, TurnKeys};
 use crate::agent::{AgentEvent, CompactTrigger, Frontend, PermissionAnswer, PermissionRequest};
 use crate::policy::Outcome;
 
@@ -121,6 +122,8 @@ pub struct TerminalFrontend {
     interactive: bool,
     at_line_start: bool,
     verbose: bool,
+    /// The keyboard while a turn runs (interactive sessions on a terminal).
+    keys: Option<TurnKeys>,
 }
 
 impl TerminalFrontend {
@@ -135,7 +138,18 @@ impl TerminalFrontend {
             interactive,
             at_line_start: true,
             verbose,
+            keys: None,
         }
+    }
+
+    /// Gives the front end the keyboard for a turn, for its questions.
+    pub fn attach_keys(&mut self, keys: Option<TurnKeys>) {
+        self.keys = keys;
+    }
+
+    /// Takes the keyboard back at the end of a turn.
+    pub fn detach_keys(&mut self) -> Option<TurnKeys> {
+        self.keys.take()
     }
 
     /// The style for stderr.
@@ -310,33 +324,125 @@ impl Frontend for TerminalFrontend {
         eprintln!(
             "  [y] yes, once   [s] yes, {tool} for this session   [a] always {tool} in this project   [n] no, and tell the model why"
         );
-        let Ok(mut editor) = rustyline::DefaultEditor::new() else {
+        match &self.keys {
+            Some(keys) => ask_with_keys(keys),
+            None => ask_with_lines(),
+        }
+    }
+}
+
+/// Reads the answer to a permission question from the turn's keyboard
+/// reader: one key (y, s, a, n — Enter means no), and for "no" an optional
+/// reason line. Ctrl-C or Esc stop the turn. Only keys pressed after the
+/// question was shown count.
+fn ask_with_keys(keys: &TurnKeys) -> PermissionAnswer {
+    keys.question();
+    let answer = read_choice(keys);
+    keys.end_question();
+    answer
+}
+
+fn read_choice(keys: &TurnKeys) -> PermissionAnswer {
+    prompt_text("  allow? [y/s/a/n] ");
+    loop {
+        let Some(key) = keys.next_answer_key() else {
             return PermissionAnswer::Deny {
-                reason: Some("the terminal could not be read".into()),
+                reason: Some("the terminal closed".into()),
             };
         };
-        loop {
-            match editor.readline("  allow? [y/s/a/n] ") {
-                Ok(answer) => match answer.trim().to_ascii_lowercase().as_str() {
-                    "y" | "yes" => return PermissionAnswer::AllowOnce,
-                    "s" | "session" => return PermissionAnswer::AllowSession,
-                    "a" | "always" => return PermissionAnswer::AllowAlways,
-                    "n" | "no" | "" => {
-                        let reason = editor
-                            .readline("  why not? (optional, goes to the model) ")
-                            .ok()
-                            .filter(|r| !r.trim().is_empty());
-                        return PermissionAnswer::Deny { reason };
-                    }
-                    _ => eprintln!("  please answer y, s, a or n"),
-                },
-                Err(rustyline::error::ReadlineError::Interrupted) => {
-                    return PermissionAnswer::Interrupt;
+        let choice = match key {
+            Key::CtrlC | Key::Esc => {
+                prompt_text("\n");
+                return PermissionAnswer::Interrupt;
+            }
+            Key::Enter => 'n',
+            Key::Char(c) => c.to_ascii_lowercase(),
+            Key::Backspace => continue,
+        };
+        let answer = match choice {
+            'y' => PermissionAnswer::AllowOnce,
+            's' => PermissionAnswer::AllowSession,
+            'a' => PermissionAnswer::AllowAlways,
+            'n' => {
+                prompt_text("n\n  why not? (optional, goes to the model; Enter to skip) ");
+                return match read_reason(keys) {
+                    Some(reason) => PermissionAnswer::Deny {
+                        reason: (!reason.trim().is_empty()).then_some(reason),
+                    },
+                    None => PermissionAnswer::Interrupt,
+                };
+            }
+            _ => {
+                prompt_text("\n  please answer y, s, a or n: ");
+                continue;
+            }
+        };
+        prompt_text(&format!("{choice}\n"));
+        return answer;
+    }
+}
+
+/// A line typed for the reason of a refusal, echoed as typed; `None` when
+/// the user pressed Ctrl-C.
+fn read_reason(keys: &TurnKeys) -> Option<String> {
+    let mut line = String::new();
+    loop {
+        match keys.next_answer_key() {
+            None | Some(Key::Enter) | Some(Key::Esc) => {
+                prompt_text("\n");
+                return Some(line);
+            }
+            Some(Key::CtrlC) => {
+                prompt_text("\n");
+                return None;
+            }
+            Some(Key::Backspace) => {
+                if line.pop().is_some() {
+                    prompt_text("\u{8} \u{8}");
                 }
-                Err(_) => return PermissionAnswer::Deny { reason: None },
+            }
+            Some(Key::Char(c)) => {
+                line.push(c);
+                prompt_text(&c.to_string());
             }
         }
     }
+}
+
+/// The permission question without a keyboard reader (stdin is not a
+/// terminal): one line per answer.
+fn ask_with_lines() -> PermissionAnswer {
+    let read_line = || {
+        let mut line = String::new();
+        match std::io::stdin().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line.trim().to_string()),
+        }
+    };
+    loop {
+        prompt_text("  allow? [y/s/a/n] ");
+        let Some(answer) = read_line() else {
+            return PermissionAnswer::Deny { reason: None };
+        };
+        match answer.to_ascii_lowercase().as_str() {
+            "y" | "yes" => return PermissionAnswer::AllowOnce,
+            "s" | "session" => return PermissionAnswer::AllowSession,
+            "a" | "always" => return PermissionAnswer::AllowAlways,
+            "n" | "no" | "" => {
+                prompt_text("  why not? (optional, goes to the model) ");
+                let reason = read_line().filter(|r| !r.is_empty());
+                return PermissionAnswer::Deny { reason };
+            }
+            _ => eprintln!("  please answer y, s, a or n"),
+        }
+    }
+}
+
+/// Writes part of a question to stderr, without a newline unless given.
+fn prompt_text(text: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes());
+    let _ = err.flush();
 }
 
 /// Prints events as JSON lines on stdout (`--output-format stream-json`).

@@ -8,6 +8,7 @@ use rustyline::error::ReadlineError;
 use super::Exit;
 use super::render::TerminalFrontend;
 use super::setup::{self, Session, SessionArgs};
+use super::turn_keys::{self, TurnKeys};
 use crate::agent::{Interrupt, TurnEnd};
 use crate::policy::Mode;
 use crate::session::Sessions;
@@ -23,7 +24,8 @@ Commands:
   /plugins         the plugins and their tools
   /NAME [ARGS]     run a skill (listed below; `capstan skill list` shows all)
   /exit            leave (Ctrl-D works too)
-Keys: Ctrl-C stops a running turn (twice to quit); end a line with \\ to continue it.";
+Keys: Ctrl-C or Esc stops a running turn (Ctrl-C twice quits); end a line with \\ to continue it.
+What you type while a turn runs waits for the next prompt.";
 
 /// Runs the interactive session.
 pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
@@ -39,13 +41,14 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
     let interrupt = Interrupt::new();
     super::watch_ctrl_c(interrupt.clone());
 
-    let mut editor = match rustyline::DefaultEditor::new() {
+    let mut editor = match line_editor() {
         Ok(editor) => editor,
         Err(e) => {
             eprintln!("error: cannot read from the terminal: {e}");
             return Exit::Error;
         }
     };
+    let mut typed = Typeahead::default();
     let history = session.home.data_dir().join("history");
     let _ = editor.load_history(&history);
 
@@ -56,21 +59,41 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
     if let Some(prompt) = args.prompt.clone() {
         let _ = editor.add_history_entry(prompt.as_str());
         match skill_prompt(&session, &prompt).await {
-            Some(Some(text)) => run_turn(&mut session, &mut frontend, &interrupt, &text).await,
+            Some(Some(text)) => {
+                run_turn(&mut session, &mut frontend, &interrupt, &text, &mut typed).await;
+            }
             Some(None) => {}
-            None => run_turn(&mut session, &mut frontend, &interrupt, &prompt).await,
+            None => run_turn(&mut session, &mut frontend, &interrupt, &prompt, &mut typed).await,
         }
     }
+    let mut exit = Exit::Success;
+    let mut interrupted_at_prompt = false;
     loop {
-        let line = match read_prompt(&mut editor) {
-            Ok(Some(line)) => line,
-            Ok(None) => continue,
-            Err(ReadlineError::Eof) => break,
-            Err(e) => {
-                eprintln!("error: cannot read from the terminal: {e}");
-                break;
+        let line = match typed.queued.pop_front() {
+            Some(line) => {
+                // A line typed (and entered) while the last turn ran.
+                eprintln!("> {line}");
+                line
             }
+            None => match read_prompt(&mut editor, &std::mem::take(&mut typed.partial)) {
+                Ok(Some(line)) => line,
+                Ok(None) => {
+                    if interrupted_at_prompt {
+                        exit = Exit::Interrupted;
+                        break;
+                    }
+                    interrupted_at_prompt = true;
+                    eprintln!("(Ctrl-C again or Ctrl-D to leave)");
+                    continue;
+                }
+                Err(ReadlineError::Eof) => break,
+                Err(e) => {
+                    eprintln!("error: cannot read from the terminal: {e}");
+                    break;
+                }
+            },
         };
+        interrupted_at_prompt = false;
         let trimmed = line.trim();
         if trimmed.is_empty() {
             continue;
@@ -78,13 +101,13 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
         let _ = editor.add_history_entry(trimmed);
         if let Some(prompt) = skill_prompt(&session, trimmed).await {
             if let Some(prompt) = prompt {
-                run_turn(&mut session, &mut frontend, &interrupt, &prompt).await;
+                run_turn(&mut session, &mut frontend, &interrupt, &prompt, &mut typed).await;
             }
             continue;
         }
         if let Some(command) = trimmed.strip_prefix('/') {
             if let Some(focus) = compact_focus(command) {
-                compact(&mut session, &mut frontend, &interrupt, focus).await;
+                compact(&mut session, &mut frontend, &interrupt, focus, &mut typed).await;
                 continue;
             }
             match slash_command(&mut session, command) {
@@ -96,7 +119,7 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
                 }
             }
         }
-        run_turn(&mut session, &mut frontend, &interrupt, trimmed).await;
+        run_turn(&mut session, &mut frontend, &interrupt, trimmed, &mut typed).await;
     }
     if let Some(parent) = history.parent() {
         let _ = std::fs::create_dir_all(parent);
@@ -118,16 +141,77 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
             ))
         );
     }
-    Exit::Success
+    exit
 }
 
-/// Reads one prompt; a line ending in `\` continues on the next. Ctrl-C at
-/// the prompt clears the line (`Ok(None)`).
-fn read_prompt(editor: &mut rustyline::DefaultEditor) -> Result<Option<String>, ReadlineError> {
+/// The line editor: one for the whole session (the permission question
+/// reads keys through [`TurnKeys`], never a second editor). A lone Esc does
+/// nothing at the prompt, and never joins the next key as Alt+key: an
+/// escape sequence's bytes arrive together, well within the timeout.
+fn line_editor() -> rustyline::Result<rustyline::DefaultEditor> {
+    let config = rustyline::Config::builder()
+        .keyseq_timeout(Some(ESCAPE_TIMEOUT_MS))
+        .build();
+    let mut editor = rustyline::DefaultEditor::with_config(config)?;
+    editor.bind_sequence(
+        rustyline::KeyEvent(rustyline::KeyCode::Esc, rustyline::Modifiers::NONE),
+        rustyline::Cmd::Noop,
+    );
+    Ok(editor)
+}
+
+/// How long the prompt waits after an ESC for the rest of a key's escape
+/// sequence.
+const ESCAPE_TIMEOUT_MS: u16 = 40;
+
+/// What the user typed while a turn ran: lines finished with Enter run as
+/// the next prompts, in order; the unfinished rest starts the next prompt's
+/// line.
+#[derive(Debug, Default)]
+struct Typeahead {
+    queued: std::collections::VecDeque<String>,
+    partial: String,
+}
+
+impl Typeahead {
+    fn keep(&mut self, text: &str) {
+        let text = format!("{}{text}", std::mem::take(&mut self.partial));
+        let (lines, rest) = turn_keys::split_typeahead(&text);
+        self.queued.extend(lines);
+        self.partial = rest;
+    }
+}
+
+/// Runs `work` (a turn, a compaction) with the keyboard in turn mode:
+/// Ctrl-C and Esc interrupt, typing is kept for the next prompt.
+async fn with_turn_keys<T>(
+    frontend: &mut TerminalFrontend,
+    interrupt: &Interrupt,
+    typed: &mut Typeahead,
+    work: impl AsyncFnOnce(&mut TerminalFrontend) -> T,
+) -> T {
+    frontend.attach_keys(TurnKeys::start(interrupt.clone()));
+    let outcome = work(frontend).await;
+    if let Some(keys) = frontend.detach_keys() {
+        typed.keep(&keys.finish());
+    }
+    outcome
+}
+
+/// Reads one prompt, its line starting with `initial` (type-ahead); a line
+/// ending in `\` continues on the next. Ctrl-C at the prompt clears the
+/// line (`Ok(None)`).
+fn read_prompt(
+    editor: &mut rustyline::DefaultEditor,
+    initial: &str,
+) -> Result<Option<String>, ReadlineError> {
     let mut text = String::new();
     let mut prompt = "> ";
+    let mut initial = initial;
     loop {
-        match editor.readline(prompt) {
+        let read = editor.readline_with_initial(prompt, (initial, ""));
+        initial = "";
+        match read {
             Ok(line) => {
                 if let Some(head) = line.strip_suffix('\\') {
                     text.push_str(head);
@@ -138,10 +222,7 @@ fn read_prompt(editor: &mut rustyline::DefaultEditor) -> Result<Option<String>, 
                 text.push_str(&line);
                 return Ok(Some(text));
             }
-            Err(ReadlineError::Interrupted) => {
-                eprintln!("(Ctrl-D or /exit to leave)");
-                return Ok(None);
-            }
+            Err(ReadlineError::Interrupted) => return Ok(None),
             Err(e) => return Err(e),
         }
     }
@@ -152,9 +233,14 @@ async fn run_turn(
     frontend: &mut TerminalFrontend,
     interrupt: &Interrupt,
     prompt: &str,
+    typed: &mut Typeahead,
 ) {
     interrupt.clear();
-    let outcome = session.agent.run_turn(prompt, frontend, interrupt).await;
+    let agent = &mut session.agent;
+    let outcome = with_turn_keys(frontend, interrupt, typed, async |frontend| {
+        agent.run_turn(prompt, frontend, interrupt).await
+    })
+    .await;
     frontend.finish_line();
     let style = frontend.err_style();
     match outcome {
@@ -188,10 +274,15 @@ async fn compact(
     frontend: &mut TerminalFrontend,
     interrupt: &Interrupt,
     focus: &str,
+    typed: &mut Typeahead,
 ) {
     interrupt.clear();
     let focus = (!focus.is_empty()).then_some(focus);
-    let outcome = session.agent.compact(focus, frontend, interrupt).await;
+    let agent = &mut session.agent;
+    let outcome = with_turn_keys(frontend, interrupt, typed, async |frontend| {
+        agent.compact(focus, frontend, interrupt).await
+    })
+    .await;
     frontend.finish_line();
     if let Err(error) = outcome {
         eprintln!("{}", frontend.err_style().red(&format!("error: {error}")));

@@ -1,0 +1,338 @@
+//! The interactive session in a real (pseudo-)terminal: Ctrl-C and Esc in
+//! every state of a turn, type-ahead, and permission questions that take
+//! only the keys pressed after they are shown.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::os::unix::process::ExitStatusExt;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::terminal::Terminal;
+use support::{Env, MODEL_VARS, fixture};
+
+/// A long answer, streamed three words at a time: long enough to be
+/// interrupted while it streams.
+fn long_text() -> String {
+    (1..=400).map(|n| format!("word{n} ")).collect()
+}
+
+/// Starts an interactive session with the scripted model playing `turns`,
+/// three words every 40 ms.
+fn session(env: &Env, turns: Value, extra: &[&str]) -> Terminal {
+    session_streaming(env, turns, 40, extra)
+}
+
+/// [`session`], with three words streamed every `chunk_delay_ms`.
+fn session_streaming(env: &Env, turns: Value, chunk_delay_ms: u64, extra: &[&str]) -> Terminal {
+    let script = env.home.path().join("script.json");
+    let script_json = json!({ "chunk_delay_ms": chunk_delay_ms, "turns": turns });
+    std::fs::write(&script, script_json.to_string()).unwrap();
+    let mut cmd = env.capstan_std();
+    for var in MODEL_VARS {
+        cmd.env_remove(var);
+    }
+    cmd.env("NO_COLOR", "1")
+        .arg("--model")
+        .arg(format!("scripted:{}", script.display()))
+        .args(extra);
+    let mut terminal = Terminal::spawn(cmd);
+    terminal.expect("Ctrl-D exits");
+    terminal.expect("> ");
+    terminal
+}
+
+/// The interactive session's user messages, from its transcript.
+fn user_prompts(env: &Env) -> Vec<String> {
+    let mut prompts = Vec::new();
+    let sessions = env.home.path().join("sessions");
+    for entry in walk(&sessions) {
+        if entry.extension().is_some_and(|e| e == "jsonl") {
+            for line in std::fs::read_to_string(&entry).unwrap().lines() {
+                let Ok(record) = serde_json::from_str::<Value>(line) else {
+                    continue;
+                };
+                if record["type"] == "user" {
+                    if let Some(text) = record.pointer("/message/content/0/text") {
+                        prompts.push(text.as_str().unwrap_or_default().to_string());
+                    } else if let Some(text) = record["text"].as_str() {
+                        prompts.push(text.to_string());
+                    }
+                }
+            }
+        }
+    }
+    prompts
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return files;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+/// Leaves with `/exit` and checks the process ended on its own, normally.
+fn exit_cleanly(terminal: &mut Terminal) {
+    terminal.type_slowly("/exit\r");
+    let status = terminal.wait();
+    assert_eq!(
+        status.code(),
+        Some(0),
+        "exit status {status:?} (signal {:?}); the terminal shows:\n{}",
+        status.signal(),
+        terminal.screen()
+    );
+}
+
+/// The reported crash: after a permission question has been answered,
+/// Ctrl-C while the model streams stopped the process with SIGABRT. It
+/// must stop the turn, and the session must go on.
+#[test]
+fn ctrl_c_while_streaming_after_a_permission_answer_stops_the_turn() {
+    let env = Env::new();
+    let mut terminal = session(
+        &env,
+        json!([
+            { "text": "Writing the file.",
+              "tool_calls": [ { "tool": "fs.write", "input": { "path": "a.txt", "content": "x\n" } } ] },
+            { "text": long_text() },
+            { "text": "Still here." }
+        ]),
+        &[],
+    );
+    terminal.type_slowly("write a.txt\r");
+    terminal.expect("allow? [y/s/a/n]");
+    terminal.send("y");
+    terminal.expect("word3");
+    terminal.send("\x03");
+    terminal.expect("interrupted");
+    terminal.expect("> ");
+    assert!(terminal.is_running(), "{}", terminal.screen());
+    assert_eq!(env.read("a.txt"), "x\n");
+    // The next prompt carries on.
+    terminal.type_slowly("go on\r");
+    terminal.expect("Still here.");
+    terminal.expect("> ");
+    exit_cleanly(&mut terminal);
+}
+
+/// Ctrl-C at a permission question refuses the call and stops the turn.
+#[test]
+fn ctrl_c_at_a_permission_question_stops_the_turn() {
+    let env = Env::new();
+    let mut terminal = session(
+        &env,
+        json!([
+            { "text": "Writing the file.",
+              "tool_calls": [ { "tool": "fs.write", "input": { "path": "a.txt", "content": "x\n" } } ] },
+            { "text": "After the question." }
+        ]),
+        &[],
+    );
+    terminal.type_slowly("write a.txt\r");
+    terminal.expect("allow? [y/s/a/n]");
+    terminal.send("\x03");
+    terminal.expect("> ");
+    assert!(terminal.is_running(), "{}", terminal.screen());
+    assert!(
+        !env.ws.path().join("a.txt").exists(),
+        "the refused write ran"
+    );
+    assert!(!terminal.screen().contains("After the question."));
+    exit_cleanly(&mut terminal);
+}
+
+/// Ctrl-C while a tool runs stops it; the session goes on.
+#[test]
+fn ctrl_c_while_a_tool_runs_stops_the_turn() {
+    let env = Env::new();
+    let plugin = fixture("misbehave");
+    let mut terminal = session(
+        &env,
+        json!([
+            { "text": "Sleeping.",
+              "tool_calls": [ { "tool": "misbehave.sleep", "input": { "bytes": 20 } } ] },
+            { "text": "Awake again." }
+        ]),
+        &[
+            "--permission-mode",
+            "bypass",
+            "--plugin",
+            &format!("misbehave={}", plugin.display()),
+        ],
+    );
+    terminal.type_slowly("sleep\r");
+    terminal.expect("Sleeping.");
+    std::thread::sleep(Duration::from_millis(500));
+    terminal.send("\x03");
+    terminal.expect("interrupted");
+    terminal.expect("> ");
+    assert!(terminal.is_running(), "{}", terminal.screen());
+    terminal.type_slowly("again\r");
+    terminal.expect("Awake again.");
+    terminal.expect("> ");
+    exit_cleanly(&mut terminal);
+}
+
+/// Ctrl-C while the model thinks (before any text) and during a
+/// compaction stops each; the session goes on.
+#[test]
+fn ctrl_c_while_thinking_and_while_compacting() {
+    let env = Env::new();
+    // Three words every 0.5 s: the summary takes seconds to stream.
+    let mut terminal = session_streaming(
+        &env,
+        json!([
+            { "delay_ms": 4000, "text": "After thinking." }
+        ]),
+        500,
+        &[],
+    );
+    terminal.type_slowly("think\r");
+    terminal.expect("thinking");
+    std::thread::sleep(Duration::from_millis(300));
+    terminal.send("\x03");
+    let shown = terminal.expect("interrupted");
+    assert!(!shown.contains("After thinking."), "{shown}");
+    terminal.expect("> ");
+    terminal.type_slowly("/compact\r");
+    terminal.expect("summarizing");
+    std::thread::sleep(Duration::from_millis(300));
+    terminal.send("\x03");
+    let shown = terminal.expect("> ");
+    assert!(shown.contains("interrupt"), "{shown}");
+    assert!(!shown.contains("compacted:"), "{shown}");
+    assert!(terminal.is_running(), "{}", terminal.screen());
+    // The conversation was left as it was: the next prompt goes on (the
+    // script replays its first turn, as no answer was recorded).
+    terminal.type_slowly("go on\r");
+    terminal.expect("After thinking.");
+    terminal.expect("> ");
+    exit_cleanly(&mut terminal);
+}
+
+/// At the idle prompt, Ctrl-C once says how to leave; twice in a row
+/// exits with 130.
+#[test]
+fn ctrl_c_twice_at_the_idle_prompt_exits_with_130() {
+    let env = Env::new();
+    let mut terminal = session(&env, json!([{ "text": "Hello." }]), &[]);
+    terminal.send("\x03");
+    terminal.expect("Ctrl-C again");
+    assert!(terminal.is_running());
+    terminal.send("\x03");
+    let status = terminal.wait();
+    assert_eq!(status.code(), Some(130), "{}", terminal.screen());
+}
+
+/// Esc interrupts a streaming answer like Ctrl-C; at the prompt it eats no
+/// key: `/exit` typed after it is still `/exit`.
+#[test]
+fn esc_interrupts_a_turn_and_never_eats_the_next_key() {
+    let env = Env::new();
+    let mut terminal = session(
+        &env,
+        json!([{ "text": long_text() }, { "text": "Second answer." }]),
+        &[],
+    );
+    terminal.type_slowly("talk\r");
+    terminal.expect("word3");
+    terminal.send("\x1b");
+    terminal.expect("interrupted");
+    terminal.expect("> ");
+    std::thread::sleep(Duration::from_millis(100));
+    terminal.send("\x1b");
+    std::thread::sleep(Duration::from_millis(200));
+    exit_cleanly(&mut terminal);
+    assert_eq!(user_prompts(&env).len(), 1, "{:?}", user_prompts(&env));
+}
+
+/// What is typed while the model streams is not echoed into its answer;
+/// a finished line runs as the next prompt, unmangled, and an unfinished
+/// one starts the next prompt's line.
+#[test]
+fn typing_during_a_turn_waits_for_the_next_prompt() {
+    let env = Env::new();
+    let mut terminal = session(
+        &env,
+        json!([
+            { "text": long_text().split_whitespace().take(90).collect::<Vec<_>>().join(" ") },
+            { "text": "Second answer." },
+            { "text": "Third answer." }
+        ]),
+        &[],
+    );
+    terminal.type_slowly("talk\r");
+    terminal.expect("word3");
+    terminal.type_slowly("fix the bug\r");
+    terminal.type_slowly("and then");
+    terminal.expect("word90");
+    // The typed text was not echoed into the answer.
+    let during = terminal.expect("Second answer.");
+    assert!(
+        !during
+            .split("> fix the bug")
+            .next()
+            .unwrap()
+            .contains("fix the bug"),
+        "typed text was echoed into the answer:\n{during}"
+    );
+    assert!(during.contains("> fix the bug"), "{during}");
+    terminal.expect("> and then");
+    terminal.type_slowly(" stop\r");
+    terminal.expect("Third answer.");
+    terminal.expect("> ");
+    exit_cleanly(&mut terminal);
+    assert_eq!(
+        user_prompts(&env),
+        vec!["talk", "fix the bug", "and then stop"],
+        "{}",
+        terminal.screen()
+    );
+}
+
+/// A key typed before a permission question appears does not answer it:
+/// the question waits for a key pressed after it is shown.
+#[test]
+fn a_key_typed_before_a_permission_question_does_not_answer_it() {
+    let env = Env::new();
+    let mut terminal = session(
+        &env,
+        json!([
+            { "text": long_text().split_whitespace().take(30).collect::<Vec<_>>().join(" "),
+              "tool_calls": [ { "tool": "fs.write", "input": { "path": "a.txt", "content": "x\n" } } ] },
+            { "text": "Not written." }
+        ]),
+        &[],
+    );
+    terminal.type_slowly("write\r");
+    terminal.expect("word3");
+    terminal.send("y");
+    terminal.expect("allow? [y/s/a/n]");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        !env.ws.path().join("a.txt").exists(),
+        "the key typed before the question answered it"
+    );
+    terminal.send("n");
+    terminal.expect("why not?");
+    terminal.send("\r");
+    terminal.expect("Not written.");
+    // The early "y" waits at the next prompt.
+    terminal.expect("> y");
+    assert!(!env.ws.path().join("a.txt").exists());
+    terminal.send("\x7f");
+    exit_cleanly(&mut terminal);
+}
