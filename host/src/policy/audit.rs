@@ -235,12 +235,29 @@ impl AuditLog {
     }
 }
 
-/// The user account running this process, as the environment names it.
+/// The user account running this process: as the environment names it,
+/// else its user id.
 fn current_user() -> String {
     ["USER", "LOGNAME", "USERNAME"]
         .iter()
         .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
+        .or_else(user_id)
         .unwrap_or_else(|| "an unnamed user".to_string())
+}
+
+/// The process's user id, as `uid N`.
+#[cfg(unix)]
+fn user_id() -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self")
+        .ok()
+        .map(|meta| format!("uid {}", meta.uid()))
+}
+
+/// The process's user id, where the platform has one.
+#[cfg(not(unix))]
+fn user_id() -> Option<String> {
+    None
 }
 
 /// One record as read back from the log.
