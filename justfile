@@ -65,6 +65,7 @@ lint: setup
     cargo fmt --all --check --manifest-path tests/fixtures/hostile/Cargo.toml
     cargo fmt --all --check --manifest-path tests/fixtures/skill-kit/Cargo.toml
     cargo fmt --all --check --manifest-path tests/fixtures/hook-echo/Cargo.toml
+    cargo fmt --all --check --manifest-path tests/fixtures/bad-describe/Cargo.toml
     cargo clippy --workspace --all-targets -- -D warnings
     cargo clippy --manifest-path plugins/Cargo.toml --target {{wasm_target}} --target-dir target/wasm-plugins --release -- -D warnings
 
@@ -76,6 +77,7 @@ fmt:
     cargo fmt --all --manifest-path tests/fixtures/hostile/Cargo.toml
     cargo fmt --all --manifest-path tests/fixtures/skill-kit/Cargo.toml
     cargo fmt --all --manifest-path tests/fixtures/hook-echo/Cargo.toml
+    cargo fmt --all --manifest-path tests/fixtures/bad-describe/Cargo.toml
 
 # Measure: fresh-instance call, compile and cached load, whole-process call;
 # the agent loop's overhead per turn and its startup; Python and JavaScript

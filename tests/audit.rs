@@ -396,6 +396,14 @@ fn a_truncated_tail_fails_verification() {
     let err = stderr(&out);
     assert!(err.contains("truncated"), "{err}");
     assert!(err.contains("ends at record 2 but 4 were written"), "{err}");
+    // Where the damage is and what is intact agree: the two records there
+    // are good, the damage is after them.
+    assert!(
+        err.contains("is damaged at its end, after line 2 (record 2): truncated"),
+        "{err}"
+    );
+    assert!(err.contains("The 2 records before it are intact"), "{err}");
+    assert!(!err.contains("precede"), "{err}");
 }
 
 #[test]

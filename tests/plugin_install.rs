@@ -91,7 +91,11 @@ fn install_shows_the_request_records_the_lock_and_runs_under_the_grants() {
     let env = Env::new();
     let src = package(env.outside.path(), "0.1.0", &fs_component(), READ_ONLY);
     let out = install(&env, &src);
-    assert_eq!(stdout(&out).trim(), "installed files 0.1.0 (unsigned)");
+    let said = stdout(&out);
+    assert!(
+        said.starts_with("installed files 0.1.0 (unsigned): 2 files, ") && said.ends_with("iB\n"),
+        "{said}"
+    );
     let err = stderr(&out);
     assert!(err.contains("files 0.1.0 (unsigned) wants:"), "{err}");
     assert!(err.contains("files    the workspace (read-only)"), "{err}");
@@ -704,5 +708,533 @@ fn socket_imports_replaced_by_trapping_stubs_install_without_a_network_request()
     assert!(
         listener.accept().is_err(),
         "the plugin reached the listener"
+    );
+}
+
+// ------------------------------------------- one broken plugin, not all
+
+/// Writes package `name` holding `wasm` as `tool.wasm`, with `extra` after
+/// the manifest's fields, in `root`.
+fn named_package(root: &Path, name: &str, wasm: &Path, extra: &str) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(wasm, dir.join("tool.wasm")).unwrap();
+    std::fs::write(
+        dir.join("plugin.toml"),
+        format!(
+            "name = \"{name}\"\nversion = \"0.1.0\"\ndescription = \"Test plugin {name}\"\ncomponents = [\"tool.wasm\"]\n{extra}"
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn plugins_that_cannot_be_used_are_unavailable_and_the_session_runs() {
+    use support::mock_model::{Answer, MockModel, Reply};
+    let env = Env::new();
+    let outside = env.outside.path().canonicalize().unwrap();
+    // One plugin that works ...
+    install(
+        &env,
+        &named_package(&outside, "files", &fs_component(), READ_ONLY),
+    );
+    // ... one whose secret is not set ...
+    install(
+        &env,
+        &named_package(
+            &outside,
+            "weather",
+            &fs_component(),
+            "[capabilities]\nnet = [\"https://api.weather.example\"]\nsecrets = [{ name = \"WEATHER_KEY\", header = \"X-Key\", hosts = [\"api.weather.example\"] }]\n",
+        ),
+    );
+    // ... one whose granted folder was deleted ...
+    let notes_dir = outside.join("notes-folder");
+    std::fs::create_dir_all(&notes_dir).unwrap();
+    install(
+        &env,
+        &named_package(
+            &outside,
+            "notes",
+            &fs_component(),
+            &format!(
+                "[capabilities]\nfs = [{{ path = \"{}\", access = \"read\" }}]\n",
+                notes_dir.display()
+            ),
+        ),
+    );
+    std::fs::remove_dir_all(&notes_dir).unwrap();
+    // ... one whose describe is malformed ...
+    install(
+        &env,
+        &named_package(&outside, "broken", &fixture("bad-describe"), ""),
+    );
+    // ... and one whose installed file was changed.
+    install(
+        &env,
+        &named_package(&outside, "tampered", &fs_component(), READ_ONLY),
+    );
+    let store = env.home.path().join("plugins/store/tampered");
+    let folder = std::fs::read_dir(store)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut bytes = std::fs::read(folder.join("tool.wasm")).unwrap();
+    bytes.extend_from_slice(b"\0\0\0\0");
+    std::fs::write(folder.join("tool.wasm"), bytes).unwrap();
+
+    let expect_warnings = |err: &str| {
+        for (plugin, missing, fix) in [
+            (
+                "weather",
+                "WEATHER_KEY",
+                "capstan plugin revoke weather secret WEATHER_KEY",
+            ),
+            (
+                "notes",
+                notes_dir.to_str().unwrap(),
+                "capstan plugin revoke notes fs",
+            ),
+            ("broken", "Not A Name", "capstan plugin update"),
+            (
+                "tampered",
+                "has changed since it was installed",
+                "capstan plugin install",
+            ),
+        ] {
+            let line = err
+                .lines()
+                .find(|l| l.contains(&format!("plugin {plugin} is unavailable")))
+                .unwrap_or_else(|| panic!("no warning about {plugin}:\n{err}"));
+            assert!(line.contains(missing), "{line}");
+            assert!(line.contains(fix), "{line}");
+        }
+        assert!(!err.contains("plugin files is unavailable"), "{err}");
+    };
+
+    // A session: it runs, warns, and the model is offered no tool of the
+    // unavailable plugins, and every tool of the others.
+    let mock = MockModel::start(vec![Reply::sse(Answer::text("Hello there.").anthropic())]);
+    let out = env
+        .anthropic_session(&mock.url(), "sk-ant-test", "mock-model", "hello")
+        .env_remove("WEATHER_KEY")
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("Hello there."), "{}", stdout(&out));
+    expect_warnings(&stderr(&out));
+    let received = mock.received();
+    assert_eq!(received.len(), 1);
+    let tools: Vec<String> = received[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(tools.contains(&"files__read".to_string()), "{tools:?}");
+    assert!(tools.contains(&"fs__read".to_string()), "{tools:?}");
+    for gone in ["weather__", "notes__", "broken__", "tampered__"] {
+        assert!(!tools.iter().any(|t| t.starts_with(gone)), "{tools:?}");
+    }
+
+    // `tool list` lists the others and warns the same way.
+    let out = env
+        .capstan()
+        .args(["tool", "list"])
+        .env_remove("WEATHER_KEY")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let list = stdout(&out);
+    assert!(list.contains("files.read"), "{list}");
+    assert!(list.contains("fs.read"), "{list}");
+    assert!(
+        !list.contains("weather.") && !list.contains("notes."),
+        "{list}"
+    );
+    let err = stderr(&out);
+    for plugin in ["weather", "notes", "broken", "tampered"] {
+        assert!(
+            err.contains(&format!("plugin {plugin} is unavailable")),
+            "{err}"
+        );
+    }
+
+    // `plugin list` shows which are unavailable, and why.
+    let out = plugin(&env, &["list"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let list = stdout(&out);
+    let status = |name: &str| {
+        let lines: Vec<&str> = list.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with(&format!("{name} ")))
+            .unwrap();
+        lines
+            .get(at + 1)
+            .filter(|l| l.trim_start().starts_with("unavailable:"))
+            .map(|l| l.to_string())
+    };
+    assert!(status("files").is_none(), "{list}");
+    assert!(status("weather").unwrap().contains("WEATHER_KEY"), "{list}");
+    assert!(status("notes").unwrap().contains("notes-folder"), "{list}");
+    assert!(status("tampered").unwrap().contains("changed"), "{list}");
+
+    // Setting the secret makes the plugin available again.
+    let out = env
+        .capstan()
+        .args(["tool", "list"])
+        .env("WEATHER_KEY", "k-123")
+        .output()
+        .unwrap();
+    assert!(stdout(&out).contains("weather.read"), "{}", stdout(&out));
+}
+
+#[test]
+fn plugins_shows_unavailable_plugins_in_the_interactive_session() {
+    use support::mock_model::MockModel;
+    let env = Env::new();
+    let outside = env.outside.path().canonicalize().unwrap();
+    install(
+        &env,
+        &named_package(
+            &outside,
+            "weather",
+            &fs_component(),
+            "[capabilities]\nnet = [\"https://api.weather.example\"]\nsecrets = [{ name = \"WEATHER_KEY\", header = \"X-Key\", hosts = [\"api.weather.example\"] }]\n",
+        ),
+    );
+    let mock = MockModel::start(Vec::new());
+    // The interactive session needs a terminal: util-linux `script` gives
+    // it one and types the lines.
+    let mut cmd = assert_cmd::Command::new("script");
+    for var in support::MODEL_VARS {
+        cmd.env_remove(var);
+    }
+    let session = format!(
+        "{} --base-url {} --model mock-model",
+        env!("CARGO_BIN_EXE_capstan"),
+        mock.url()
+    );
+    let out = cmd
+        .current_dir(env.ws.path())
+        .env("CAPSTAN_HOME", env.home.path())
+        .env("HOME", env.home.path())
+        .env("CAPSTAN_CACHE_DIR", support::shared_compile_cache())
+        .env("ANTHROPIC_API_KEY", "sk-ant-test")
+        .env("NO_COLOR", "1")
+        .env_remove("WEATHER_KEY")
+        .args(["-qec", &session, "/dev/null"])
+        .write_stdin("/plugins\n/exit\n")
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    let shown = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{shown}{}", stderr(&out));
+    assert!(shown.contains("plugin weather is unavailable"), "{shown}");
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.starts_with("weather  unavailable:") && l.contains("WEATHER_KEY")),
+        "{shown}"
+    );
+    assert!(
+        shown.lines().any(|l| l.starts_with("fs  sha256")),
+        "{shown}"
+    );
+    assert!(mock.received().is_empty());
+}
+
+// --------------------------------------------------- small, early, audited
+
+#[test]
+fn a_rust_plugin_folder_installs_only_what_the_plugin_needs() {
+    let env = Env::new();
+    let dir = env.outside.path().canonicalize().unwrap().join("weather");
+    let write = |rel: &str, bytes: &[u8]| {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    };
+    let wasm = std::fs::read(fs_component()).unwrap();
+    write(
+        "plugin.toml",
+        b"name = \"weather\"\nversion = \"0.1.0\"\ndescription = \"Forecasts\"\ncomponents = [\"target/wasm32-wasip2/release/weather.wasm\"]\n\n[capabilities]\nfs = [{ path = \"$WORKSPACE\", access = \"read\" }]\n\n[package]\ninclude = [\"README.md\"]\nexclude = [\"skills/*/drafts\"]\n",
+    );
+    write("Cargo.toml", b"[package]\nname = \"weather\"\n");
+    write("Cargo.lock", b"# lock\n");
+    write("src/lib.rs", b"// code\n");
+    write("README.md", b"# Weather\n");
+    write(".gitignore", b"/target\n*.log\n");
+    write("build.log", b"log\n");
+    write(
+        "skills/forecast/SKILL.md",
+        b"---\nname: forecast\ndescription: Forecasts\n---\nAsk.\n",
+    );
+    write("skills/forecast/drafts/old.md", b"draft\n");
+    write("skills/forecast/__pycache__/x.pyc", b"cache\n");
+    write("target/wasm32-wasip2/release/weather.wasm", &wasm);
+    // cargo's target/ is big and full of links.
+    write("target/debug/deps/libweather.rlib", &vec![7u8; 4 << 20]);
+    std::fs::hard_link(
+        dir.join("target/debug/deps/libweather.rlib"),
+        dir.join("target/debug/libweather.rlib"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("/etc", dir.join("target/debug/etc")).unwrap();
+    std::os::unix::fs::symlink("../../..", dir.join("target/debug/up")).unwrap();
+    write("node_modules/x/index.js", b"js\n");
+
+    let out = install(&env, &dir);
+    let said = stdout(&out);
+    let wanted = [
+        "README.md",
+        "plugin.toml",
+        "skills/forecast/SKILL.md",
+        "target/wasm32-wasip2/release/weather.wasm",
+    ];
+    let bytes: u64 = wanted
+        .iter()
+        .map(|rel| std::fs::metadata(dir.join(rel)).unwrap().len())
+        .sum();
+    assert_eq!(
+        said.trim(),
+        format!(
+            "installed weather 0.1.0 (unsigned): 4 files, {:.1} MiB",
+            bytes as f64 / 1048576.0
+        )
+    );
+    let stored = |env: &Env| {
+        let store = env.home.path().join("plugins/store/weather");
+        let folder = std::fs::read_dir(store)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let mut found = Vec::new();
+        let mut stack = vec![folder.clone()];
+        while let Some(at) = stack.pop() {
+            for entry in std::fs::read_dir(at).unwrap().flatten() {
+                if entry.file_type().unwrap().is_dir() {
+                    stack.push(entry.path());
+                } else {
+                    let rel = entry.path().strip_prefix(&folder).unwrap().to_path_buf();
+                    found.push(rel.to_str().unwrap().to_string());
+                }
+            }
+        }
+        found.sort();
+        found
+    };
+    assert_eq!(stored(&env), wanted);
+    let lock = lock(&env);
+    assert!(
+        !lock.contains("Cargo.toml") && !lock.contains("libweather"),
+        "{lock}"
+    );
+    // It runs from there.
+    env.write("a.txt", "sunny\n");
+    let out = env
+        .call("weather.read", r#"{"path":"a.txt"}"#, &[])
+        .output()
+        .unwrap();
+    assert!(stdout(&out).contains("sunny"), "{}", stderr(&out));
+
+    // A .tar.gz of the same folder, links in target/ and all, installs the
+    // same files.
+    let archive = env.outside.path().join("weather.tar.gz");
+    let file = std::fs::File::create(&archive).unwrap();
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        file,
+        flate2::Compression::fast(),
+    ));
+    builder.follow_symlinks(false);
+    builder.append_dir_all("weather", &dir).unwrap();
+    builder.into_inner().unwrap().finish().unwrap();
+    let other = Env::new();
+    let out = install(&other, &archive);
+    assert!(stdout(&out).contains(": 4 files,"), "{}", stdout(&out));
+    assert_eq!(stored(&other), wanted);
+}
+
+#[test]
+fn a_duplicate_install_is_refused_before_anything_is_compiled() {
+    let env = Env::new();
+    let src = package(env.outside.path(), "0.1.0", &fs_component(), READ_ONLY);
+    let out = install(&env, &src);
+    // Checks and consent come first, compiling last.
+    let err = stderr(&out);
+    let asked = err.find("files 0.1.0 (unsigned) wants:").unwrap();
+    let compiled = err.find("component [1/1] tool.wasm").unwrap();
+    assert!(asked < compiled, "{err}");
+
+    let newer = package(env.outside.path(), "0.2.0", &fs_component(), READ_ONLY);
+    let started = std::time::Instant::now();
+    let out = plugin(&env, &["install", newer.to_str().unwrap(), "--yes"]);
+    eprintln!(
+        "a duplicate install was refused in {:.0} ms",
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("files 0.1.0 is already installed"), "{err}");
+    assert!(err.contains("capstan plugin update"), "{err}");
+    assert!(
+        !err.contains("component ["),
+        "compiled before refusing: {err}"
+    );
+    assert!(!err.contains("wants:"), "asked before refusing: {err}");
+    // Likewise an update of a plugin that is not installed.
+    let other = package(env.outside.path(), "0.3.0", &fs_component(), READ_ONLY);
+    std::fs::write(
+        other.join("plugin.toml"),
+        std::fs::read_to_string(other.join("plugin.toml"))
+            .unwrap()
+            .replace("name = \"files\"", "name = \"other\""),
+    )
+    .unwrap();
+    let out = plugin(&env, &["update", other.to_str().unwrap(), "--yes"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("component ["), "{}", stderr(&out));
+}
+
+#[test]
+fn every_capability_change_is_an_audit_record() {
+    let env = Env::new();
+    let src = package(env.outside.path(), "0.1.0", &fs_component(), READ_ONLY);
+    let source = src.canonicalize().unwrap();
+    let run = |args: &[&str]| {
+        let out = env
+            .capstan()
+            .env("USER", "ada")
+            .arg("plugin")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    };
+    run(&["install", src.to_str().unwrap(), "--yes"]);
+    run(&["revoke", "files", "env", "TZ"]);
+    run(&["grant", "files", "env", "TZ"]);
+    let wider = "\n[capabilities]\nfs = [{ path = \"$WORKSPACE\", access = \"read-write\" }]\nenv = [\"TZ\"]\n";
+    let src2 = package(env.outside.path(), "0.2.0", &fs_component(), wider);
+    run(&["update", src2.to_str().unwrap(), "--yes"]);
+    run(&["remove", "files"]);
+
+    let out = env.capstan().args(["audit", "show"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shown = stdout(&out);
+    let changes: Vec<&str> = shown
+        .lines()
+        .filter(|l| l.contains("plugin_changed"))
+        .collect();
+    assert_eq!(changes.len(), 5, "{shown}");
+    let expect = [
+        (
+            "install",
+            format!("by ada from {}: installed 0.1.0", source.display()),
+            "granted: files the workspace (read-only); env TZ",
+        ),
+        ("revoke", "by ada".to_string(), "revoked env TZ"),
+        ("grant", "by ada".to_string(), "granted env TZ"),
+        (
+            "update",
+            format!(
+                "from {}: updated 0.1.0 -> 0.2.0",
+                src2.canonicalize().unwrap().display()
+            ),
+            "(wider: was the workspace (read-only))",
+        ),
+        (
+            "remove",
+            "by ada".to_string(),
+            "removed 0.2.0; its data folder kept",
+        ),
+    ];
+    for (line, (command, who, what)) in changes.iter().zip(expect) {
+        assert!(
+            line.contains(&format!("  files  {command}  plugin_changed")),
+            "{line}"
+        );
+        assert!(line.contains(&who), "{line}");
+        assert!(line.contains(what), "{line}");
+    }
+    let out = env.capstan().args(["audit", "verify"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("5 records, chain intact"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn concurrent_installs_and_removes_keep_every_effect() {
+    let env = Env::new();
+    let outside = env.outside.path().canonicalize().unwrap();
+    let sources: Vec<PathBuf> = (0..20)
+        .map(|i| named_package(&outside, &format!("p{i:02}"), &fs_component(), READ_ONLY))
+        .collect();
+    // Two processes at a time: one installs p00..p09; the other installs
+    // p10..p19 and removes p10..p14 while the first is still installing.
+    let run = |commands: Vec<Vec<String>>| {
+        let env = &env;
+        move || {
+            for args in commands {
+                let out = env.capstan().arg("plugin").args(&args).output().unwrap();
+                assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+            }
+        }
+    };
+    let install_args = |range: std::ops::Range<usize>| -> Vec<Vec<String>> {
+        range
+            .map(|i| {
+                vec![
+                    "install".to_string(),
+                    sources[i].display().to_string(),
+                    "--yes".to_string(),
+                ]
+            })
+            .collect()
+    };
+    let first = install_args(0..10);
+    let mut second = Vec::new();
+    for i in 10..20 {
+        second.extend(install_args(i..i + 1));
+        if i >= 15 {
+            second.push(vec!["remove".to_string(), format!("p{:02}", i - 5)]);
+        }
+    }
+    std::thread::scope(|scope| {
+        let a = scope.spawn(run(first));
+        let b = scope.spawn(run(second));
+        a.join().unwrap();
+        b.join().unwrap();
+    });
+
+    let lock: toml::Table = toml::from_str(&lock(&env)).unwrap();
+    let mut names: Vec<&String> = lock["plugins"].as_table().unwrap().keys().collect();
+    names.sort();
+    let expected: Vec<String> = (0..10).chain(15..20).map(|i| format!("p{i:02}")).collect();
+    assert_eq!(names, expected.iter().collect::<Vec<_>>());
+    for i in 0..20 {
+        let stored = env
+            .home
+            .path()
+            .join(format!("plugins/store/p{i:02}"))
+            .exists();
+        assert_eq!(stored, !(10..15).contains(&i), "store folder of p{i:02}");
+    }
+    let out = env.capstan().args(["audit", "verify"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("25 records, chain intact"),
+        "{}",
+        stdout(&out)
     );
 }

@@ -10,6 +10,10 @@
 //! treats them as open-world. Either way a tool that says it changes
 //! nothing sees the workspace read-only, and the others may change it only
 //! once the policy has let the call run.
+//!
+//! An installed plugin that cannot be used (see
+//! [`crate::plugin::availability`]) is left out and recorded in the
+//! catalog's unavailable plugins, which the toolbox keeps for `/plugins`.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -19,7 +23,7 @@ use serde_json::Value;
 
 use crate::grants::{GrantError, Grants, PrepareError};
 use crate::model::ToolDef;
-use crate::plugin::{Catalog, CatalogError};
+use crate::plugin::{Catalog, CatalogError, UnavailablePlugins};
 use crate::policy::audit::{AuditError, AuditLog};
 use crate::sandbox::{
     CallError, CallOptions, EventSink, Limits, LoadedComponent, Sandbox, ToolSpec,
@@ -108,6 +112,7 @@ pub struct Toolbox {
     events: Option<EventSink>,
     audit: Option<AuditLog>,
     skills: Option<Arc<Skills>>,
+    unavailable: UnavailablePlugins,
 }
 
 /// The name the model uses for tool `PLUGIN.TOOL`.
@@ -118,7 +123,8 @@ pub fn model_name(name: &str) -> String {
 impl Toolbox {
     /// Loads every plugin of `catalog` and asks each for its tools. Calls
     /// will see `workspace`: read-only for tools that say they change
-    /// nothing, read-write for the others.
+    /// nothing, read-write for the others. An installed plugin that cannot
+    /// be used is left out and marked unavailable in the catalog.
     pub async fn load(
         sandbox: impl Into<Arc<Sandbox>>,
         catalog: &Catalog,
@@ -132,24 +138,33 @@ impl Toolbox {
         let mut grants = Vec::new();
         let mut tools: Vec<AgentTool> = Vec::new();
         for plugin in catalog.names() {
-            let Some(component) = catalog.load_tools(&sandbox, plugin)? else {
+            if catalog.check_available(plugin, workspace).is_err() {
+                continue;
+            }
+            let loaded = catalog.load_tools(&sandbox, plugin);
+            let Some(Some(component)) = catalog.unless_unavailable(plugin, loaded)? else {
                 continue;
             };
             let (plugin_grants, networked) = match catalog.installed(plugin) {
                 Some(installed) => {
-                    let grant = |writable| {
-                        installed.grants(workspace, writable).map_err(|source| {
-                            ToolboxError::PluginGrant {
-                                plugin: plugin.to_string(),
-                                source,
-                            }
+                    let made = (|| {
+                        let grant = |writable| {
+                            installed.grants(workspace, writable).map_err(|source| {
+                                ToolboxError::PluginGrant {
+                                    plugin: plugin.to_string(),
+                                    source,
+                                }
+                            })
+                        };
+                        Ok::<_, ToolboxError>(PluginGrants {
+                            read: grant(false)?,
+                            write: grant(true)?,
+                            limits: installed.limits(limits),
+                            audit: Some(installed.audit()?),
                         })
-                    };
-                    let plugin_grants = PluginGrants {
-                        read: grant(false)?,
-                        write: grant(true)?,
-                        limits: installed.limits(limits),
-                        audit: Some(installed.audit()?),
+                    })();
+                    let Some(plugin_grants) = catalog.unless_unavailable(plugin, made)? else {
+                        continue;
                     };
                     (plugin_grants, installed.reaches_network())
                 }
@@ -163,14 +178,17 @@ impl Toolbox {
                     false,
                 ),
             };
-            let specs =
+            let described =
                 sandbox
                     .describe(&component)
                     .await
                     .map_err(|source| ToolboxError::Describe {
                         plugin: plugin.to_string(),
                         source,
-                    })?;
+                    });
+            let Some(specs) = catalog.unless_unavailable(plugin, described)? else {
+                continue;
+            };
             for mut spec in specs {
                 spec.open_world |= networked;
                 let name = format!("{plugin}.{}", spec.name);
@@ -200,7 +218,14 @@ impl Toolbox {
             events: None,
             audit: None,
             skills: None,
+            unavailable: catalog.unavailable().clone(),
         })
+    }
+
+    /// The installed plugins left out because they cannot be used, and
+    /// why (hooks found unusable later are added as they are).
+    pub fn unavailable(&self) -> &UnavailablePlugins {
+        &self.unavailable
     }
 
     /// The sandbox the tools run in (hooks share it).
@@ -293,11 +318,21 @@ impl Toolbox {
         &self.tools
     }
 
-    /// The tool the model calls `model_name` (or, leniently, `PLUGIN.TOOL`).
+    /// The tool the model calls `model_name` (or, leniently, `PLUGIN.TOOL`);
+    /// none for a tool of a plugin found unavailable since it was loaded.
     pub fn find(&self, model_name: &str) -> Option<&AgentTool> {
         self.tools
             .iter()
             .find(|t| t.model_name == model_name || t.name == model_name)
+            .filter(|t| self.offered(t))
+    }
+
+    /// Whether `tool` is offered: its plugin has not been found unavailable
+    /// since it was loaded (by its hooks, which load after its tools).
+    fn offered(&self, tool: &AgentTool) -> bool {
+        self.components
+            .get(tool.plugin)
+            .is_none_or(|c| self.unavailable.get(c.name()).is_none())
     }
 
     /// The tools as offered to the model.
@@ -309,7 +344,7 @@ impl Toolbox {
     pub fn defs_where(&self, offered: impl Fn(&AgentTool) -> bool) -> Vec<ToolDef> {
         self.tools
             .iter()
-            .filter(|tool| offered(tool))
+            .filter(|tool| self.offered(tool) && offered(tool))
             .map(|tool| ToolDef {
                 name: tool.model_name.clone(),
                 description: tool.spec.description.clone(),

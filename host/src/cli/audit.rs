@@ -134,6 +134,11 @@ fn human_line(record: &AuditRecord) -> String {
         AuditEvent::SecretInjected { name, host } => format!("secret_injected {name} -> {host}"),
         AuditEvent::SocketRefused { address } => format!("socket_refused {address}"),
         AuditEvent::PluginRefused { reason } => format!("plugin_refused {reason}"),
+        AuditEvent::PluginChanged {
+            change,
+            source,
+            user,
+        } => format!("plugin_changed by {user} from {source}: {change}"),
         AuditEvent::HookDecision {
             event,
             decision,
@@ -171,18 +176,34 @@ fn verify(log: &Path) -> Exit {
             Exit::Success
         }
         Some(problem) => {
-            let precede = if report.records == 1 {
-                "record precedes"
+            // Where the damage is and what is intact say the same thing:
+            // records before a damaged line, or every record of a log
+            // whose end is missing or replaced.
+            let intact = if problem.at_end {
+                format!(
+                    "The {} {} before it {} intact and chained.",
+                    report.records,
+                    records(report.records),
+                    if report.records == 1 { "is" } else { "are" }
+                )
             } else {
-                "records precede"
+                format!(
+                    "{} intact {} {} it.",
+                    report.records,
+                    records(report.records),
+                    if report.records == 1 {
+                        "precedes"
+                    } else {
+                        "precede"
+                    }
+                )
             };
             eprintln!(
                 "error: the audit log {} is damaged at {problem}\n\
-                 {} intact {precede} it. capstan goes on appending after the last complete \
-                 record and keeps reporting the damage; to start a new log, move the log and its \
-                 .head file aside (keep them to see what changed).",
+                 {intact} capstan goes on appending after the last complete record and keeps \
+                 reporting the damage; to start a new log, move the log and its .head file aside \
+                 (keep them to see what changed).",
                 log.display(),
-                report.records,
             );
             Exit::AuditDamaged
         }

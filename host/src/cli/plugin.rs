@@ -7,10 +7,11 @@ use std::path::PathBuf;
 
 use super::Exit;
 use crate::home::Home;
+use crate::plugin::catalog::InstalledPlugin;
 use crate::plugin::install::{
-    ConsentRequest, InstallError, Installer, Outcome, Progress, describe_capabilities, subtract,
+    ConsentRequest, InstallError, Installer, Outcome, Progress, capabilities_in_one_line,
+    describe_capabilities, subtract,
 };
-use crate::plugin::lock::LockEntry;
 use crate::plugin::{Catalog, CatalogError};
 use crate::sandbox::Sandbox;
 
@@ -29,7 +30,8 @@ pub enum PluginCommand {
         #[arg(long, short = 'y')]
         yes: bool,
     },
-    /// List installed plugins.
+    /// List installed plugins, what they are granted, and whether they
+    /// can be used here (and if not, why and how to fix it).
     List,
     /// Show an installed plugin: grants, component hashes, and the tools,
     /// hooks and skills it exports.
@@ -128,6 +130,7 @@ fn sandbox(home: &Home) -> Result<Sandbox, Failure> {
 fn exit_for(err: &InstallError) -> Exit {
     match err {
         InstallError::ConsentRefused { .. } => Exit::Refused,
+        InstallError::ChangedMeanwhile { .. } => Exit::Error,
         InstallError::Source { .. }
         | InstallError::NotInstalled { .. }
         | InstallError::Capability { .. }
@@ -251,7 +254,8 @@ fn report(outcome: &Outcome) {
             name,
             version,
             signer,
-        } => println!("installed {name} {version} ({signer})"),
+            size,
+        } => println!("installed {name} {version} ({signer}): {size}"),
         Outcome::Unchanged {
             name,
             version,
@@ -273,8 +277,9 @@ fn report(outcome: &Outcome) {
             to,
             changes,
             asked,
+            size,
         } => {
-            println!("updated {name} {from} -> {to}");
+            println!("updated {name} {from} -> {to}: {size}");
             print!("{changes}");
             if !asked && !changes.is_empty() {
                 println!("  it asks for no more than before, so it was updated without asking");
@@ -293,34 +298,25 @@ fn list(home: &Home) -> Result<Exit, Failure> {
         return Ok(Exit::Success);
     }
     let width = lock.plugins.keys().map(String::len).max().unwrap_or(0);
+    let workspace = std::env::current_dir().map_err(|e| {
+        (
+            Exit::Error,
+            format!("cannot tell the current folder ({e}); run capstan from an existing folder"),
+        )
+    })?;
     for (name, entry) in &lock.plugins {
         println!(
             "{name:width$}  {:10}  {:10}  {}",
             entry.version,
             entry.signer,
-            one_line(entry)
+            capabilities_in_one_line(&entry.granted)
         );
+        let plugin = InstalledPlugin::new(home, name, entry.clone());
+        if let Err(unavailable) = plugin.availability(&workspace) {
+            println!("{:width$}  unavailable: {}", "", unavailable.reason);
+        }
     }
     Ok(Exit::Success)
-}
-
-/// What a plugin is granted, on one line.
-fn one_line(entry: &LockEntry) -> String {
-    let text = describe_capabilities(&entry.granted);
-    let parts: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.ends_with(" none"))
-        .collect();
-    if parts.is_empty() {
-        "no capabilities".to_string()
-    } else {
-        parts
-            .iter()
-            .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
-            .collect::<Vec<_>>()
-            .join("; ")
-    }
 }
 
 /// The skills plugin `name` brings, and what was not installed from a

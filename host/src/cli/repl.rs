@@ -419,6 +419,12 @@ fn slash_command(session: &mut Session, command: &str) -> Flow {
             for hook in session.agent.hooks().names() {
                 eprintln!("{hook}  hooks");
             }
+            for unavailable in session.agent.toolbox().unavailable().all() {
+                eprintln!(
+                    "{}  unavailable: {}",
+                    unavailable.plugin, unavailable.reason
+                );
+            }
         }
         other => eprintln!("unknown command /{other}; /help lists them"),
     }

@@ -275,6 +275,11 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
         )
     };
     agent.set_hooks(hooks, hook_audit);
+    for unavailable in catalog.unavailable().all() {
+        notices.push(format!(
+            "warning: {unavailable}; its tools and hooks are left out of this session"
+        ));
+    }
 
     Ok(Session {
         agent,

@@ -127,6 +127,12 @@ struct Failure {
     exit: Exit,
 }
 
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 impl Failure {
     fn new(exit: Exit, message: impl ToString) -> Self {
         Self {
@@ -190,6 +196,36 @@ impl Setup {
         Ok(component)
     }
 
+    /// Plugin `name`'s tools, or `None` (with a warning on stderr) when it
+    /// is an installed plugin that cannot be used: it fails its checks,
+    /// cannot be given what it was granted in `workspace`, or cannot be
+    /// loaded or describe its tools. Other plugins' failures are errors.
+    async fn usable_tools(
+        &self,
+        name: &str,
+        workspace: &std::path::Path,
+    ) -> Result<Option<(LoadedComponent, Vec<ToolSpec>)>, Failure> {
+        let warn = |catalog: &Catalog| {
+            if let Some(unavailable) = catalog.unavailable().get(name) {
+                eprintln!("warning: {unavailable}");
+            }
+        };
+        if self.catalog.check_available(name, workspace).is_err() {
+            warn(&self.catalog);
+            return Ok(None);
+        }
+        let Some(component) = self.catalog.unless_unavailable(name, self.load(name))? else {
+            warn(&self.catalog);
+            return Ok(None);
+        };
+        let described = self.describe(&component).await;
+        let Some(specs) = self.catalog.unless_unavailable(name, described)? else {
+            warn(&self.catalog);
+            return Ok(None);
+        };
+        Ok(Some((component, specs)))
+    }
+
     async fn describe(&self, component: &LoadedComponent) -> Result<Vec<ToolSpec>, Failure> {
         self.sandbox
             .describe(component)
@@ -230,22 +266,18 @@ impl Setup {
 
 async fn list(args: ListArgs, verbose: bool) -> Result<Exit, Failure> {
     let setup = Setup::new(&args.plugins, verbose)?;
+    let workspace = current_dir()?;
     let mut rows = Vec::new();
     for plugin in setup.catalog.names() {
         if !setup.catalog.offers_tools(plugin) {
             continue;
         }
-        // An installed plugin that fails its checks is left out of the
-        // list, with the reason, rather than hiding every other tool.
-        let component = match setup.load(plugin) {
-            Ok(component) => component,
-            Err(failure) if failure.exit == Exit::Integrity => {
-                eprintln!("warning: {}", failure.message);
-                continue;
-            }
-            Err(failure) => return Err(failure),
+        // An installed plugin that cannot be used is left out of the list,
+        // with the reason, rather than hiding every other tool.
+        let Some((_, specs)) = setup.usable_tools(plugin, &workspace).await? else {
+            continue;
         };
-        for spec in setup.describe(&component).await? {
+        for spec in specs {
             rows.push((plugin.to_string(), spec));
         }
     }
@@ -416,18 +448,16 @@ async fn resolve_tool(setup: &Setup, name: &str) -> Result<(String, String), Fai
     if let Some(r) = ToolRef::parse(name) {
         return Ok((r.plugin.to_string(), r.tool.to_string()));
     }
+    let workspace = current_dir()?;
     let mut owners = Vec::new();
     for plugin in setup.catalog.names() {
         if !setup.catalog.offers_tools(plugin) {
             continue;
         }
-        let component = setup.load(plugin)?;
-        if setup
-            .describe(&component)
-            .await?
-            .iter()
-            .any(|s| s.name == name)
-        {
+        let Some((_, specs)) = setup.usable_tools(plugin, &workspace).await? else {
+            continue;
+        };
+        if specs.iter().any(|s| s.name == name) {
             owners.push(plugin.to_string());
         }
     }
@@ -445,6 +475,17 @@ async fn resolve_tool(setup: &Setup, name: &str) -> Result<(String, String), Fai
             ),
         )),
     }
+}
+
+/// The current folder, where an installed plugin's `$WORKSPACE` grant
+/// points when no workspace is given.
+fn current_dir() -> Result<PathBuf, Failure> {
+    std::env::current_dir().map_err(|e| {
+        Failure::new(
+            Exit::Error,
+            format!("cannot tell the current folder ({e}); run capstan from an existing folder"),
+        )
+    })
 }
 
 /// The call's input: the argument, or stdin when it is `-` or missing (an

@@ -124,6 +124,8 @@ pub enum HookLoadError {
 /// it does not write), their manifest's limits or [`HOOK_LIMITS`], and
 /// record capability decisions in the plugin's audit log. Hook components
 /// given with `--plugin` see the workspace, read-only, and nothing else.
+/// An installed plugin whose hooks cannot be used is left out and marked
+/// unavailable in `catalog`.
 pub async fn load_hooks(
     sandbox: &Arc<Sandbox>,
     catalog: &Catalog,
@@ -133,7 +135,15 @@ pub async fn load_hooks(
 ) -> Result<Vec<Arc<dyn Hook>>, HookLoadError> {
     let mut hooks: Vec<Arc<dyn Hook>> = Vec::new();
     for plugin in catalog.names() {
-        let components = catalog.load_hooks(sandbox, plugin)?;
+        if catalog.check_available(plugin, workspace).is_err() {
+            continue;
+        }
+        let loaded = catalog
+            .load_hooks(sandbox, plugin)
+            .map_err(HookLoadError::from);
+        let Some(components) = catalog.unless_unavailable(plugin, loaded)? else {
+            continue;
+        };
         if components.is_empty() {
             continue;
         }
@@ -141,19 +151,20 @@ pub async fn load_hooks(
             plugin: plugin.to_string(),
             reason,
         };
-        let (grants, limits, audit) = match catalog.installed(plugin) {
-            Some(installed) => (
-                installed
-                    .grants(workspace, false)
-                    .map_err(|e| grant_error(e.to_string()))?,
-                installed.limits(HOOK_LIMITS),
-                Some(installed.audit().map_err(|e| grant_error(e.to_string()))?),
-            ),
-            None => (
-                Grants::workspace(workspace, false).map_err(|e| grant_error(e.to_string()))?,
-                HOOK_LIMITS,
-                None,
-            ),
+        let made = match catalog.installed(plugin) {
+            Some(installed) => installed
+                .grants(workspace, false)
+                .map_err(|e| grant_error(e.to_string()))
+                .and_then(|grants| {
+                    let audit = installed.audit().map_err(|e| grant_error(e.to_string()))?;
+                    Ok((grants, installed.limits(HOOK_LIMITS), Some(audit)))
+                }),
+            None => Grants::workspace(workspace, false)
+                .map(|grants| (grants, HOOK_LIMITS, None))
+                .map_err(|e| grant_error(e.to_string())),
+        };
+        let Some((grants, limits, audit)) = catalog.unless_unavailable(plugin, made)? else {
+            continue;
         };
         let options = CallOptions {
             grants,
@@ -162,15 +173,25 @@ pub async fn load_hooks(
             events: events.clone(),
             audit,
         };
+        let mut loaded = Vec::new();
         for component in components {
             let hook = HookComponent::load(sandbox.clone(), component, options.clone())
                 .await
                 .map_err(|source| HookLoadError::Subscriptions {
                     plugin: plugin.to_string(),
                     source,
-                })?;
-            hooks.push(Arc::new(hook));
+                });
+            match catalog.unless_unavailable(plugin, hook)? {
+                Some(hook) => loaded.push(Arc::new(hook) as Arc<dyn Hook>),
+                // One hook component that cannot say what it wants makes
+                // the whole plugin unavailable.
+                None => {
+                    loaded.clear();
+                    break;
+                }
+            }
         }
+        hooks.extend(loaded);
     }
     Ok(hooks)
 }

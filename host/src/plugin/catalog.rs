@@ -3,10 +3,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use super::availability::{Unavailable, UnavailablePlugins};
 use super::builtin::{BUILTIN_PLUGINS, BuiltinPlugin};
 use super::lock::{LockEntry, LockError, Lockfile};
 use super::manifest::Manifest;
 use super::store::PluginStore;
+use crate::grants::secrets::SecretError;
 use crate::grants::{Access, Grants, PrepareError, SecretValues};
 use crate::home::Home;
 use crate::policy::audit::{AuditError, AuditLog};
@@ -197,6 +199,55 @@ impl InstalledPlugin {
         })
     }
 
+    /// Whether it can be used with `workspace`: its files are as installed,
+    /// its manifest asks no more than was agreed to, and what it was
+    /// granted can be given (every secret has a value, every granted
+    /// folder exists). The reason names what is missing and the command
+    /// that fixes it.
+    pub fn availability(&self, workspace: &Path) -> Result<(), Unavailable> {
+        if let Err(refused) = self.verified() {
+            return Err(Unavailable::new(&self.name, refused, &self.fix()));
+        }
+        let Err(error) = self.grants(workspace, false) else {
+            return Ok(());
+        };
+        let name = &self.name;
+        let fix = match &error {
+            PrepareError::Secret(SecretError::Missing { secret, .. }) => {
+                format!("or let it run without: `capstan plugin revoke {name} secret {secret}`")
+            }
+            PrepareError::Secret(_) => self.fix(),
+            PrepareError::Fs(_) => {
+                let gone = self
+                    .entry
+                    .granted
+                    .fs
+                    .iter()
+                    .find(|request| request.resolve(workspace, &self.data_dir).is_err());
+                match gone {
+                    Some(request) => format!(
+                        "create the folder again, or let it run without: `capstan plugin revoke {name} fs '{}'`",
+                        request.path
+                    ),
+                    None => self.fix(),
+                }
+            }
+        };
+        Err(Unavailable::new(
+            name,
+            format!("it cannot be given what it was granted: {error}"),
+            &fix,
+        ))
+    }
+
+    /// The commands that replace or remove it.
+    pub fn fix(&self) -> String {
+        format!(
+            "reinstall it with `capstan plugin update {}`, or remove it with `capstan plugin remove {}`",
+            self.entry.source, self.name
+        )
+    }
+
     /// The audit log for its calls.
     pub fn audit(&self) -> Result<AuditLog, AuditError> {
         AuditLog::open(&self.audit_log)
@@ -247,10 +298,12 @@ impl InstalledPlugin {
     }
 }
 
-/// The plugins of this process: the built-in ones, then any added files.
+/// The plugins of this process: the built-in ones, then any added files,
+/// and which installed ones turned out to be unavailable.
 #[derive(Debug, Clone)]
 pub struct Catalog {
     entries: Vec<(String, PluginSource)>,
+    unavailable: UnavailablePlugins,
 }
 
 impl Catalog {
@@ -261,6 +314,55 @@ impl Catalog {
                 .iter()
                 .map(|p| (p.name.to_string(), PluginSource::Builtin(p)))
                 .collect(),
+            unavailable: UnavailablePlugins::default(),
+        }
+    }
+
+    /// Records that installed plugin `unavailable.plugin` cannot be used in
+    /// this process; it is not loaded again.
+    pub fn mark_unavailable(&self, unavailable: Unavailable) {
+        self.unavailable.mark(unavailable);
+    }
+
+    /// The unavailable plugins found so far, shared: the list grows as
+    /// more are found.
+    pub fn unavailable(&self) -> &UnavailablePlugins {
+        &self.unavailable
+    }
+
+    /// Whether plugin `name` can be used with `workspace`. Built-in plugins
+    /// and files given on the command line always can (their failures are
+    /// errors); an installed plugin is checked once (see
+    /// [`InstalledPlugin::availability`]) and, if it cannot, recorded as
+    /// unavailable.
+    pub fn check_available(&self, name: &str, workspace: &Path) -> Result<(), Unavailable> {
+        if let Some(unavailable) = self.unavailable.get(name) {
+            return Err(unavailable);
+        }
+        let Some(plugin) = self.installed(name) else {
+            return Ok(());
+        };
+        plugin
+            .availability(workspace)
+            .inspect_err(|u| self.mark_unavailable(u.clone()))
+    }
+
+    /// For an installed plugin, a failure to load or run it makes it
+    /// unavailable: the error is recorded (with `fix` when it names no
+    /// command) and `Ok(None)` returned, so the caller goes on without it.
+    /// For other plugins the error is passed on.
+    pub fn unless_unavailable<T, E: std::fmt::Display>(
+        &self,
+        name: &str,
+        result: Result<T, E>,
+    ) -> Result<Option<T>, E> {
+        match (result, self.installed(name)) {
+            (Ok(value), _) => Ok(Some(value)),
+            (Err(error), Some(plugin)) => {
+                self.mark_unavailable(Unavailable::new(name, error, &plugin.fix()));
+                Ok(None)
+            }
+            (Err(error), None) => Err(error),
         }
     }
 

@@ -1,11 +1,14 @@
 //! Installing, updating and removing plugins: consent, copying into the
 //! store, precompiling, and recording the lock entry.
 //!
-//! - **install** reads a folder or a `.tar.gz`, validates `plugin.toml`,
-//!   decodes every component's imports and exports (see [`super::inspect`]),
-//!   hashes every file, checks the signature if there is one, shows what the
-//!   plugin requests in plain words and asks for consent, copies the package
-//!   into the store, compiles its components into the compile cache and
+//! - **install** reads a folder or a `.tar.gz` and checks what is cheap
+//!   first: `plugin.toml` (name, version), that the name is neither a
+//!   built-in plugin's nor installed with other content, the environment it
+//!   asks for, the package's files (only those [`super::package`] selects)
+//!   and the signature if there is one. It then shows what the plugin
+//!   requests in plain words and asks for consent, and only then compiles
+//!   the components into the compile cache, decoding their imports and
+//!   exports (see [`super::inspect`]), copies the package into the store and
 //!   records the lock entry. Installing content that is already installed
 //!   changes nothing (or repairs a damaged store folder).
 //! - **update** does the same for a plugin already installed, showing what
@@ -19,6 +22,11 @@
 //!   `grant` can give back only what the manifest requests.
 //! - **remove** deletes the plugin's store folders, lock entry and compiled
 //!   components; its data folder is kept unless purged.
+//!
+//! Each change of the lockfile is a read-modify-write under its
+//! cross-process lock ([`Lockfile::modify`]), so concurrent commands keep
+//! every effect, and each is recorded in the audit log (who, what changed,
+//! from where).
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Component as PathPart, Path, PathBuf};
@@ -28,13 +36,15 @@ use std::time::{Duration, Instant};
 
 use super::builtin::BUILTIN_PLUGINS;
 use super::inspect::{self, InspectError};
-use super::lock::{LockComponent, LockEntry, LockError, LockLimits, Lockfile, now_rfc3339};
+use super::lock::{
+    LockComponent, LockEntry, LockError, LockLimits, LockedLockfile, Lockfile, now_rfc3339,
+};
 use super::manifest::{MANIFEST_FILE, Manifest, ManifestError};
-use super::signature;
 use super::store::{
     FileHashes, MAX_PACKAGE_BYTES, MAX_PACKAGE_FILES, PluginStore, SIGNATURE_FILE, StoreError,
-    copy_package, hash_package,
+    copy_package, hash_files,
 };
+use super::{package, signature};
 use crate::grants::{Capabilities, CapabilityDiff, CapabilityRef, CapabilityRefError};
 use crate::home::Home;
 use crate::policy::audit::AuditLog;
@@ -135,6 +145,15 @@ pub enum InstallError {
         /// The source given now.
         given: String,
     },
+    /// Another capstan process changed the plugin while this one was
+    /// installing or updating it.
+    #[error(
+        "{name} was changed by another capstan command while this one was working; nothing was changed by this one: see `capstan plugin info {name}` and run the command again"
+    )]
+    ChangedMeanwhile {
+        /// The plugin.
+        name: String,
+    },
     /// The plugin is not installed.
     #[error("no plugin called `{name}` is installed{hint}")]
     NotInstalled {
@@ -186,6 +205,8 @@ pub enum Outcome {
         version: String,
         /// Who signed it, or `unsigned`.
         signer: String,
+        /// What was copied into the store.
+        size: PackageSize,
     },
     /// The same content was already installed: nothing changed (or the
     /// store folder was repaired).
@@ -209,7 +230,32 @@ pub enum Outcome {
         changes: CapabilityDiff,
         /// Whether consent was asked (the requests widened).
         asked: bool,
+        /// What was copied into the store.
+        size: PackageSize,
     },
+}
+
+/// How much a package holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PackageSize {
+    /// Its files.
+    pub files: usize,
+    /// Their bytes, all together.
+    pub bytes: u64,
+}
+
+impl std::fmt::Display for PackageSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let files = if self.files == 1 { "file" } else { "files" };
+        let bytes = self.bytes as f64;
+        if self.bytes < 1 << 10 {
+            write!(f, "{} {files}, {} bytes", self.files, self.bytes)
+        } else if self.bytes < 1 << 20 {
+            write!(f, "{} {files}, {:.1} KiB", self.files, bytes / 1024.0)
+        } else {
+            write!(f, "{} {files}, {:.1} MiB", self.files, bytes / 1048576.0)
+        }
+    }
 }
 
 /// How compile progress is shown.
@@ -240,7 +286,7 @@ pub struct Installer<'a> {
     store: PluginStore,
     /// The user config: trusted publisher keys.
     config_file: PathBuf,
-    /// Where refusals are recorded.
+    /// Where refusals and changes are recorded.
     audit_log: PathBuf,
     /// The variable the user's config names for the model's API key, which
     /// no plugin may be granted.
@@ -248,7 +294,7 @@ pub struct Installer<'a> {
     progress: Progress,
 }
 
-/// A package read, checked and compiled, not yet in the store.
+/// A package read and checked, not yet compiled nor in the store.
 struct Prepared {
     _unpacked: Option<tempfile::TempDir>,
     /// A Claude Code plugin converted to a capstan package, and what of it
@@ -262,7 +308,7 @@ struct Prepared {
     files: FileHashes,
     digest: String,
     signer: String,
-    components: Vec<LockComponent>,
+    size: PackageSize,
 }
 
 impl<'a> Installer<'a> {
@@ -291,26 +337,18 @@ impl<'a> Installer<'a> {
         Ok(Lockfile::load(&self.store.lock_path())?)
     }
 
-    /// Installs the plugin at `source` (a folder or a `.tar.gz`), asking
-    /// `consent` before granting anything.
+    /// Installs the plugin at `source` (a folder or a `.tar.gz`): checks its
+    /// name, version and conflicts with what is installed, asks `consent`,
+    /// and only then compiles its components and records it.
     pub fn install(
         &self,
         source: &Path,
         consent: &mut dyn FnMut(&ConsentRequest) -> bool,
     ) -> Result<Outcome, InstallError> {
         let prepared = self.prepare(source)?;
-        let mut lock = self.lockfile()?;
         let name = prepared.manifest.name.clone();
-        if let Some(entry) = lock.plugins.get(&name) {
-            if entry.digest == prepared.digest {
-                return self.unchanged(&prepared, entry);
-            }
-            return Err(InstallError::AlreadyInstalled {
-                name,
-                installed: entry.version.clone(),
-                source_path: entry.source.clone(),
-                given: source.display().to_string(),
-            });
+        if let Some(entry) = self.lockfile()?.plugins.get(&name) {
+            return self.already_installed(&prepared, entry, source);
         }
         let requested = prepared.manifest.capabilities.clone();
         let mut text = format!(
@@ -329,13 +367,51 @@ impl<'a> Installer<'a> {
         if !consent(&request) {
             return Err(InstallError::ConsentRefused { name });
         }
-        let outcome = Outcome::Installed {
-            name: name.clone(),
+        let components = self.compile(&prepared)?;
+        let mut locked = Lockfile::modify(&self.store.lock_path())?;
+        // Another capstan may have installed it while this one compiled.
+        if let Some(entry) = locked.lock.plugins.get(&name).cloned() {
+            drop(locked);
+            return self.already_installed(&prepared, &entry, source);
+        }
+        self.commit(&mut locked, &prepared, components, &requested, &requested)?;
+        self.record_change(
+            &name,
+            "install",
+            &format!(
+                "installed {} ({}, {}); granted: {}",
+                prepared.manifest.version,
+                prepared.signer,
+                prepared.size,
+                capabilities_in_one_line(&requested)
+            ),
+            &prepared.source,
+        );
+        Ok(Outcome::Installed {
+            name,
             version: prepared.manifest.version.clone(),
             signer: prepared.signer.clone(),
-        };
-        self.commit(&mut lock, prepared, requested.clone(), requested)?;
-        Ok(outcome)
+            size: prepared.size,
+        })
+    }
+
+    /// An install of a name that is installed: nothing to do for the same
+    /// content, a refusal for other content.
+    fn already_installed(
+        &self,
+        prepared: &Prepared,
+        entry: &LockEntry,
+        source: &Path,
+    ) -> Result<Outcome, InstallError> {
+        if entry.digest == prepared.digest {
+            return self.unchanged(prepared);
+        }
+        Err(InstallError::AlreadyInstalled {
+            name: prepared.manifest.name.clone(),
+            installed: entry.version.clone(),
+            source_path: entry.source.clone(),
+            given: source.display().to_string(),
+        })
     }
 
     /// Replaces an installed plugin with the one at `source`, asking
@@ -346,9 +422,8 @@ impl<'a> Installer<'a> {
         consent: &mut dyn FnMut(&ConsentRequest) -> bool,
     ) -> Result<Outcome, InstallError> {
         let prepared = self.prepare(source)?;
-        let mut lock = self.lockfile()?;
         let name = prepared.manifest.name.clone();
-        let Some(old) = lock.plugins.get(&name).cloned() else {
+        let Some(old) = self.lockfile()?.plugins.get(&name).cloned() else {
             return Err(InstallError::NotInstalled {
                 name,
                 hint: format!(
@@ -358,7 +433,7 @@ impl<'a> Installer<'a> {
             });
         };
         if old.digest == prepared.digest {
-            return self.unchanged(&prepared, &old);
+            return self.unchanged(&prepared);
         }
         let requested = prepared.manifest.capabilities.clone();
         let changes = old.consented.diff(&requested);
@@ -377,22 +452,43 @@ impl<'a> Installer<'a> {
                 return Err(InstallError::ConsentRefused { name });
             }
         }
+        let components = self.compile(&prepared)?;
+        let mut locked = Lockfile::modify(&self.store.lock_path())?;
+        // What was agreed to must still be what is installed.
+        if locked.lock.plugins.get(&name) != Some(&old) {
+            return Err(InstallError::ChangedMeanwhile { name });
+        }
         // What the user revoked stays revoked.
         let revoked = subtract(&old.consented, &old.granted);
         let granted = subtract(&requested, &revoked);
-        let outcome = Outcome::Updated {
-            name: name.clone(),
+        let new_folder = self.commit(&mut locked, &prepared, components, &requested, &granted)?;
+        if old.folder != new_folder {
+            let _ = std::fs::remove_dir_all(old.dir(self.store.root()));
+        }
+        self.forget_compiled(&old, &locked.lock);
+        self.record_change(
+            &name,
+            "update",
+            &format!(
+                "updated {} -> {} ({}, {}); requests: {}; granted: {}",
+                old.version,
+                prepared.manifest.version,
+                prepared.signer,
+                prepared.size,
+                diff_in_one_line(&changes),
+                capabilities_in_one_line(&granted)
+            ),
+            &prepared.source,
+        );
+        drop(locked);
+        Ok(Outcome::Updated {
+            name,
             from: old.version.clone(),
             to: prepared.manifest.version.clone(),
             changes,
             asked: widened,
-        };
-        let new_folder = self.commit(&mut lock, prepared, requested, granted)?;
-        if old.folder != new_folder {
-            let _ = std::fs::remove_dir_all(old.dir(self.store.root()));
-        }
-        self.forget_compiled(&old, &lock);
-        Ok(outcome)
+            size: prepared.size,
+        })
     }
 
     /// Gives plugin `name` back a capability its manifest requests.
@@ -403,9 +499,8 @@ impl<'a> Installer<'a> {
             source,
         };
         let what = CapabilityRef::parse(kind, value).map_err(capability)?;
-        let path = self.store.lock_path();
-        let mut lock = Lockfile::load(&path)?;
-        let entry = installed(&mut lock, name)?;
+        let mut locked = Lockfile::modify(&self.store.lock_path())?;
+        let entry = installed(&mut locked.lock, name)?;
         if entry.granted.without(&what).is_ok() {
             return Ok(format!("{name} is already granted {what}"));
         }
@@ -413,7 +508,9 @@ impl<'a> Installer<'a> {
             .granted
             .with_requested(&entry.consented, &what)
             .map_err(capability)?;
-        lock.save(&path)?;
+        let source = entry.source.clone();
+        locked.save()?;
+        self.record_change(name, "grant", &format!("granted {what}"), &source);
         Ok(format!("granted {name} {what}"))
     }
 
@@ -425,11 +522,12 @@ impl<'a> Installer<'a> {
             source,
         };
         let what = CapabilityRef::parse(kind, value).map_err(capability)?;
-        let path = self.store.lock_path();
-        let mut lock = Lockfile::load(&path)?;
-        let entry = installed(&mut lock, name)?;
+        let mut locked = Lockfile::modify(&self.store.lock_path())?;
+        let entry = installed(&mut locked.lock, name)?;
         entry.granted = entry.granted.without(&what).map_err(capability)?;
-        lock.save(&path)?;
+        let source = entry.source.clone();
+        locked.save()?;
+        self.record_change(name, "revoke", &format!("revoked {what}"), &source);
         Ok(format!(
             "revoked {what} from {name}; its calls run without it (`capstan plugin grant {name} {what}` gives it back)"
         ))
@@ -439,9 +537,8 @@ impl<'a> Installer<'a> {
     /// components; its data folder too when `purge`. Returns what was kept,
     /// if anything.
     pub fn remove(&self, name: &str, purge: bool) -> Result<Option<PathBuf>, InstallError> {
-        let path = self.store.lock_path();
-        let mut lock = Lockfile::load(&path)?;
-        let Some(entry) = lock.plugins.remove(name) else {
+        let mut locked = Lockfile::modify(&self.store.lock_path())?;
+        let Some(entry) = locked.lock.plugins.remove(name) else {
             return Err(InstallError::NotInstalled {
                 name: name.to_string(),
                 hint: String::new(),
@@ -449,7 +546,19 @@ impl<'a> Installer<'a> {
         };
         // The lock first: a failure below leaves stray files, never a lock
         // entry naming files that are gone.
-        lock.save(&path)?;
+        locked.save()?;
+        let data = self.store.data_dir(name);
+        let data_note = if purge {
+            "its data folder deleted"
+        } else {
+            "its data folder kept"
+        };
+        self.record_change(
+            name,
+            "remove",
+            &format!("removed {}; {data_note}", entry.version),
+            &entry.source,
+        );
         let dir = self.store.plugin_dir(name);
         match std::fs::remove_dir_all(&dir) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -461,8 +570,8 @@ impl<'a> Installer<'a> {
             }
             _ => {}
         }
-        self.forget_compiled(&entry, &lock);
-        let data = self.store.data_dir(name);
+        self.forget_compiled(&entry, &locked.lock);
+        drop(locked);
         if purge {
             match std::fs::remove_dir_all(&data) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(InstallError::Io {
@@ -494,27 +603,34 @@ impl<'a> Installer<'a> {
     }
 
     /// The same content is installed: repair its folder if needed.
-    fn unchanged(&self, prepared: &Prepared, entry: &LockEntry) -> Result<Outcome, InstallError> {
+    fn unchanged(&self, prepared: &Prepared) -> Result<Outcome, InstallError> {
+        let name = &prepared.manifest.name;
+        let locked = Lockfile::modify(&self.store.lock_path())?;
+        let Some(entry) = locked.lock.plugins.get(name) else {
+            return Err(InstallError::ChangedMeanwhile { name: name.clone() });
+        };
         let dir = entry.dir(self.store.root());
-        let intact = hash_package(&dir).is_ok_and(|found| found.0 == entry.files);
+        let listed: Vec<String> = entry.files.keys().cloned().collect();
+        let intact = hash_files(&dir, &listed).is_ok_and(|found| found.0 == entry.files);
         if !intact {
             copy_package(&prepared.root, &prepared.files, &dir)?;
         }
         Ok(Outcome::Unchanged {
-            name: prepared.manifest.name.clone(),
+            name: name.clone(),
             version: entry.version.clone(),
             repaired: !intact,
         })
     }
 
-    /// Copies a prepared package into the store and records it. Returns its
-    /// folder (relative to the plugins folder).
+    /// Copies a prepared package into the store and records it in the
+    /// locked lockfile. Returns its folder (relative to the plugins folder).
     fn commit(
         &self,
-        lock: &mut Lockfile,
-        prepared: Prepared,
-        consented: Capabilities,
-        granted: Capabilities,
+        locked: &mut LockedLockfile,
+        prepared: &Prepared,
+        components: Vec<LockComponent>,
+        consented: &Capabilities,
+        granted: &Capabilities,
     ) -> Result<String, InstallError> {
         let manifest = &prepared.manifest;
         let folder =
@@ -535,9 +651,9 @@ impl<'a> Installer<'a> {
             folder: folder.clone(),
             digest: prepared.digest.clone(),
             files: prepared.files.0.clone(),
-            components: prepared.components.clone(),
-            consented,
-            granted,
+            components,
+            consented: consented.clone(),
+            granted: granted.clone(),
             limits: LockLimits {
                 memory: manifest.limits.memory,
                 timeout_ms: manifest
@@ -546,12 +662,14 @@ impl<'a> Installer<'a> {
                     .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
             },
         };
-        lock.plugins.insert(manifest.name.clone(), entry);
-        lock.save(&self.store.lock_path())?;
+        locked.lock.plugins.insert(manifest.name.clone(), entry);
+        locked.save()?;
         Ok(folder)
     }
 
-    /// Reads, checks and compiles the package at `source`.
+    /// Reads and checks the package at `source`: its manifest (name and
+    /// version), that the name is not a built-in plugin's, what it asks of
+    /// the environment, its files and its signature. Nothing is compiled.
     fn prepare(&self, source: &Path) -> Result<Prepared, InstallError> {
         let canonical = source.canonicalize().map_err(|e| InstallError::Source {
             path: source.to_path_buf(),
@@ -603,6 +721,11 @@ impl<'a> Installer<'a> {
         };
         let root = imported.as_ref().map_or(root, |i| i.root().to_path_buf());
         let manifest = Manifest::load(&root)?;
+        if BUILTIN_PLUGINS.iter().any(|p| p.name == manifest.name) {
+            return Err(InstallError::BuiltinName {
+                name: manifest.name,
+            });
+        }
         let model_keys: Vec<&str> = self.model_key.iter().map(String::as_str).collect();
         manifest
             .capabilities
@@ -612,12 +735,8 @@ impl<'a> Installer<'a> {
                 reason: e.to_string(),
             })
             .inspect_err(|e| self.record_refusal(&manifest.name, e))?;
-        if BUILTIN_PLUGINS.iter().any(|p| p.name == manifest.name) {
-            return Err(InstallError::BuiltinName {
-                name: manifest.name,
-            });
-        }
-        let files = hash_package(&root)?;
+        let selected = package::select(&root, &manifest)?;
+        let files = hash_files(&root, &selected)?;
         let skill_files: Vec<String> = files
             .0
             .keys()
@@ -632,17 +751,21 @@ impl<'a> Installer<'a> {
                 ),
             });
         }
+        for listed in &manifest.components {
+            if !files.0.contains_key(&package::component_path(listed)) {
+                return Err(InstallError::MissingComponent {
+                    path: listed.clone(),
+                });
+            }
+        }
         let digest = files.digest();
         let signer =
             verify_package_signature(&root, &manifest.name, &files.listing(), &self.config_file)
                 .inspect_err(|e| self.record_refusal(&manifest.name, e))?;
-        let components = self
-            .compile_components(&root, &manifest, &files)
-            .inspect_err(|e| {
-                if matches!(e, InstallError::Inspect(_)) {
-                    self.record_refusal(&manifest.name, e);
-                }
-            })?;
+        let size = PackageSize {
+            files: files.0.len(),
+            bytes: files.total_bytes(&root),
+        };
         Ok(Prepared {
             _unpacked: unpacked,
             imported,
@@ -653,8 +776,24 @@ impl<'a> Installer<'a> {
             files,
             digest,
             signer,
-            components,
+            size,
         })
+    }
+
+    /// Compiles a prepared package's components (refusals are audited).
+    fn compile(&self, prepared: &Prepared) -> Result<Vec<LockComponent>, InstallError> {
+        self.compile_components(&prepared.root, &prepared.manifest, &prepared.files)
+            .inspect_err(|e| {
+                if matches!(e, InstallError::Inspect(_)) {
+                    self.record_refusal(&prepared.manifest.name, e);
+                }
+            })
+    }
+
+    /// Records in the audit log that `command` changed what `plugin` may
+    /// touch.
+    fn record_change(&self, plugin: &str, command: &str, change: &str, source: &str) {
+        AuditLog::record_change(&self.audit_log, plugin, command, change, source);
     }
 
     /// Records in the audit log that `plugin` was refused at install.
@@ -672,7 +811,7 @@ impl<'a> Installer<'a> {
         let total = manifest.components.len();
         let mut components: Vec<LockComponent> = Vec::new();
         for (index, listed) in manifest.components.iter().enumerate() {
-            let rel = listed.trim_start_matches("./").to_string();
+            let rel = package::component_path(listed);
             let Some(sha256) = files.0.get(&rel).cloned() else {
                 return Err(InstallError::MissingComponent {
                     path: listed.clone(),
@@ -808,9 +947,62 @@ fn describe_skills(prepared: &Prepared) -> String {
     text
 }
 
+/// The components an archive's `plugin.toml` lists (at its top or in a
+/// single top folder), as paths inside the archive; none when it has no
+/// readable manifest (unpacking then reports what is wrong).
+fn archive_components(archive: &Path) -> Vec<String> {
+    let Ok(file) = std::fs::File::open(archive) else {
+        return Vec::new();
+    };
+    let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(file));
+    let Ok(entries) = tar.entries() else {
+        return Vec::new();
+    };
+    let mut found: Vec<(String, Vec<String>)> = Vec::new();
+    for entry in entries {
+        let Ok(mut entry) = entry else {
+            break;
+        };
+        let kind = entry.header().entry_type();
+        let Some(rel) = entry.path().ok().and_then(|p| package::relative(&p)) else {
+            continue;
+        };
+        let prefix = match rel.rsplit_once('/') {
+            None if rel == MANIFEST_FILE => String::new(),
+            Some((top, MANIFEST_FILE)) if !top.contains('/') => format!("{top}/"),
+            _ => continue,
+        };
+        if !(kind.is_file() || kind.is_contiguous()) || entry.size() > 1 << 20 {
+            continue;
+        }
+        let mut text = String::new();
+        if (&mut entry)
+            .take(1 << 20)
+            .read_to_string(&mut text)
+            .is_err()
+        {
+            continue;
+        }
+        if let Ok(manifest) = Manifest::parse(&text, Path::new(MANIFEST_FILE)) {
+            let components = manifest
+                .components
+                .iter()
+                .map(|c| format!("{prefix}{}", package::component_path(c)))
+                .collect();
+            found.push((prefix, components));
+        }
+    }
+    // The top-level manifest is the package's, if there is one.
+    found.sort_by_key(|(prefix, _)| !prefix.is_empty());
+    found.into_iter().next().map(|(_, c)| c).unwrap_or_default()
+}
+
 /// Unpacks a `.tar.gz` into `into`, refusing absolute paths, `..`, links,
-/// device files and anything past the size cap.
+/// device files and anything past the size cap. What is inside `target/`,
+/// `node_modules/` or `__pycache__/` is passed by (links included) unless
+/// it is a component the archive's `plugin.toml` lists.
 fn unpack(archive: &Path, into: &Path) -> Result<(), InstallError> {
+    let components = archive_components(archive);
     let refuse = |entry: &str, reason: &str| InstallError::Archive {
         archive: archive.to_path_buf(),
         entry: entry.to_string(),
@@ -847,6 +1039,9 @@ fn unpack(archive: &Path, into: &Path) -> Result<(), InstallError> {
         }
         let kind = entry.header().entry_type();
         if kind.is_pax_global_extensions() || kind.is_pax_local_extensions() {
+            continue;
+        }
+        if !package::unpack_wanted(&package::relative(&rel).unwrap_or_default(), &components) {
             continue;
         }
         if rel.as_os_str().is_empty() {
@@ -1003,6 +1198,31 @@ pub fn describe_capabilities(caps: &Capabilities) -> String {
         .iter()
         .map(|line| format!("  {line}\n"))
         .collect()
+}
+
+/// Capabilities on one line: the kinds granted, `; `-separated, or `no
+/// capabilities`.
+pub fn capabilities_in_one_line(caps: &Capabilities) -> String {
+    let parts: Vec<String> = caps
+        .describe()
+        .iter()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|line| !line.ends_with(" none"))
+        .collect();
+    if parts.is_empty() {
+        "no capabilities".to_string()
+    } else {
+        parts.join("; ")
+    }
+}
+
+/// A change of requests on one line, `; `-separated.
+fn diff_in_one_line(diff: &CapabilityDiff) -> String {
+    diff.to_string()
+        .lines()
+        .map(|line| line.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// `caps` without the items of `minus` (matched exactly).

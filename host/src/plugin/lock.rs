@@ -25,8 +25,16 @@
 //! (what the manifest requested when the user last agreed), `granted` (what
 //! calls get: the consented capabilities minus those revoked since) and
 //! `limits`.
+//!
+//! Every change is a read-modify-write under an exclusive lock on
+//! `capstan.lock.guard` beside it ([`Lockfile::modify`]), held across the
+//! read, the change and the rename, so two capstan processes installing,
+//! updating, granting, revoking or removing at once each keep their effect.
+//! Readers need no lock: the rename means they see the old file or the new
+//! one.
 
 use std::collections::BTreeMap;
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -203,6 +211,74 @@ impl Lockfile {
     }
 }
 
+/// The lockfile, read while holding the cross-process lock that every
+/// change takes: change [`LockedLockfile::lock`] and [`LockedLockfile::save`]
+/// it before the guard is dropped.
+#[derive(Debug)]
+pub struct LockedLockfile {
+    /// The lockfile as it was when the lock was taken.
+    pub lock: Lockfile,
+    path: PathBuf,
+    /// The open guard file; its lock is released when this is dropped.
+    guard: File,
+}
+
+impl Lockfile {
+    /// Takes the cross-process lock of the lockfile at `path` (waiting for
+    /// another capstan process to finish its change), then reads it.
+    pub fn modify(path: &Path) -> Result<LockedLockfile, LockError> {
+        let guard_path = guard_path(path);
+        let io = |action| {
+            let guard_path = guard_path.clone();
+            move |source| LockError::Io {
+                action,
+                path: guard_path,
+                source,
+            }
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| LockError::Io {
+                action: "create the folder of",
+                path: path.to_path_buf(),
+                source,
+            })?;
+        }
+        let guard = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&guard_path)
+            .map_err(io("open the lock guard"))?;
+        guard.lock().map_err(io("lock"))?;
+        let lock = Self::load(path)?;
+        Ok(LockedLockfile {
+            lock,
+            path: path.to_path_buf(),
+            guard,
+        })
+    }
+}
+
+impl LockedLockfile {
+    /// Writes the changed lockfile, still holding the lock.
+    pub fn save(&self) -> Result<(), LockError> {
+        self.lock.save(&self.path)
+    }
+}
+
+impl Drop for LockedLockfile {
+    fn drop(&mut self) {
+        let _ = self.guard.unlock();
+    }
+}
+
+/// The file whose lock serialises changes to the lockfile at `path`.
+fn guard_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".guard");
+    path.with_file_name(name)
+}
+
 impl LockEntry {
     /// The plugin's folder.
     pub fn dir(&self, plugins_dir: &Path) -> PathBuf {
@@ -308,6 +384,29 @@ mod tests {
         std::fs::write(&path, "version = 7\n").unwrap();
         let err = Lockfile::load(&path).unwrap_err().to_string();
         assert!(err.contains("format version 7"), "{err}");
+    }
+
+    #[test]
+    fn changes_under_the_lock_from_many_threads_all_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("capstan.lock");
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    for n in 0..5 {
+                        let mut locked = Lockfile::modify(&path).unwrap();
+                        locked.lock.plugins.insert(format!("p{t}-{n}"), entry());
+                        locked.save().unwrap();
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(Lockfile::load(&path).unwrap().plugins.len(), 40);
+        assert!(dir.path().join("capstan.lock.guard").is_file());
     }
 
     #[test]

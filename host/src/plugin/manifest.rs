@@ -21,6 +21,10 @@
 //!
 //! [build]                                # optional; how `capstan plugin build` builds it (crate::scaffold)
 //! lang = "python"
+//!
+//! [package]                              # optional; which files install copies (crate::plugin::package)
+//! include = ["data/**", "LICENSE"]       # files to install besides the manifest, components and skills
+//! exclude = ["skills/*/drafts/**"]       # files never to install (the manifest and components always are)
 //! ```
 //!
 //! Unknown keys are errors anywhere, so a misspelt capability is never
@@ -59,6 +63,21 @@ pub struct Manifest {
     pub capabilities: Capabilities,
     /// Its limits, where it asks for other than the defaults.
     pub limits: ManifestLimits,
+    /// Which files, besides the manifest, components and skills, its
+    /// package holds.
+    pub package: PackageFilter,
+}
+
+/// The `[package]` table: glob patterns (relative to the plugin folder,
+/// `/`-separated) naming files to install besides the manifest, its
+/// components and its skills, and files never to install.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PackageFilter {
+    /// Files to install too; a pattern naming a folder takes all of it.
+    pub include: Vec<String>,
+    /// Files never to install, among the skills and included files; a
+    /// pattern naming a folder leaves out all of it.
+    pub exclude: Vec<String>,
 }
 
 /// Limits a manifest may set.
@@ -111,11 +130,13 @@ const ROOT_KEYS: &[&str] = &[
     "capabilities",
     "limits",
     "build",
+    "package",
 ];
 const CAPABILITY_KEYS: &[&str] = &["fs", "net", "env", "secrets"];
 const FS_KEYS: &[&str] = &["path", "access"];
 const SECRET_KEYS: &[&str] = &["name", "header", "format", "hosts"];
 const LIMIT_KEYS: &[&str] = &["memory", "timeout"];
+const PACKAGE_KEYS: &[&str] = &["include", "exclude"];
 
 /// An I/O error in words.
 fn io_reason(err: &std::io::Error) -> String {
@@ -289,6 +310,7 @@ impl Doc<'_> {
         let mut components = None;
         let mut capabilities = Capabilities::default();
         let mut limits = ManifestLimits::default();
+        let mut package = PackageFilter::default();
         for (key, value) in self.entries(root, "the top level", ROOT_KEYS)? {
             match key.get_ref().as_ref() {
                 "name" => name = Some(self.name(value)?),
@@ -300,6 +322,7 @@ impl Doc<'_> {
                 // How to build the plugin from source: read by `capstan
                 // plugin build` (crate::scaffold), not by install.
                 "build" => {}
+                "package" => package = self.package(value)?,
                 _ => limits = self.limits(value)?,
             }
         }
@@ -320,7 +343,29 @@ impl Doc<'_> {
                 .ok_or_else(|| missing("components", "components = [\"plugin.wasm\"]"))?,
             capabilities,
             limits,
+            package,
         })
+    }
+
+    fn package(&self, value: &Spanned<DeValue<'_>>) -> Result<PackageFilter, ManifestError> {
+        let table = self.table("package", value)?;
+        let mut filter = PackageFilter::default();
+        for (key, value) in self.entries(table, "[package]", PACKAGE_KEYS)? {
+            let field = format!("package.{}", key.get_ref());
+            let mut patterns = Vec::new();
+            for (pattern, span) in self.strings(&field, value)? {
+                if let Err(why) = super::package::check_pattern(&pattern) {
+                    return self.at(span, &field, format!("\"{pattern}\" {why}"));
+                }
+                patterns.push(pattern);
+            }
+            if key.get_ref() == "include" {
+                filter.include = patterns;
+            } else {
+                filter.exclude = patterns;
+            }
+        }
+        Ok(filter)
     }
 
     fn name(&self, value: &Spanned<DeValue<'_>>) -> Result<String, ManifestError> {

@@ -6,16 +6,19 @@
 //! lockfile on every load), and component files named on the command line
 //! (`--plugin`).
 
+pub mod availability;
 pub mod builtin;
 pub mod catalog;
 pub mod inspect;
 pub mod install;
 pub mod lock;
 pub mod manifest;
+pub mod package;
 pub mod signature;
 pub mod socket_stubs;
 pub mod store;
 
+pub use availability::{Unavailable, UnavailablePlugins};
 pub use catalog::{Catalog, CatalogError, PluginSource};
 
 /// A tool addressed as `PLUGIN.TOOL`.

@@ -4,8 +4,9 @@
 //! # What is signed
 //!
 //! A package's *listing*: one line `<sha256 hex>  <relative path>\n` for
-//! every file in the package folder except the signature itself
-//! ([`SIGNATURE_FILE`] at the root), sorted by path, with `/` between
+//! every file of the package — the files install copies, as
+//! [`super::package::select`] chooses them, never the signature itself
+//! ([`SIGNATURE_FILE`] at the root) — sorted by path, with `/` between
 //! folder names. Signing the listing rather than an archive means a folder
 //! and its `.tar.gz` carry the same signature, and any changed, added or
 //! removed file breaks it.

@@ -7,10 +7,11 @@
 //! <plugins>/data/<name>/
 //! ```
 //!
-//! A package is every regular file under its folder, except hidden ones
-//! (names starting with `.`) and the signature `plugin.minisig`. Its digest
-//! is the sha256 of its listing: one line `<sha256>  <relative path>` per
-//! file, sorted by path — the text a signature signs.
+//! A package is the files [`super::package::select`] chooses from a plugin
+//! folder; a store folder holds exactly those (and the signature
+//! `plugin.minisig`). Its digest is the sha256 of its listing: one line
+//! `<sha256>  <relative path>` per file, sorted by path — the text a
+//! signature signs.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -61,6 +62,12 @@ pub enum StoreError {
     TooLarge {
         /// What went over.
         what: String,
+    },
+    /// A `[package]` pattern cannot be compiled.
+    #[error("a [package] pattern in plugin.toml is not valid: {reason}")]
+    Pattern {
+        /// Why.
+        reason: String,
     },
     /// A path cannot be used in a package.
     #[error("{} cannot be stored in a plugin package: its name is not valid UTF-8", path.display())]
@@ -127,8 +134,48 @@ impl PluginStore {
     }
 }
 
-/// Hashes every file of the package in `dir` (see the module docs for
-/// which files count). Links and special files are refused.
+impl FileHashes {
+    /// The size of the package in `dir`, all files together, in bytes.
+    pub fn total_bytes(&self, dir: &Path) -> u64 {
+        self.0
+            .keys()
+            .filter_map(|rel| std::fs::metadata(dir.join(rel)).ok())
+            .map(|meta| meta.len())
+            .sum()
+    }
+}
+
+/// Hashes the files `rels` (relative, `/`-separated) of the package in
+/// `dir`, within the package size caps.
+pub fn hash_files(dir: &Path, rels: &[String]) -> Result<FileHashes, StoreError> {
+    if rels.len() > MAX_PACKAGE_FILES {
+        return Err(StoreError::TooLarge {
+            what: format!("{} files", rels.len()),
+        });
+    }
+    let mut files = BTreeMap::new();
+    let mut total = 0u64;
+    for rel in rels {
+        let path = dir.join(rel);
+        let bytes = std::fs::read(&path).map_err(|source| StoreError::Io {
+            action: "read",
+            path: path.clone(),
+            source,
+        })?;
+        total += bytes.len() as u64;
+        if total > MAX_PACKAGE_BYTES {
+            return Err(StoreError::TooLarge {
+                what: format!("more than {} MiB", MAX_PACKAGE_BYTES >> 20),
+            });
+        }
+        files.insert(rel.clone(), sha256_hex(&bytes));
+    }
+    Ok(FileHashes(files))
+}
+
+/// Hashes every plain file under `dir` except hidden ones and the
+/// signature: a store folder's contents, or a folder that holds only its
+/// package. Links and special files are refused.
 pub fn hash_package(dir: &Path) -> Result<FileHashes, StoreError> {
     let mut files = BTreeMap::new();
     let mut total = 0u64;
@@ -220,7 +267,8 @@ pub fn copy_package(from: &Path, files: &FileHashes, to: &Path) -> Result<(), St
             source,
         }
     };
-    if to.is_dir() && hash_package(to).is_ok_and(|found| &found == files) {
+    let listed: Vec<String> = files.0.keys().cloned().collect();
+    if to.is_dir() && hash_files(to, &listed).is_ok_and(|found| &found == files) {
         return Ok(());
     }
     let parent = to.parent().unwrap_or(Path::new("."));

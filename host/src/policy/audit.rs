@@ -179,6 +179,18 @@ pub enum AuditEvent {
         /// Why, as the user was told.
         reason: String,
     },
+    /// What a plugin may touch was changed by `capstan plugin install`,
+    /// `update`, `grant`, `revoke` or `remove`. The record's `call_id` is
+    /// the command (`install`, ...).
+    PluginChanged {
+        /// What changed, in words: the version, and the capabilities
+        /// granted, given back or taken away.
+        change: String,
+        /// Where the plugin came from: the folder or archive installed.
+        source: String,
+        /// Who made the change: the user account that ran capstan.
+        user: String,
+    },
 }
 
 impl AuditLog {
@@ -199,6 +211,53 @@ impl AuditLog {
             Err(error) => eprintln!("capstan: {error}"),
         }
     }
+}
+
+impl AuditLog {
+    /// Records that `command` (`install`, `update`, `grant`, `revoke` or
+    /// `remove`) changed what `plugin` may touch, made by the user running
+    /// this process. A log that cannot be opened is reported on stderr.
+    pub fn record_change(path: &Path, plugin: &str, command: &str, change: &str, source: &str) {
+        match Self::open(path) {
+            Ok(log) => AuditScope {
+                log,
+                plugin: plugin.to_string(),
+                call_id: command.to_string(),
+                session_id: None,
+            }
+            .record(AuditEvent::PluginChanged {
+                change: change.to_string(),
+                source: source.to_string(),
+                user: current_user(),
+            }),
+            Err(error) => eprintln!("capstan: {error}"),
+        }
+    }
+}
+
+/// The user account running this process: as the environment names it,
+/// else its user id.
+fn current_user() -> String {
+    ["USER", "LOGNAME", "USERNAME"]
+        .iter()
+        .find_map(|var| std::env::var(var).ok().filter(|v| !v.is_empty()))
+        .or_else(user_id)
+        .unwrap_or_else(|| "an unnamed user".to_string())
+}
+
+/// The process's user id, as `uid N`.
+#[cfg(unix)]
+fn user_id() -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self")
+        .ok()
+        .map(|meta| format!("uid {}", meta.uid()))
+}
+
+/// The process's user id, where the platform has one.
+#[cfg(not(unix))]
+fn user_id() -> Option<String> {
+    None
 }
 
 /// One record as read back from the log.
@@ -265,8 +324,13 @@ impl VerifyReport {
 /// The first bad record of a log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
-    /// The line (from 1) where it was found.
+    /// The line (from 1) where it was found; for a problem with the end of
+    /// the log, the last line.
     pub line: u64,
+    /// Whether the problem is with the end of the log as a whole (records
+    /// cut off after its last line, or an end that is not the one the head
+    /// file recorded) rather than with one line.
+    pub at_end: bool,
     /// The record's `seq`, when known.
     pub seq: Option<u64>,
     /// What kind of damage.
@@ -277,7 +341,11 @@ pub struct Problem {
 
 impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "line {}", self.line)?;
+        if self.at_end {
+            write!(f, "its end, after line {}", self.line)?;
+        } else {
+            write!(f, "line {}", self.line)?;
+        }
         if let Some(seq) = self.seq {
             write!(f, " (record {seq})")?;
         }
@@ -749,6 +817,7 @@ impl Chain {
         let problem = |seq, kind, detail: String| {
             Some(Problem {
                 line: number,
+                at_end: false,
                 seq,
                 kind,
                 detail,
@@ -877,6 +946,7 @@ fn check_head(head: Option<Result<Head, String>>, chain: &Chain, lines: u64) -> 
     let problem = |kind, detail: String| {
         Some(Problem {
             line: lines.max(1),
+            at_end: true,
             seq: (chain.seq > 0).then_some(chain.seq),
             kind,
             detail,
