@@ -336,3 +336,74 @@ fn a_key_typed_before_a_permission_question_does_not_answer_it() {
     terminal.send("\x7f");
     exit_cleanly(&mut terminal);
 }
+
+/// A permission question for an edit shows the change as a diff with the
+/// file's line numbers, a new file as its first lines; creating a file is
+/// not "may destroy data"; "always" says where the rule went and
+/// `/permissions` lists and removes it.
+#[test]
+fn permission_questions_show_diffs_and_saved_rules_can_be_removed() {
+    let env = Env::new();
+    env.write("src/lib.rs", "fn one() {}\nfn greet() {}\nfn three() {}\n");
+    let mut terminal = session(
+        &env,
+        json!([
+            { "text": "Renaming.",
+              "tool_calls": [ { "tool": "fs.edit",
+                                "input": { "path": "src/lib.rs", "old": "fn greet() {}", "new": "fn welcome() {}" } } ] },
+            { "text": "Creating.",
+              "tool_calls": [ { "tool": "fs.write",
+                                "input": { "path": "notes/new.md", "content": "# Notes\nfirst\n" } } ] },
+            { "text": "All done." }
+        ]),
+        &[],
+    );
+    terminal.type_slowly("rename greet\r");
+    let question = terminal.expect("allow? [y/s/a/n]");
+    assert!(
+        question.contains("src/lib.rs (1 line added, 1 line removed)"),
+        "{question}"
+    );
+    assert!(question.contains("@@ -1,3 +1,3 @@"), "{question}");
+    assert!(question.contains("- fn greet() {}"), "{question}");
+    assert!(question.contains("+ fn welcome() {}"), "{question}");
+    assert!(question.contains("  fn one() {}"), "{question}");
+    assert!(!question.contains("\\n"), "escaped JSON shown: {question}");
+    terminal.send("a");
+    let saved = terminal.expect("removes them");
+    assert!(saved.contains("always allowed in this project"), "{saved}");
+    assert!(saved.contains("/permissions"), "{saved}");
+    let question = terminal.expect("allow? [y/s/a/n]");
+    assert!(
+        question.contains("notes/new.md (new file, 2 lines)"),
+        "{question}"
+    );
+    assert!(question.contains("   1 + # Notes"), "{question}");
+    assert!(question.contains("creates a file"), "{question}");
+    assert!(!question.contains("destroy"), "{question}");
+    terminal.send("y");
+    terminal.expect("All done.");
+    terminal.expect("> ");
+    assert_eq!(
+        env.read("src/lib.rs"),
+        "fn one() {}\nfn welcome() {}\nfn three() {}\n"
+    );
+
+    terminal.type_slowly("/permissions\r");
+    let listed = terminal.expect("drops rule N");
+    assert!(listed.contains("1. allow fs.edit"), "{listed}");
+    assert!(listed.contains("project local config"), "{listed}");
+    terminal.type_slowly("/permissions remove 1\r");
+    let removed = terminal.expect("no longer applies in this session");
+    assert!(
+        removed.contains("removed `allow fs.edit` from"),
+        "{removed}"
+    );
+    terminal.type_slowly("/permissions\r");
+    terminal.expect("no rules");
+    terminal.expect("> ");
+    let local =
+        std::fs::read_to_string(walk(&env.home.path().join("projects"))[0].clone()).unwrap();
+    assert!(!local.contains("fs.edit"), "{local}");
+    exit_cleanly(&mut terminal);
+}

@@ -25,7 +25,7 @@ pub mod subagent;
 pub mod toolbox;
 
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -39,7 +39,9 @@ use crate::model::{
     Block, Message, ModelError, Provider, Request, Role, StopReason, StreamEvent, Usage,
 };
 use crate::policy::audit::{AuditEvent, AuditLog, AuditScope};
-use crate::policy::{Decision, DecisionSource, Mode, Outcome, Policy, Rule, ToolFacts};
+use crate::policy::{
+    Decision, DecisionSource, Layer, Mode, Outcome, Policy, Rule, RuleKind, ToolFacts,
+};
 use crate::sandbox::CallError;
 use crate::session::record::Event;
 use crate::session::{SessionError, TranscriptWriter};
@@ -179,6 +181,8 @@ pub struct PermissionRequest<'a> {
     pub reason: &'a str,
     /// The permission mode.
     pub mode: Mode,
+    /// The workspace, against which the call's relative paths resolve.
+    pub workspace: &'a Path,
 }
 
 /// What the user answered.
@@ -578,6 +582,12 @@ impl Agent {
     /// Changes the permission mode.
     pub fn set_mode(&mut self, mode: Mode) {
         self.policy.set_mode(mode);
+    }
+
+    /// Stops applying a rule for the rest of the session (`/permissions
+    /// remove`); whether it was there.
+    pub fn remove_rule(&mut self, kind: RuleKind, rule: &Rule, layer: Layer) -> bool {
+        self.policy.remove_rule(kind, rule, layer)
     }
 
     /// Tokens and cost so far.
@@ -1474,6 +1484,7 @@ impl Agent {
                     input: &input,
                     reason: &decision.reason,
                     mode: self.policy.mode(),
+                    workspace: &self.workspace,
                 };
                 let answer = frontend.ask(&request);
                 self.apply_answer(&tool, answer, frontend, interrupt)
@@ -1536,16 +1547,32 @@ impl Agent {
             }
             PermissionAnswer::AllowAlways => {
                 let rule = Rule::tool(&tool.name);
-                self.policy.allow_for_session(rule.clone());
                 let saved = self.home.as_ref().map(|home| {
                     crate::policy::settings::save_local_allow(home, &self.workspace, &rule)
                 });
+                // The rule applies from now on as the file it was saved in
+                // says, so `/permissions` removes it from there.
+                match saved {
+                    Some(Ok(_)) => {
+                        self.policy
+                            .add_rule(RuleKind::Allow, rule.clone(), Layer::ProjectLocal)
+                    }
+                    _ => self.policy.allow_for_session(rule.clone()),
+                }
                 let reason = match saved {
-                    Some(Ok(path)) => format!(
-                        "the user always allows {} in this project (saved to {})",
-                        tool.name,
-                        path.display()
-                    ),
+                    Some(Ok(path)) => {
+                        let text = format!(
+                            "{} is always allowed in this project: the rule `{rule}` was saved to {}; /permissions lists saved rules and removes them",
+                            tool.name,
+                            path.display()
+                        );
+                        frontend.event(AgentEvent::Notice(&text));
+                        format!(
+                            "the user always allows {} in this project (saved to {})",
+                            tool.name,
+                            path.display()
+                        )
+                    }
                     Some(Err(error)) => {
                         let text = format!(
                             "{} allowed for this session only: the answer could not be saved: {error}",

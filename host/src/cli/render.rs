@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::change_preview::{Change, read_for_preview, visible};
 use super::turn_keys::{Key, TurnKeys};
 use crate::agent::{AgentEvent, CompactTrigger, Frontend, PermissionAnswer, PermissionRequest};
 use crate::policy::Outcome;
@@ -30,6 +31,11 @@ impl Style {
         Self {
             color: terminal && !no_color,
         }
+    }
+
+    /// Styling on (`color`) or off.
+    pub fn new(color: bool) -> Self {
+        Self { color }
     }
 
     fn paint(self, code: &str, text: &str) -> String {
@@ -313,13 +319,34 @@ impl Frontend for TerminalFrontend {
         self.finish_line();
         let tool = &request.tool.name;
         let style = self.err;
-        eprintln!(
-            "{} {} {}",
-            style.yellow("?"),
-            style.bold(&format!("Run {tool}")),
-            style.cyan(&key_argument(request.input))
-        );
-        eprintln!("  {}", style.dim(&preview_input(request.input)));
+        let change = Change::of_call(request.input, |path| {
+            read_for_preview(request.workspace, path)
+        });
+        match &change {
+            Some(change) => {
+                eprintln!(
+                    "{} {} {} {}",
+                    style.yellow("?"),
+                    style.bold(&format!("Run {tool}")),
+                    style.cyan(&visible(change.path())),
+                    style.dim(&format!("({})", change.summary()))
+                );
+                for line in change.render(style) {
+                    eprintln!("  {line}");
+                }
+            }
+            None => {
+                eprintln!(
+                    "{} {} {}",
+                    style.yellow("?"),
+                    style.bold(&format!("Run {tool}")),
+                    style.cyan(&key_argument(request.input))
+                );
+                for line in preview_input(request.input) {
+                    eprintln!("  {}", style.dim(&line));
+                }
+            }
+        }
         eprintln!("  {}", style.dim(&format!("why: {}", request.reason)));
         eprintln!(
             "  [y] yes, once   [s] yes, {tool} for this session   [a] always {tool} in this project   [n] no, and tell the model why"
@@ -562,9 +589,24 @@ fn summarise_output(output: &str, is_error: bool) -> String {
 }
 
 /// The input as compact JSON, cut to a few hundred characters.
-fn preview_input(input: &Value) -> String {
-    cut(&input.to_string(), 300)
+/// A call's input for a permission question: indented JSON, its strings'
+/// control characters escaped, at most [`PREVIEW_LINES`] lines.
+fn preview_input(input: &Value) -> Vec<String> {
+    let text = serde_json::to_string_pretty(input).unwrap_or_else(|_| input.to_string());
+    let total = text.lines().count();
+    let mut lines: Vec<String> = text
+        .lines()
+        .take(PREVIEW_LINES)
+        .map(|line| cut(&visible(line), 200))
+        .collect();
+    if total > PREVIEW_LINES {
+        lines.push(format!("… {} more lines", total - PREVIEW_LINES));
+    }
+    lines
 }
+
+/// How many lines of a call's input a permission question shows.
+const PREVIEW_LINES: usize = 24;
 
 /// "0.4 ms", "12 ms", "1.3 s".
 pub fn format_duration(duration: Duration) -> String {

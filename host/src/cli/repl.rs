@@ -10,7 +10,7 @@ use super::render::TerminalFrontend;
 use super::setup::{self, Session, SessionArgs};
 use super::turn_keys::{self, TurnKeys};
 use crate::agent::{Interrupt, TurnEnd};
-use crate::policy::Mode;
+use crate::policy::{Layer, Mode, Rule, RuleKind};
 use crate::session::Sessions;
 
 /// The slash commands, for `/help`.
@@ -21,6 +21,7 @@ Commands:
   /cost            tokens and cost of this session
   /compact [FOCUS] replace the conversation by a summary of it (what to keep, optionally)
   /mode [MODE]     show or set the permission mode: default, accept-edits, plan, bypass
+  /permissions     the permission rules in force, numbered; /permissions remove N drops one
   /plugins         the plugins and their tools
   /NAME [ARGS]     run a skill (listed below; `capstan skill list` shows all)
   /exit            leave (Ctrl-D works too)
@@ -292,7 +293,16 @@ async fn compact(
 
 /// The built-in slash commands; a skill cannot take their names.
 const BUILTIN_COMMANDS: &[&str] = &[
-    "help", "?", "exit", "quit", "q", "cost", "clear", "mode", "plugins",
+    "help",
+    "?",
+    "exit",
+    "quit",
+    "q",
+    "cost",
+    "clear",
+    "mode",
+    "permissions",
+    "plugins",
 ];
 
 /// For `/name arguments` naming a skill the user can run: the skill's
@@ -397,6 +407,7 @@ fn slash_command(session: &mut Session, command: &str) -> Flow {
                 }
             }
         }
+        "permissions" => permissions(session, argument),
         "plugins" => {
             for (plugin, sha) in session.agent.toolbox().plugins() {
                 eprintln!("{plugin}  sha256 {}", &sha[..sha.len().min(16)]);
@@ -429,6 +440,86 @@ fn slash_command(session: &mut Session, command: &str) -> Flow {
         other => eprintln!("unknown command /{other}; /help lists them"),
     }
     Flow::Continue
+}
+
+/// `/permissions`: the rules in force, numbered, with where each comes
+/// from; `/permissions remove N` stops applying rule N and, for a rule
+/// saved by "always allow" or written in the user config, removes it from
+/// its file.
+fn permissions(session: &mut Session, argument: &str) {
+    let rules: Vec<(RuleKind, Rule, Layer)> = session
+        .agent
+        .policy()
+        .rules()
+        .map(|(kind, rule, layer)| (*kind, rule.clone(), *layer))
+        .collect();
+    if argument.is_empty() {
+        eprintln!("permission mode: {}", session.agent.policy().mode());
+        if rules.is_empty() {
+            eprintln!("no rules: the mode decides (/mode to change it)");
+            return;
+        }
+        for (n, (kind, rule, layer)) in rules.iter().enumerate() {
+            let from = match rule_file(session, *layer) {
+                Some(path) => format!("{layer}, {}", path.display()),
+                None => layer.to_string(),
+            };
+            eprintln!("  {:>2}. {kind:5} {rule}   ({from})", n + 1);
+        }
+        eprintln!("/permissions remove N drops rule N");
+        return;
+    }
+    let chosen = argument
+        .strip_prefix("remove")
+        .map(str::trim)
+        .and_then(|n| n.parse::<usize>().ok())
+        .and_then(|n| n.checked_sub(1))
+        .and_then(|i| rules.get(i));
+    let Some((kind, rule, layer)) = chosen else {
+        eprintln!(
+            "usage: /permissions (list the rules) or /permissions remove N (N from the list, 1 to {})",
+            rules.len()
+        );
+        return;
+    };
+    match layer {
+        Layer::Project => {
+            eprintln!(
+                "`{kind} {rule}` is in the project's .capstan/config.toml; edit that file to remove it"
+            );
+            return;
+        }
+        Layer::User | Layer::ProjectLocal => {
+            let Some(path) = rule_file(session, *layer) else {
+                return;
+            };
+            match crate::policy::remove_rule(&path, *kind, rule) {
+                Ok(_) => eprintln!("removed `{kind} {rule}` from {}", path.display()),
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return;
+                }
+            }
+        }
+        Layer::CommandLine | Layer::Session => {}
+    }
+    session.agent.remove_rule(*kind, rule, *layer);
+    eprintln!("`{kind} {rule}` no longer applies in this session");
+}
+
+/// The settings file a rule of `layer` is kept in, if it has one.
+fn rule_file(session: &Session, layer: Layer) -> Option<std::path::PathBuf> {
+    match layer {
+        Layer::User => Some(session.home.config_file()),
+        Layer::ProjectLocal => Some(crate::policy::local_config_file(
+            &session.home,
+            &session.workspace,
+        )),
+        Layer::Project => Some(crate::policy::settings::project_config_file(
+            &session.workspace,
+        )),
+        Layer::CommandLine | Layer::Session => None,
+    }
 }
 
 fn banner(session: &Session, frontend: &TerminalFrontend, verbose: bool) {

@@ -34,7 +34,9 @@ use std::path::Path;
 
 pub use mode::{Mode, ModeError};
 pub use rule::{Rule, RuleError, RuleKind};
-pub use settings::{ModelSettings, Settings, SettingsError, load, save_local_allow};
+pub use settings::{
+    ModelSettings, Settings, SettingsError, load, local_config_file, remove_rule, save_local_allow,
+};
 
 /// Where a rule came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -180,12 +182,27 @@ impl Policy {
 
     /// Adds a rule the user allowed for the rest of this session.
     pub fn allow_for_session(&mut self, rule: Rule) {
-        let exists = self.rules.iter().any(|(kind, r, layer)| {
-            *kind == RuleKind::Allow && *layer == Layer::Session && *r == rule
-        });
+        self.add_rule(RuleKind::Allow, rule, Layer::Session);
+    }
+
+    /// Adds a rule of `layer` (one just saved to its file), unless it is
+    /// there already.
+    pub fn add_rule(&mut self, kind: RuleKind, rule: Rule, layer: Layer) {
+        let exists = self
+            .rules
+            .iter()
+            .any(|(k, r, l)| *k == kind && *l == layer && *r == rule);
         if !exists {
-            self.rules.push((RuleKind::Allow, rule, Layer::Session));
+            self.rules.push((kind, rule, layer));
         }
+    }
+
+    /// Removes a rule of `kind` from `layer`; whether it was there.
+    pub fn remove_rule(&mut self, kind: RuleKind, rule: &Rule, layer: Layer) -> bool {
+        let before = self.rules.len();
+        self.rules
+            .retain(|(k, r, l)| !(*k == kind && r == rule && *l == layer));
+        self.rules.len() != before
     }
 
     /// Every rule, with its kind and layer, in the order they were given.
@@ -272,8 +289,10 @@ impl Policy {
         }
         let what = if facts.open_world {
             "reaches outside the workspace"
-        } else if facts.destructive {
+        } else if facts.destructive && !creates_a_file(facts) {
             "may destroy data"
+        } else if facts.destructive {
+            "creates a file"
         } else {
             "changes files"
         };
@@ -294,6 +313,16 @@ impl Policy {
             ),
         }
     }
+}
+
+/// Whether the call names, in `path`, a file that does not exist yet, so
+/// that even a tool that may overwrite only creates one.
+fn creates_a_file(facts: &ToolFacts) -> bool {
+    let Some(path) = facts.input.get("path").and_then(serde_json::Value::as_str) else {
+        return false;
+    };
+    let full = rule::normalize(&facts.workspace.join(path));
+    matches!(std::fs::symlink_metadata(full), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
 }
 
 #[cfg(test)]

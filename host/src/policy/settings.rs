@@ -318,6 +318,47 @@ pub fn save_local_allow(
     Ok(path)
 }
 
+/// Removes every `kind` rule equal to `rule` from the settings file at
+/// `path` (the user config or a project local config), keeping the rest
+/// of the file as written; whether one was there.
+pub fn remove_rule(path: &Path, kind: RuleKind, rule: &Rule) -> Result<bool, SettingsError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(source) => {
+            return Err(SettingsError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let mut doc: toml_edit::DocumentMut =
+        text.parse()
+            .map_err(|e: toml_edit::TomlError| SettingsError::Parse {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            })?;
+    let Some(rules) = doc
+        .get_mut("permissions")
+        .and_then(|permissions| permissions.get_mut(&kind.to_string()))
+        .and_then(toml_edit::Item::as_array_mut)
+    else {
+        return Ok(false);
+    };
+    let before = rules.len();
+    rules.retain(|item| {
+        item.as_str()
+            .and_then(|s| s.parse::<Rule>().ok())
+            .is_none_or(|existing| existing != *rule)
+    });
+    if rules.len() == before {
+        return Ok(false);
+    }
+    rules.fmt();
+    write_atomically(path, &doc.to_string())?;
+    Ok(true)
+}
+
 fn canonical(workspace: &Path) -> Result<PathBuf, SettingsError> {
     workspace
         .canonicalize()
@@ -657,6 +698,24 @@ deny = ["fs.write(.env)"]
         );
         let text = fs::read_to_string(local_config_file(&f.home, &f.workspace)).unwrap();
         assert!(text.contains("# keep"), "{text}");
+    }
+
+    #[test]
+    fn remove_rule_keeps_the_rest_of_the_file() {
+        let f = fixture();
+        let path = f.home.config_file();
+        write(
+            &path,
+            "# mine\n[permissions]\nallow = [\"fs.write\", \"fs.edit(src/**)\"]\ndeny = [\"fs.write\"]\n",
+        );
+        let rule: Rule = "fs.write".parse().unwrap();
+        assert!(remove_rule(&path, RuleKind::Allow, &rule).unwrap());
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("# mine\n"), "{text}");
+        assert!(text.contains("allow = [\"fs.edit(src/**)\"]"), "{text}");
+        assert!(text.contains("deny = [\"fs.write\"]"), "{text}");
+        assert!(!remove_rule(&path, RuleKind::Allow, &rule).unwrap());
+        assert!(!remove_rule(&f.workspace.join("none.toml"), RuleKind::Allow, &rule).unwrap());
     }
 
     #[test]
