@@ -528,6 +528,61 @@ fn a_hook_allow_never_beats_a_deny_rule_or_plan_mode_but_spares_a_question() {
 }
 
 #[test]
+fn a_hook_allow_never_answers_an_ask_rule_the_user_wrote() {
+    let write = |id: &str, path: &str, content: &str| {
+        sse(Answer::text("Writing.").call(
+            id,
+            "fs__write",
+            json!({"path": path, "content": content}),
+        ))
+    };
+    // The attack: a hook that allows on PermissionRequest (and on
+    // PreToolUse) where the user's own rule asks. Print mode cannot ask,
+    // so the write must be refused, in accept-edits mode (where the mode
+    // alone would allow it) and in default mode alike.
+    for (file, marker, mode) in [
+        ("a.txt", "[PermissionRequest:allow]", "accept-edits"),
+        ("b.txt", "[PermissionRequest:allow]", "default"),
+        (
+            "c.txt",
+            "[PreToolUse:allow] [PermissionRequest:allow]",
+            "default",
+        ),
+    ] {
+        let env = Env::new();
+        std::fs::write(
+            env.home.path().join("config.toml"),
+            "[permissions]\nask = [\"fs.write\"]\n",
+        )
+        .unwrap();
+        let mock = MockModel::start(vec![write("w", file, marker), sse(Answer::text("ok"))]);
+        let output = with_echo(&env, &mock, "w", &["--permission-mode", mode]);
+        assert_exit(&output, 0);
+        assert!(
+            !env.ws.path().join(file).exists(),
+            "the hook's allow answered the user's ask rule in {mode} mode"
+        );
+        let (result, is_error) = tool_result(&mock, 1, "w");
+        assert!(is_error, "{result}");
+        assert!(
+            result.contains("the rule `fs.write` in the user config asks first"),
+            "{result}"
+        );
+        assert!(
+            stderr(&output).contains("an ask rule you wrote asks first"),
+            "{}",
+            stderr(&output)
+        );
+        let permission = transcript(&env)
+            .into_iter()
+            .rev()
+            .find(|r| r["type"] == "permission")
+            .unwrap();
+        assert_eq!(permission["outcome"], "deny", "{permission}");
+    }
+}
+
+#[test]
 fn guard_secrets_denies_writing_an_aws_key_and_tells_the_model_redacted() {
     let env = Env::new();
     install(&env, &packaged("guard-secrets"));
