@@ -1054,12 +1054,12 @@ impl Agent {
             if decision != "proceed"
                 && let Some(log) = &self.hook_audit
             {
-                AuditScope {
-                    log: log.clone(),
-                    plugin: answer.hook.clone(),
-                    call_id: tool_use_id.unwrap_or(event.name()).to_string(),
-                    session_id: self.session_id().map(str::to_string),
-                }
+                AuditScope::new(
+                    log.clone(),
+                    &answer.hook,
+                    tool_use_id.unwrap_or(event.name()),
+                    self.session_id(),
+                )
                 .record(AuditEvent::HookDecision {
                     event: event.name().to_string(),
                     decision: decision.to_string(),

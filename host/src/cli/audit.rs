@@ -133,6 +133,10 @@ fn human_line(record: &AuditRecord) -> String {
         AuditEvent::EnvRead { names } => format!("env_read {}", names.join(", ")),
         AuditEvent::SecretInjected { name, host } => format!("secret_injected {name} -> {host}"),
         AuditEvent::SocketRefused { address } => format!("socket_refused {address}"),
+        AuditEvent::NameLookupRefused { name } => format!("name_lookup_refused {name}"),
+        AuditEvent::RecordsDropped { dropped, limit } => format!(
+            "records_dropped {dropped} more records of this call were not written (at most {limit} per call)"
+        ),
         AuditEvent::PluginRefused { reason } => format!("plugin_refused {reason}"),
         AuditEvent::HookDecision {
             event,

@@ -92,7 +92,7 @@ impl CallState {
     }
 
     /// Notes a call into the host.
-    pub(super) fn touch(&mut self) {
+    pub(crate) fn touch(&mut self) {
         self.touched = true;
     }
 
@@ -199,6 +199,9 @@ impl PreparedCall {
         outcome: Result<wasmtime::Result<R>, tokio::time::error::Elapsed>,
     ) -> Result<R, CallError> {
         let result = self.result(outcome);
+        if let Some(audit) = &self.store.data().audit {
+            audit.close();
+        }
         if let Some(retirer) = self.retirer.take() {
             retirer.retire(self.store);
         }
@@ -287,15 +290,9 @@ fn call_state(
 ) -> Result<(CallState, MemoryOutputPipe, MemoryOutputPipe), CallError> {
     let stdout = MemoryOutputPipe::new(CAPTURE_LIMIT);
     let stderr = MemoryOutputPipe::new(CAPTURE_LIMIT);
-    let audit = options
-        .audit
-        .clone()
-        .map(|log| crate::policy::audit::AuditScope {
-            log,
-            plugin: plugin.to_string(),
-            call_id: call_id.to_string(),
-            session_id: options.session_id.clone(),
-        });
+    let audit = options.audit.clone().map(|log| {
+        crate::policy::audit::AuditScope::new(log, plugin, call_id, options.session_id.as_deref())
+    });
     // Exactly the granted variables that are set now; nothing else.
     let env = options.grants.env_values();
     let mut builder = WasiCtxBuilder::new();
