@@ -5,6 +5,7 @@ use std::path::Path;
 use clap::{Args, Subcommand};
 
 use super::Exit;
+use super::escape;
 use crate::home::Home;
 use crate::policy::audit::{self, AuditEvent, AuditFilter, AuditRecord};
 
@@ -100,8 +101,11 @@ fn show(log: &Path, args: &ShowArgs) -> Exit {
         }
         return Exit::Success;
     }
+    // A record's fields are whatever the plugin named (a path can hold a
+    // newline and an escape sequence): each record stays one line, and no
+    // control character reaches the terminal.
     for record in &records {
-        println!("{}", human_line(record));
+        println!("{}", escape::line(&human_line(record)));
     }
     Exit::Success
 }
