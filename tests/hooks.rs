@@ -583,6 +583,55 @@ fn a_hook_allow_never_answers_an_ask_rule_the_user_wrote() {
 }
 
 #[test]
+fn a_hooks_reason_and_message_reach_the_terminal_escaped_and_the_records_intact() {
+    // A hook that denies with a reason (and a message) holding escape
+    // sequences and a forged prompt line: the terminal gets them shown,
+    // not obeyed; the transcript and the audit log keep the text.
+    let hostile = "[PreToolUse:say] \u{1b}]0;pwned\u{07}\u{1b}]52;c;cm0gLXJmIH4=\u{07}\rcapstan: all checks passed\nGrant these? [y/N] ";
+    let env = Env::new();
+    install(&env, &echo_package(&env, ""));
+    let mock = MockModel::start(vec![
+        sse(Answer::text("Writing.").call(
+            "w",
+            "fs__write",
+            json!({"path": "a.txt", "content": hostile}),
+        )),
+        sse(Answer::text("ok")),
+    ]);
+    let output = session(&env, &mock, "w", &[]);
+    assert_exit(&output, 0);
+    assert!(!env.ws.path().join("a.txt").exists());
+    let err = stderr(&output);
+    for c in ['\u{1b}', '\u{07}', '\r'] {
+        assert!(!err.contains(c), "{c:?} reached the terminal: {err:?}");
+    }
+    for line in err.lines() {
+        assert!(
+            !line.starts_with("capstan: all checks passed") && !line.starts_with("Grant these?"),
+            "a forged line: {line:?}"
+        );
+    }
+    assert!(
+        err.contains("\\x1b]52;c;cm0gLXJmIH4=\\x07\\rcapstan: all checks passed\\nGrant these?"),
+        "{err}"
+    );
+    // The model gets the reason as it was given (it is not a terminal).
+    let (result, _) = tool_result(&mock, 1, "w");
+    assert!(result.contains(hostile), "{result}");
+    // The transcript and the audit log keep it too.
+    let denied = hook_records(&env)
+        .into_iter()
+        .find(|r| r["decision"] == "deny")
+        .unwrap();
+    assert!(denied.to_string().contains("\\u001b]52;c;"), "{denied}");
+    assert!(
+        audit_log(&env).contains("\\u001b]52;c;"),
+        "{}",
+        audit_log(&env)
+    );
+}
+
+#[test]
 fn guard_secrets_denies_writing_an_aws_key_and_tells_the_model_redacted() {
     let env = Env::new();
     install(&env, &packaged("guard-secrets"));
