@@ -466,7 +466,7 @@ mod tests {
         );
         for level in 1..levels {
             let prev = format!("*a{}", level - 1);
-            let items = vec![prev.as_str(); 9].join(",");
+            let items = [prev.as_str(); 9].join(",");
             yaml.push_str(&format!("a{level}: &a{level} [{items}]\n"));
         }
         yaml.push_str("---\nbody\n");
