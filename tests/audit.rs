@@ -164,12 +164,7 @@ fn log_of(env: &Env) -> PathBuf {
 }
 
 fn scope(log: &AuditLog, plugin: &str, call: &str, session: Option<&str>) -> AuditScope {
-    AuditScope {
-        log: log.clone(),
-        plugin: plugin.into(),
-        call_id: call.into(),
-        session_id: session.map(str::to_string),
-    }
+    AuditScope::new(log.clone(), plugin, call, session)
 }
 
 /// Writes four records through the library: a weather call (an env read, a

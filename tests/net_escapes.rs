@@ -493,7 +493,7 @@ async fn raw_tcp_and_udp_sockets_are_refused() {
         .await;
     assert!(!error_of(&out).is_empty(), "{out}");
     assert_eq!(out["kind"], "PermissionDenied", "{out}");
-    // Names cannot even be looked up.
+    // Names cannot even be looked up: the lookup is refused (and recorded).
     let out = host
         .call(
             "net-connect",
@@ -501,7 +501,10 @@ async fn raw_tcp_and_udp_sockets_are_refused() {
             grants(),
         )
         .await;
-    assert!(error_of(&out).contains("failed to lookup address"), "{out}");
+    assert_eq!(out["kind"], "PermissionDenied", "{out}");
+    let lookups = host.audit_of("name_lookup_refused");
+    assert_eq!(lookups.len(), 1, "{lookups:?}");
+    assert_eq!(lookups[0]["name"], "localhost");
 
     let accept =
         tokio::time::timeout(std::time::Duration::from_millis(300), listener.accept()).await;

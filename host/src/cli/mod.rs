@@ -2,6 +2,7 @@
 //! with `-p`), tools called directly, and saved sessions.
 
 mod audit;
+pub mod escape;
 mod exit;
 mod new;
 mod plugin;

@@ -6,6 +6,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
 use super::Exit;
+use super::escape;
 use crate::home::Home;
 use crate::plugin::catalog::InstalledPlugin;
 use crate::plugin::install::{
@@ -110,7 +111,7 @@ pub async fn run(command: PluginCommand, _verbose: bool) -> Exit {
     match execute(command).await {
         Ok(exit) => exit,
         Err((exit, message)) => {
-            eprintln!("error: {message}");
+            eprintln!("error: {}", escape::message(&message));
             exit
         }
     }
@@ -217,7 +218,7 @@ impl Asker {
     }
 
     fn ask(&self, request: &ConsentRequest) -> bool {
-        eprint!("{}", request.text);
+        eprint!("{}", escape::text(&request.text));
         if self.yes {
             eprintln!("Granted (--yes).");
             return true;
@@ -313,7 +314,11 @@ fn list(home: &Home) -> Result<Exit, Failure> {
         );
         let plugin = InstalledPlugin::new(home, name, entry.clone());
         if let Err(unavailable) = plugin.availability(&workspace) {
-            println!("{:width$}  unavailable: {}", "", unavailable.reason);
+            println!(
+                "{:width$}  unavailable: {}",
+                "",
+                escape::line(&unavailable.reason)
+            );
         }
     }
     Ok(Exit::Success)
@@ -347,7 +352,11 @@ async fn print_skills(home: &Home, sandbox: &Sandbox, name: &str, dir: &std::pat
                 ""
             };
             let line: String = skill.meta.description.chars().take(80).collect();
-            println!("  {}  {line}{used}", skill.meta.name);
+            println!(
+                "  {}  {}{used}",
+                escape::line(&skill.meta.name),
+                escape::line(&line)
+            );
         }
     }
     for warning in set
@@ -355,7 +364,7 @@ async fn print_skills(home: &Home, sandbox: &Sandbox, name: &str, dir: &std::pat
         .iter()
         .filter(|w| w.contains(&format!("plugin {name}")))
     {
-        println!("  warning: {warning}");
+        println!("  warning: {}", escape::message(warning));
     }
     let notes = dir.join(crate::skills::claude_plugin::IMPORT_NOTES);
     if let Ok(text) = std::fs::read_to_string(&notes) {
@@ -363,7 +372,7 @@ async fn print_skills(home: &Home, sandbox: &Sandbox, name: &str, dir: &std::pat
         if !refused.is_empty() {
             println!("not installed from the Claude Code plugin:");
             for line in refused {
-                println!("  {}", &line[2..]);
+                println!("  {}", escape::line(&line[2..]));
             }
         }
     }
@@ -446,7 +455,11 @@ async fn info(home: &Home, name: &str) -> Result<Exit, Failure> {
                 "writes"
             };
             let line = spec.description.lines().next().unwrap_or_default();
-            println!("  {name}.{}  {mode}  {line}", spec.name);
+            println!(
+                "  {name}.{}  {mode}  {}",
+                escape::line(&spec.name),
+                escape::line(line)
+            );
         }
     }
     if entry.hook_components().next().is_some() {
@@ -464,9 +477,9 @@ async fn info(home: &Home, name: &str) -> Result<Exit, Failure> {
             for sub in subscriptions {
                 let matcher = sub.matcher.as_deref().map(str::trim).unwrap_or_default();
                 let matcher = match crate::hooks::matcher::Matcher::parse(Some(matcher)) {
-                    Err(why) => format!("  (invalid matcher: {why})"),
+                    Err(why) => format!("  (invalid matcher: {})", escape::line(&why.to_string())),
                     Ok(_) if matcher.is_empty() || matcher == "*" => String::new(),
-                    Ok(_) => format!("  matching {matcher}"),
+                    Ok(_) => format!("  matching {}", escape::line(matcher)),
                 };
                 println!("  {}{matcher}", sub.event.name());
             }

@@ -8,6 +8,7 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::Exit;
+use super::escape;
 use super::render::{SilentFrontend, StreamJsonFrontend, TerminalFrontend};
 use super::setup::{self, OutputFormat, SessionArgs};
 use crate::agent::{AgentError, Frontend, Interrupt, TurnEnd};
@@ -29,7 +30,7 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
         Err(error) => return fail(error.exit, &error.message),
     };
     for notice in &session.notices {
-        eprintln!("capstan: {notice}");
+        eprintln!("capstan: {}", escape::message(notice));
     }
     if verbose {
         eprintln!("capstan: model {}", session.model_label);
@@ -158,7 +159,7 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
     match format {
         OutputFormat::Text => {
             if let Some(error) = &error {
-                eprintln!("error: {error}");
+                eprintln!("error: {}", escape::message(error));
             }
         }
         OutputFormat::Json | OutputFormat::StreamJson => {
@@ -212,7 +213,7 @@ fn read_prompt(arg: Option<&str>) -> Result<String, String> {
 /// Reports a failure before the turn ran, in the chosen format.
 fn report_failure(format: OutputFormat, exit: Exit, message: &str) {
     match format {
-        OutputFormat::Text => eprintln!("error: {message}"),
+        OutputFormat::Text => eprintln!("error: {}", escape::message(message)),
         OutputFormat::Json | OutputFormat::StreamJson => StreamJsonFrontend::emit(&json!({
             "type": "result",
             "subtype": "error",

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::escape;
 use crate::agent::{AgentEvent, CompactTrigger, Frontend, PermissionAnswer, PermissionRequest};
 use crate::policy::Outcome;
 
@@ -31,11 +32,14 @@ impl Style {
         }
     }
 
+    /// Styles `text`, whose own control characters are escaped first
+    /// ([`escape::text`]): only the style's sequences reach the terminal.
     fn paint(self, code: &str, text: &str) -> String {
+        let text = escape::text(text);
         if self.color {
             format!("\x1b[{code}m{text}\x1b[0m")
         } else {
-            text.to_string()
+            text.into_owned()
         }
     }
 
@@ -187,13 +191,13 @@ impl Frontend for TerminalFrontend {
                     return;
                 }
                 let mut out = std::io::stdout().lock();
-                let _ = out.write_all(text.as_bytes());
+                let _ = out.write_all(escape::text(text).as_bytes());
                 let _ = out.flush();
                 self.at_line_start = text.ends_with('\n');
             }
             AgentEvent::PreparingTool { tool } => {
                 self.finish_line();
-                self.start_spinner(&format!("preparing {tool}"));
+                self.start_spinner(&format!("preparing {}", escape::line(tool)));
             }
             AgentEvent::Retrying {
                 attempt,
@@ -201,7 +205,8 @@ impl Frontend for TerminalFrontend {
                 reason,
             } => {
                 let text = format!(
-                    "{reason}; retrying (attempt {attempt}) in {:.1}s",
+                    "{}; retrying (attempt {attempt}) in {:.1}s",
+                    escape::line(reason),
                     after.as_secs_f64()
                 );
                 self.line(&self.err.yellow(&text));
@@ -214,7 +219,11 @@ impl Frontend for TerminalFrontend {
                         Outcome::Allow => "allowed",
                         Outcome::Ask | Outcome::Deny => "denied",
                     };
-                    let text = format!("  {verb} {tool}: {}", decision.reason);
+                    let text = format!(
+                        "  {verb} {}: {}",
+                        escape::line(tool),
+                        escape::line(&decision.reason)
+                    );
                     let styled = if decision.outcome == Outcome::Allow {
                         self.err.dim(&text)
                     } else {
@@ -225,7 +234,7 @@ impl Frontend for TerminalFrontend {
             }
             AgentEvent::ToolStarted { tool, input, .. } => {
                 self.finish_line();
-                let label = format!("{tool} {}", key_argument(input));
+                let label = format!("{} {}", escape::line(tool), key_argument(input));
                 self.start_spinner(label.trim_end());
             }
             AgentEvent::ToolFinished {
@@ -245,7 +254,7 @@ impl Frontend for TerminalFrontend {
                 let summary = summarise_output(output, is_error);
                 let text = format!(
                     "{mark} {} {} {}",
-                    self.err.bold(tool),
+                    self.err.bold(&escape::line(tool)),
                     self.err.cyan(&argument),
                     self.err
                         .dim(&format!("· {summary} · {}", format_duration(duration)))
@@ -265,7 +274,7 @@ impl Frontend for TerminalFrontend {
                     self.line(&self.err.dim(&text));
                 }
             }
-            AgentEvent::Notice(text) => self.line(&self.err.yellow(text)),
+            AgentEvent::Notice(text) => self.line(&self.err.yellow(&escape::line(text))),
             AgentEvent::Compacting { trigger } => {
                 self.finish_line();
                 if trigger == CompactTrigger::Auto {
@@ -297,7 +306,7 @@ impl Frontend for TerminalFrontend {
 
     fn ask(&mut self, request: &PermissionRequest<'_>) -> PermissionAnswer {
         self.finish_line();
-        let tool = &request.tool.name;
+        let tool = escape::line(&request.tool.name);
         let style = self.err;
         eprintln!(
             "{} {} {}",
@@ -306,7 +315,10 @@ impl Frontend for TerminalFrontend {
             style.cyan(&key_argument(request.input))
         );
         eprintln!("  {}", style.dim(&preview_input(request.input)));
-        eprintln!("  {}", style.dim(&format!("why: {}", request.reason)));
+        eprintln!(
+            "  {}",
+            style.dim(&format!("why: {}", escape::line(request.reason)))
+        );
         eprintln!(
             "  [y] yes, once   [s] yes, {tool} for this session   [a] always {tool} in this project   [n] no, and tell the model why"
         );
@@ -428,7 +440,7 @@ pub fn key_argument(input: &Value) -> String {
         .or_else(|| object.values().find_map(Value::as_str))
         .unwrap_or_default();
     let line = text.lines().next().unwrap_or_default();
-    cut(line, 60)
+    cut(&escape::line(line), 60)
 }
 
 fn cut(text: &str, chars: usize) -> String {
@@ -445,19 +457,22 @@ fn cut(text: &str, chars: usize) -> String {
 /// a success returned.
 fn summarise_output(output: &str, is_error: bool) -> String {
     if is_error {
-        return cut(output.lines().next().unwrap_or_default(), 100);
+        return cut(
+            &escape::line(output.lines().next().unwrap_or_default()),
+            100,
+        );
     }
     let lines = output.lines().count();
     match lines {
         0 => "no output".to_string(),
-        1 => cut(output.trim(), 60),
+        1 => cut(&escape::line(output.trim()), 60),
         n => format!("{n} lines"),
     }
 }
 
 /// The input as compact JSON, cut to a few hundred characters.
 fn preview_input(input: &Value) -> String {
-    cut(&input.to_string(), 300)
+    cut(&escape::line(&input.to_string()), 300)
 }
 
 /// "0.4 ms", "12 ms", "1.3 s".

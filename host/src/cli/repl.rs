@@ -6,6 +6,7 @@
 use rustyline::error::ReadlineError;
 
 use super::Exit;
+use super::escape;
 use super::render::TerminalFrontend;
 use super::setup::{self, Session, SessionArgs};
 use crate::agent::{Interrupt, TurnEnd};
@@ -244,6 +245,7 @@ fn skills_help(session: &Session) -> String {
             None => format!("/{name}"),
         };
         let first: String = description.chars().take(70).collect();
+        let (usage, first) = (escape::line(&usage), escape::line(&first));
         text.push_str(&format!("  {usage:16} {first}\n"));
     }
     text
@@ -322,16 +324,21 @@ fn slash_command(session: &mut Session, command: &str) -> Flow {
                         "writes"
                     };
                     let first = tool.spec.description.lines().next().unwrap_or_default();
-                    eprintln!("  {:12} {mode:9} {first}", tool.name);
+                    eprintln!(
+                        "  {:12} {mode:9} {}",
+                        escape::line(&tool.name),
+                        escape::line(first)
+                    );
                 }
             }
             for hook in session.agent.hooks().names() {
-                eprintln!("{hook}  hooks");
+                eprintln!("{}  hooks", escape::line(hook));
             }
             for unavailable in session.agent.toolbox().unavailable().all() {
                 eprintln!(
                     "{}  unavailable: {}",
-                    unavailable.plugin, unavailable.reason
+                    escape::line(&unavailable.plugin),
+                    escape::line(&unavailable.reason)
                 );
             }
         }

@@ -9,6 +9,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::Exit;
+use super::escape;
 use crate::grants::Grants;
 use crate::home::Home;
 use crate::plugin::{Catalog, ToolRef};
@@ -115,7 +116,7 @@ pub async fn run(command: ToolCommand, verbose: bool) -> Exit {
                     "error": { "kind": failure.exit.kind(), "message": failure.message },
                 })
             ),
-            None => eprintln!("error: {}", failure.message),
+            None => eprintln!("error: {}", escape::message(&failure.message)),
         }
         failure.exit
     })
@@ -207,7 +208,7 @@ impl Setup {
     ) -> Result<Option<(LoadedComponent, Vec<ToolSpec>)>, Failure> {
         let warn = |catalog: &Catalog| {
             if let Some(unavailable) = catalog.unavailable().get(name) {
-                eprintln!("warning: {unavailable}");
+                eprintln!("warning: {}", escape::message(&unavailable.to_string()));
             }
         };
         if self.catalog.check_available(name, workspace).is_err() {
@@ -245,7 +246,11 @@ impl Setup {
                     LogLevel::Trace => "trace",
                 };
                 if verbose || level >= LogLevel::Warn {
-                    eprintln!("[{plugin}] {label}: {message}");
+                    eprintln!(
+                        "[{}] {label}: {}",
+                        escape::line(plugin),
+                        escape::line(&message)
+                    );
                 }
             }
             PluginEvent::Progress {
@@ -254,6 +259,7 @@ impl Setup {
                 total,
             } => {
                 if verbose {
+                    let (plugin, message) = (escape::line(plugin), escape::line(&message));
                     match total {
                         Some(total) => eprintln!("[{plugin}] {message} ({done}/{total})"),
                         None => eprintln!("[{plugin}] {message} ({done})"),
@@ -308,9 +314,10 @@ async fn list(args: ListArgs, verbose: bool) -> Result<Exit, Failure> {
         } else {
             "writes"
         };
+        let name = escape::line(&name);
         println!(
             "{name:width$}  {mode:9}  {}",
-            first_sentence(&spec.description)
+            escape::line(first_sentence(&spec.description))
         );
     }
     Ok(Exit::Success)
@@ -394,7 +401,11 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
                 let value = json!({ "ok": true, "tool": args.name, "content": output.content });
                 println!("{value}");
             } else {
+                // Without --json the output is for reading: its control
+                // characters are shown, not obeyed (--json keeps them, escaped
+                // as JSON).
                 let text = output.to_text();
+                let text = escape::text(&text);
                 if text.ends_with('\n') {
                     print!("{text}");
                 } else {
@@ -437,7 +448,11 @@ fn report_error(args: &CallArgs, err: &CallError) -> Exit {
         });
         println!("{value}");
     } else {
-        eprintln!("error: {}: {err}", args.name);
+        eprintln!(
+            "error: {}: {}",
+            escape::line(&args.name),
+            escape::message(&err.to_string())
+        );
     }
     exit
 }

@@ -959,11 +959,16 @@ fn archive_components(archive: &Path) -> Vec<String> {
         return Vec::new();
     };
     let mut found: Vec<(String, Vec<String>)> = Vec::new();
-    for entry in entries {
+    // Raw, as `unpack` reads it: long-name records are not read here at
+    // all (a manifest's path is short), so none can make this hold much.
+    for entry in entries.raw(true) {
         let Ok(mut entry) = entry else {
             break;
         };
         let kind = entry.header().entry_type();
+        if ArchiveExtension::of(kind).is_some() {
+            continue;
+        }
         let Some(rel) = entry.path().ok().and_then(|p| package::relative(&p)) else {
             continue;
         };
@@ -1020,10 +1025,80 @@ fn unpack(archive: &Path, into: &Path) -> Result<(), InstallError> {
     let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(file));
     let mut total = 0u64;
     let mut count = 0usize;
-    for entry in tar.entries().map_err(unreadable)? {
+    // The archive is read raw: long names (GNU `L` entries, PAX `path`
+    // records) are read here, each checked against its cap before a byte
+    // of it is held, instead of by the tar crate, which reads them whole.
+    let mut long_name: Option<Vec<u8>> = None;
+    for entry in tar.entries().map_err(unreadable)?.raw(true) {
         let mut entry = entry.map_err(unreadable)?;
-        let raw = entry.path().map_err(unreadable)?.into_owned();
-        let shown = raw.display().to_string();
+        let kind = entry.header().entry_type();
+        if let Some(extension) = ArchiveExtension::of(kind) {
+            let header_name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+            let size = entry.header().entry_size().map_err(unreadable)?;
+            let cap = extension.cap();
+            if size > cap {
+                return Err(refuse(
+                    &header_name,
+                    &format!(
+                        "is a {} of {size} bytes; at most {cap} are read, so the archive was refused",
+                        extension.name()
+                    ),
+                ));
+            }
+            let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+            (&mut entry)
+                .take(cap)
+                .read_to_end(&mut data)
+                .map_err(unreadable)?;
+            match extension {
+                ArchiveExtension::GnuLongName => {
+                    while data.last() == Some(&0) {
+                        data.pop();
+                    }
+                    long_name = Some(data);
+                }
+                ArchiveExtension::GnuLongLink => {
+                    return Err(refuse(
+                        &header_name,
+                        "names a link target; packages may hold only plain files and folders",
+                    ));
+                }
+                ArchiveExtension::PaxLocal => {
+                    for record in tar::PaxExtensions::new(&data) {
+                        let record = record.map_err(unreadable)?;
+                        match record.key_bytes() {
+                            b"path" => long_name = Some(record.value_bytes().to_vec()),
+                            b"linkpath" => {
+                                return Err(refuse(
+                                    &header_name,
+                                    "names a link target; packages may hold only plain files and folders",
+                                ));
+                            }
+                            b"size" => {
+                                return Err(refuse(
+                                    &header_name,
+                                    "sets an entry's size in a PAX record, which a plugin package never needs",
+                                ));
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                ArchiveExtension::PaxGlobal => {}
+            }
+            continue;
+        }
+        let name = long_name
+            .take()
+            .unwrap_or_else(|| entry.path_bytes().into_owned());
+        let Ok(name) = String::from_utf8(name) else {
+            return Err(refuse(
+                &String::from_utf8_lossy(&entry.path_bytes()),
+                "has a name that is not UTF-8",
+            ));
+        };
+        let raw = PathBuf::from(&name);
+        let shown = name;
         let mut rel = PathBuf::new();
         for part in raw.components() {
             match part {
@@ -1036,10 +1111,6 @@ fn unpack(archive: &Path, into: &Path) -> Result<(), InstallError> {
                     return Err(refuse(&shown, "has an absolute path"));
                 }
             }
-        }
-        let kind = entry.header().entry_type();
-        if kind.is_pax_global_extensions() || kind.is_pax_local_extensions() {
-            continue;
         }
         if !package::unpack_wanted(&package::relative(&rel).unwrap_or_default(), &components) {
             continue;
@@ -1110,6 +1181,58 @@ fn unpack(archive: &Path, into: &Path) -> Result<(), InstallError> {
         })?;
     }
     Ok(())
+}
+
+/// The most bytes of an entry's name read from an archive (a GNU long-name
+/// entry); real names are far shorter.
+const MAX_ARCHIVE_NAME: u64 = 4096;
+
+/// The most bytes of a PAX record block read from an archive.
+const MAX_ARCHIVE_PAX: u64 = 64 << 10;
+
+/// An archive entry that describes the next one rather than holding a file.
+#[derive(Debug, Clone, Copy)]
+enum ArchiveExtension {
+    /// GNU `L`: the next entry's name.
+    GnuLongName,
+    /// GNU `K`: the next entry's link target.
+    GnuLongLink,
+    /// PAX `x`: records for the next entry.
+    PaxLocal,
+    /// PAX `g`: records for every later entry.
+    PaxGlobal,
+}
+
+impl ArchiveExtension {
+    fn of(kind: tar::EntryType) -> Option<Self> {
+        if kind.is_gnu_longname() {
+            Some(Self::GnuLongName)
+        } else if kind.is_gnu_longlink() {
+            Some(Self::GnuLongLink)
+        } else if kind.is_pax_local_extensions() {
+            Some(Self::PaxLocal)
+        } else if kind.is_pax_global_extensions() {
+            Some(Self::PaxGlobal)
+        } else {
+            None
+        }
+    }
+
+    /// The most bytes of it that are read.
+    fn cap(self) -> u64 {
+        match self {
+            Self::GnuLongName | Self::GnuLongLink => MAX_ARCHIVE_NAME,
+            Self::PaxLocal | Self::PaxGlobal => MAX_ARCHIVE_PAX,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::GnuLongName => "GNU long-name entry",
+            Self::GnuLongLink => "GNU long-link entry",
+            Self::PaxLocal | Self::PaxGlobal => "PAX header",
+        }
+    }
 }
 
 /// Compile progress for one component on stderr.
@@ -1315,6 +1438,46 @@ mod tests {
         }
         builder.into_inner().unwrap().finish().unwrap();
         file
+    }
+
+    #[test]
+    fn long_names_are_read_up_to_their_cap() {
+        // A long name the tar crate writes as a GNU long-name entry.
+        let long = format!("pkg/{}a.wasm", format!("{}/", "d".repeat(50)).repeat(5));
+        let file = tempfile::Builder::new()
+            .suffix(".tar.gz")
+            .tempfile()
+            .unwrap();
+        let gz = flate2::write::GzEncoder::new(file.reopen().unwrap(), flate2::Compression::fast());
+        let mut builder = tar::Builder::new(gz);
+        let mut header = tar::Header::new_gnu();
+        header.set_size(1);
+        header.set_mode(0o644);
+        builder.append_data(&mut header, &long, &b"y"[..]).unwrap();
+        builder.into_inner().unwrap().finish().unwrap();
+        let into = tempfile::tempdir().unwrap();
+        unpack(file.path(), into.path()).unwrap();
+        assert_eq!(std::fs::read(into.path().join(&long)).unwrap(), b"y");
+
+        // One past the cap is refused before it is read.
+        let bomb = tarball(&[(
+            "././@LongLink",
+            &vec![b'a'; MAX_ARCHIVE_NAME as usize + 1],
+            tar::EntryType::GNULongName,
+        )]);
+        let into = tempfile::tempdir().unwrap();
+        let err = unpack(bomb.path(), into.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("GNU long-name entry of 4097 bytes") && err.contains("at most 4096"),
+            "{err}"
+        );
+        let pax = tarball(&[(
+            "pax",
+            &vec![b'a'; MAX_ARCHIVE_PAX as usize + 1],
+            tar::EntryType::XHeader,
+        )]);
+        let err = unpack(pax.path(), into.path()).unwrap_err().to_string();
+        assert!(err.contains("PAX header of 65537 bytes"), "{err}");
     }
 
     #[test]
