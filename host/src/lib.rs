@@ -15,7 +15,8 @@
 //!   audit log;
 //! - [`hooks`]: hook components and their decisions; [`skills`]: skills
 //!   listed to the model and loaded on demand;
-//! - [`home`]: where data and caches live;
+//! - [`home`]: where data and caches live; [`progress`]: spinners for long
+//!   steps on a terminal;
 //! - [`cli`]: the command line.
 
 pub mod agent;
@@ -26,6 +27,7 @@ pub mod hooks;
 pub mod model;
 pub mod plugin;
 pub mod policy;
+pub mod progress;
 pub mod sandbox;
 pub mod scaffold;
 pub mod session;

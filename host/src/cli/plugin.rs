@@ -81,17 +81,25 @@ Example:
         value: String,
     },
     /// Build a plugin project (Rust, Python or JavaScript, as its
-    /// plugin.toml's [build] says) into its component.
+    /// plugin.toml's [build] says) into its component. The first build of
+    /// a language installs its pinned compiler (see `plugin toolchain`).
     #[command(after_help = "Examples:
   capstan plugin build
-  capstan plugin build plugins/weather")]
+  capstan plugin build plugins/weather
+  capstan plugin build --no-install      # offline or CI: never install a toolchain")]
     Build {
         /// The project folder.
         #[arg(default_value = ".")]
         dir: PathBuf,
+        /// Stop with an error instead of installing a missing toolchain
+        /// (componentize-py, componentize-js or the Rust target).
+        #[arg(long)]
+        no_install: bool,
     },
     /// Install the pinned compiler for Python (componentize-py) or
-    /// JavaScript (componentize-js) under capstan's data folder.
+    /// JavaScript (componentize-js) under capstan's data folder, or the
+    /// Rust target wasm32-wasip2 with rustup. `plugin build` does this by
+    /// itself on first use.
     Toolchain {
         /// python, js or rust.
         lang: String,
@@ -148,7 +156,7 @@ fn failed(err: InstallError) -> Failure {
 async fn execute(command: PluginCommand) -> Result<Exit, Failure> {
     let home = home()?;
     match command {
-        PluginCommand::Build { dir } => Ok(super::new::run_build(&dir)),
+        PluginCommand::Build { dir, no_install } => Ok(super::new::run_build(&dir, !no_install)),
         PluginCommand::Toolchain { lang } => Ok(super::new::run_toolchain(&lang)),
         PluginCommand::Install { source, yes } => {
             let sandbox = sandbox(&home)?;

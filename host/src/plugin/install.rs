@@ -28,11 +28,8 @@
 //! every effect, and each is recorded in the audit log (who, what changed,
 //! from where).
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Component as PathPart, Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
 use super::builtin::BUILTIN_PLUGINS;
 use super::inspect::{self, InspectError};
@@ -48,6 +45,7 @@ use super::{package, signature};
 use crate::grants::{Capabilities, CapabilityDiff, CapabilityRef, CapabilityRefError};
 use crate::home::Home;
 use crate::policy::audit::AuditLog;
+use crate::progress::Step;
 use crate::sandbox::engine::sha256_hex;
 use crate::sandbox::{CacheOutcome, Sandbox};
 
@@ -258,27 +256,8 @@ impl std::fmt::Display for PackageSize {
     }
 }
 
-/// How compile progress is shown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Progress {
-    /// A bar redrawn in place on stderr.
-    Bar,
-    /// One line per component on stderr.
-    Lines,
-    /// Nothing.
-    Quiet,
-}
-
-impl Progress {
-    /// A bar when stderr is a terminal, lines otherwise.
-    pub fn for_stderr() -> Self {
-        if std::io::stderr().is_terminal() {
-            Self::Bar
-        } else {
-            Self::Lines
-        }
-    }
-}
+/// How compile progress is shown: a bar on a terminal, lines otherwise.
+pub use crate::progress::Progress;
 
 /// Installs, updates and removes plugins in a home.
 pub struct Installer<'a> {
@@ -1235,61 +1214,29 @@ impl ArchiveExtension {
     }
 }
 
-/// Compile progress for one component on stderr.
+/// Compile progress for one component on stderr: a bar with the elapsed
+/// time while it compiles (on a terminal), then one line saying how it went.
 struct ProgressShown {
     mode: Progress,
     label: String,
-    started: Instant,
-    done: Arc<AtomicBool>,
-    drawer: Option<std::thread::JoinHandle<()>>,
+    step: Step,
 }
 
 impl ProgressShown {
     fn start(mode: Progress, component: &str, index: usize, total: usize) -> Self {
         let label = format!("[{}/{total}] {component}", index + 1);
-        let done = Arc::new(AtomicBool::new(false));
-        let drawer = (mode == Progress::Bar).then(|| {
-            let done = done.clone();
-            let label = label.clone();
-            let started = Instant::now();
-            let filled = index * 20 / total.max(1);
-            std::thread::spawn(move || {
-                let frames = ['|', '/', '-', '\\'];
-                let mut frame = 0;
-                while !done.load(Ordering::Relaxed) {
-                    eprint!(
-                        "\r  compiling {label} [{}{}{}] {:.1}s ",
-                        "=".repeat(filled),
-                        frames[frame % frames.len()],
-                        " ".repeat(19 - filled.min(19)),
-                        started.elapsed().as_secs_f64()
-                    );
-                    frame += 1;
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-            })
-        });
-        Self {
-            mode,
-            label,
-            started: Instant::now(),
-            done,
-            drawer,
-        }
+        let step = mode.start_counted(&format!("compiling {component}"), index, total);
+        Self { mode, label, step }
     }
 
     fn finish(self, outcome: Option<CacheOutcome>) {
-        self.done.store(true, Ordering::Relaxed);
-        if let Some(drawer) = self.drawer {
-            let _ = drawer.join();
-            eprint!("\r\x1b[2K");
-        }
-        if self.mode == Progress::Quiet {
+        let elapsed = self.step.finish();
+        if !self.mode.prints_lines() {
             return;
         }
         let how = match outcome {
             Some(CacheOutcome::Compiled) => {
-                format!("compiled in {:.1}s", self.started.elapsed().as_secs_f64())
+                format!("compiled in {:.1}s", elapsed.as_secs_f64())
             }
             Some(CacheOutcome::Hit) => "already compiled".to_string(),
             None => "refused".to_string(),
