@@ -643,6 +643,40 @@ fn rate_limit_429_honours_retry_after() {
     );
 }
 
+// 5b
+#[test]
+fn a_server_that_never_starts_its_response_is_given_up_on_at_the_bound_and_retried() {
+    let env = Env::new();
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        "[model]\nresponse_timeout = \"1s\"\n",
+    )
+    .unwrap();
+    let mock = MockModel::start(vec![
+        Reply::silent(),
+        Reply::sse(Answer::text("Answered on the second try.").anthropic()),
+    ]);
+    let output = run(&mut anthropic(&env, &mock, "hi"));
+    assert_exit(&output, 0);
+    assert_eq!(stdout(&output), "Answered on the second try.\n");
+    let err = stderr(&output);
+    assert!(
+        err.contains("sent no response within 1 s") && err.contains("retrying (attempt 2)"),
+        "{err}"
+    );
+    let received = mock.received();
+    assert_eq!(received.len(), 2, "{received:#?}");
+    assert_eq!(
+        received[0].body, received[1].body,
+        "the unanswered request is sent again as it was"
+    );
+    let waited = received[1].at - received[0].at;
+    assert!(
+        waited >= Duration::from_millis(900),
+        "gave up on the silent server after only {waited:?}"
+    );
+}
+
 // 6
 #[test]
 fn stream_cut_mid_answer_keeps_the_text_and_continue_recovers() {
