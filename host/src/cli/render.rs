@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use super::escape;
 use crate::agent::{AgentEvent, CompactTrigger, Frontend, PermissionAnswer, PermissionRequest};
+use crate::model::Block;
 use crate::policy::Outcome;
 
 /// ANSI styling, or none.
@@ -117,7 +118,20 @@ impl Spinner {
     }
 }
 
-/// The terminal front end: text to stdout, everything else to stderr.
+/// Where the model's text goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TextOutput {
+    /// Streamed to stdout as it comes (the interactive session).
+    Streamed,
+    /// Held until its answer is complete: the text of an answer that calls
+    /// tools is narration and goes to stderr; the final answer is left for
+    /// the caller to print on stdout (`-p` text mode), so stdout carries
+    /// the answer alone.
+    AnswerOnly,
+}
+
+/// The terminal front end: the model's text to stdout, everything else to
+/// stderr.
 pub struct TerminalFrontend {
     err: Style,
     spinner_allowed: bool,
@@ -125,11 +139,16 @@ pub struct TerminalFrontend {
     interactive: bool,
     at_line_start: bool,
     verbose: bool,
+    text_output: TextOutput,
+    /// The text of the answer in progress, or of the last complete answer
+    /// without tool calls, not yet shown (with [`TextOutput::AnswerOnly`]).
+    held: String,
 }
 
 impl TerminalFrontend {
-    /// A front end; `interactive` says whether permission prompts may be
-    /// shown (stdin and stderr are terminals and this is not `-p`).
+    /// A front end that streams the model's text to stdout; `interactive`
+    /// says whether permission prompts may be shown (stdin and stderr are
+    /// terminals and this is not `-p`).
     pub fn new(interactive: bool, verbose: bool) -> Self {
         let stderr_tty = std::io::stderr().is_terminal();
         Self {
@@ -139,7 +158,33 @@ impl TerminalFrontend {
             interactive,
             at_line_start: true,
             verbose,
+            text_output: TextOutput::Streamed,
+            held: String::new(),
         }
+    }
+
+    /// The front end of `-p` text mode: it never asks, and writes nothing
+    /// to stdout. The text of each answer that calls tools is narration,
+    /// shown on stderr once the answer is complete; the final answer is the
+    /// caller's to print (see [`TerminalFrontend::show_held_as_narration`]).
+    pub fn answer_only(verbose: bool) -> Self {
+        let mut frontend = Self::new(false, verbose);
+        frontend.text_output = TextOutput::AnswerOnly;
+        frontend
+    }
+
+    /// Shows the text held back so far (an answer cut short, or one a Stop
+    /// hook sent the model on from) on stderr, as narration.
+    pub fn show_held_as_narration(&mut self) {
+        let text = std::mem::take(&mut self.held);
+        let text = text.trim_end();
+        if text.is_empty() {
+            return;
+        }
+        self.stop_spinner();
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "{}", self.err.dim(text));
+        let _ = err.flush();
     }
 
     /// The style for stderr.
@@ -184,7 +229,14 @@ impl Drop for TerminalFrontend {
 impl Frontend for TerminalFrontend {
     fn event(&mut self, event: AgentEvent<'_>) {
         match event {
-            AgentEvent::Thinking => self.start_spinner("thinking"),
+            AgentEvent::Thinking => {
+                // An answer held as final was not: the model goes on.
+                self.show_held_as_narration();
+                self.start_spinner("thinking");
+            }
+            AgentEvent::Text(text) if self.text_output == TextOutput::AnswerOnly => {
+                self.held.push_str(text);
+            }
             AgentEvent::Text(text) => {
                 self.stop_spinner();
                 if text.is_empty() {
@@ -212,7 +264,16 @@ impl Frontend for TerminalFrontend {
                 self.line(&self.err.yellow(&text));
                 self.start_spinner("waiting to retry");
             }
-            AgentEvent::Answer(_) => self.finish_line(),
+            AgentEvent::Answer(message) => {
+                let calls_tools = message
+                    .content
+                    .iter()
+                    .any(|block| matches!(block, Block::ToolUse { .. }));
+                if calls_tools {
+                    self.show_held_as_narration();
+                }
+                self.finish_line();
+            }
             AgentEvent::Permission { tool, decision, .. } => {
                 if decision.outcome != Outcome::Allow || self.verbose {
                     let verb = match decision.outcome {

@@ -6,10 +6,33 @@
 //! wasmtime-wasi resolves every guest path beneath the preopen with cap-std,
 //! so neither `..` nor a symbolic link can lead outside it. A read-only grant
 //! is enforced by the preopen's permissions, whatever the plugin attempts.
+//!
+//! Only regular files and folders can be opened ([`openable`]). A named
+//! pipe, a socket or a device inside a granted folder is refused before it
+//! is opened: opening a pipe waits for a writer, reading a device may wait
+//! for ever, and file operations run on the thread serving the call, where
+//! no deadline could end them.
 
 use std::path::{Path, PathBuf};
 
+use wasmtime_wasi::p2::bindings::filesystem::types::DescriptorType;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+
+/// Whether a path whose stat says `kind` may be opened: regular files,
+/// folders and (unresolved) links yes; otherwise why not, in words.
+pub fn openable(kind: DescriptorType) -> Result<(), &'static str> {
+    match kind {
+        DescriptorType::RegularFile | DescriptorType::Directory | DescriptorType::SymbolicLink => {
+            Ok(())
+        }
+        DescriptorType::Fifo => Err("a named pipe (FIFO)"),
+        DescriptorType::Socket => Err("a socket"),
+        DescriptorType::CharacterDevice => Err("a character device"),
+        DescriptorType::BlockDevice => Err("a block device"),
+        // How wasmtime-wasi reports a named pipe or a socket.
+        DescriptorType::Unknown => Err("a special file (such as a named pipe or a socket)"),
+    }
+}
 
 /// How a folder may be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

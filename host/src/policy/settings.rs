@@ -27,6 +27,7 @@
 //! api_key_env = "ANTHROPIC_API_KEY"
 //! max_tokens = 8192
 //! context_window = 200000  # when to compact; known for most models
+//! response_timeout = "300s" # how long to wait for a response to start
 //!
 //! [permissions]
 //! mode = "default"
@@ -62,6 +63,11 @@ pub struct ModelSettings {
     /// conversation before it fills up (0 turns that off). By default it is
     /// known from the model's family, else 128k.
     pub context_window: Option<u64>,
+    /// How long to wait, after sending a request, for the server to start
+    /// its response (`300s`, `2m`); a request left unanswered longer is
+    /// retried, then fails. Like `base_url`, only the user's own configs
+    /// set it.
+    pub response_timeout: Option<String>,
 }
 
 impl ModelSettings {
@@ -74,6 +80,7 @@ impl ModelSettings {
             api_key_env,
             max_tokens,
             context_window,
+            response_timeout,
         } = other;
         self.provider = provider.or(self.provider.take());
         self.name = name.or(self.name.take());
@@ -81,6 +88,7 @@ impl ModelSettings {
         self.api_key_env = api_key_env.or(self.api_key_env.take());
         self.max_tokens = max_tokens.or(self.max_tokens.take());
         self.context_window = context_window.or(self.context_window.take());
+        self.response_timeout = response_timeout.or(self.response_timeout.take());
     }
 }
 
@@ -208,11 +216,13 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
             api_key_env,
             max_tokens,
             context_window,
+            response_timeout,
         } = model;
         let ignored: Vec<&str> = [
             ("provider", provider.is_some()),
             ("base_url", base_url.is_some()),
             ("api_key_env", api_key_env.is_some()),
+            ("response_timeout", response_timeout.is_some()),
         ]
         .into_iter()
         .filter_map(|(key, set)| set.then_some(key))

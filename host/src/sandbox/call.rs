@@ -29,12 +29,14 @@ const CAPTURE_LIMIT: usize = 64 << 10;
 pub enum FileIo {
     /// On the thread running the call. File operations are short local-disk
     /// calls, and this avoids a hop to another thread per operation, which
-    /// otherwise dominates the cost of a small tool call. The default.
+    /// otherwise dominates the cost of a small tool call. What could block
+    /// for ever — opening a named pipe or a device — is refused before it
+    /// is opened ([`crate::grants::fs::openable`]). The default.
     #[default]
     CurrentThread,
     /// On tokio's blocking pool, one hop per operation. Slower, but a call
-    /// stuck in a file operation (a FIFO, a hung network mount) cannot hold
-    /// up the thread, so its deadline still ends it.
+    /// stuck in a file operation (a hung network mount) cannot hold up the
+    /// thread, so its deadline still ends it.
     BlockingPool,
 }
 
