@@ -15,7 +15,9 @@
 //!   audit log;
 //! - [`hooks`]: hook components and their decisions; [`skills`]: skills
 //!   listed to the model and loaded on demand;
-//! - [`home`]: where data and caches live;
+//! - [`home`]: where data and caches live; [`untrusted_folder`]: files
+//!   capstan itself reads from folders others control (the workspace, a
+//!   package), confined beneath them and capped;
 //! - [`cli`]: the command line.
 
 pub mod agent;
@@ -30,3 +32,4 @@ pub mod sandbox;
 pub mod scaffold;
 pub mod session;
 pub mod skills;
+pub mod untrusted_folder;

@@ -126,8 +126,8 @@ impl Toolbox {
         limits: Limits,
     ) -> Result<Self, ToolboxError> {
         let sandbox: Arc<Sandbox> = sandbox.into();
-        let read = Grants::workspace(workspace, false)?;
-        let write = Grants::workspace(workspace, true)?;
+        let read = Grants::workspace(workspace, false, sandbox.own_folders())?;
+        let write = Grants::workspace(workspace, true, sandbox.own_folders())?;
         let mut components = Vec::new();
         let mut grants = Vec::new();
         let mut tools: Vec<AgentTool> = Vec::new();
@@ -138,12 +138,12 @@ impl Toolbox {
             let (plugin_grants, networked) = match catalog.installed(plugin) {
                 Some(installed) => {
                     let grant = |writable| {
-                        installed.grants(workspace, writable).map_err(|source| {
-                            ToolboxError::PluginGrant {
+                        installed
+                            .grants(workspace, writable, sandbox.own_folders())
+                            .map_err(|source| ToolboxError::PluginGrant {
                                 plugin: plugin.to_string(),
                                 source,
-                            }
-                        })
+                            })
                     };
                     let plugin_grants = PluginGrants {
                         read: grant(false)?,

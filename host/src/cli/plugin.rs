@@ -121,7 +121,7 @@ fn home() -> Result<Home, Failure> {
 }
 
 fn sandbox(home: &Home) -> Result<Sandbox, Failure> {
-    Sandbox::new(home.compile_cache_dir()).map_err(|e| (Exit::Error, e.to_string()))
+    Sandbox::new(home).map_err(|e| (Exit::Error, e.to_string()))
 }
 
 /// The exit code for an installation error.

@@ -144,13 +144,14 @@ pub async fn load_hooks(
         let (grants, limits, audit) = match catalog.installed(plugin) {
             Some(installed) => (
                 installed
-                    .grants(workspace, false)
+                    .grants(workspace, false, sandbox.own_folders())
                     .map_err(|e| grant_error(e.to_string()))?,
                 installed.limits(HOOK_LIMITS),
                 Some(installed.audit().map_err(|e| grant_error(e.to_string()))?),
             ),
             None => (
-                Grants::workspace(workspace, false).map_err(|e| grant_error(e.to_string()))?,
+                Grants::workspace(workspace, false, sandbox.own_folders())
+                    .map_err(|e| grant_error(e.to_string()))?,
                 HOOK_LIMITS,
                 None,
             ),

@@ -7,7 +7,7 @@ use super::builtin::{BUILTIN_PLUGINS, BuiltinPlugin};
 use super::lock::{LockEntry, LockError, Lockfile};
 use super::manifest::Manifest;
 use super::store::PluginStore;
-use crate::grants::{Access, Grants, PrepareError, SecretValues};
+use crate::grants::{Access, Grants, OwnFolders, PrepareError, SecretValues};
 use crate::home::Home;
 use crate::policy::audit::{AuditError, AuditLog};
 use crate::sandbox::engine::sha256_hex;
@@ -232,8 +232,14 @@ impl InstalledPlugin {
     /// has not allowed changes); the plugin's own data folder keeps its
     /// granted access. Secrets take their values from the environment
     /// variable of the same name, else the user config's `[secrets]`; one
-    /// with no value is an error saying where to set it.
-    pub fn grants(&self, workspace: &Path, writable: bool) -> Result<Grants, PrepareError> {
+    /// with no value is an error saying where to set it. No folder may
+    /// reach capstan's folders `own`.
+    pub fn grants(
+        &self,
+        workspace: &Path,
+        writable: bool,
+        own: &OwnFolders,
+    ) -> Result<Grants, PrepareError> {
         let mut granted = self.entry.granted.clone();
         if !writable {
             for request in &mut granted.fs {
@@ -243,7 +249,7 @@ impl InstalledPlugin {
             }
         }
         let secret_values = SecretValues::load(&self.config_file)?;
-        Grants::for_plugin(&granted, workspace, &self.data_dir, &secret_values)
+        Grants::for_plugin(&granted, workspace, &self.data_dir, &secret_values, own)
     }
 }
 
