@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Output};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use support::{Env, repo_root, shared_compile_cache, stderr, stdout, target_dir};
+use support::{Env, repo_root, shared_home, stderr, stdout, target_dir};
 
 /// Where `just setup` installs componentize-py and componentize-js.
 fn toolchains() -> PathBuf {
@@ -665,7 +665,7 @@ fn installed_component(
         .next()
         .unwrap_or_else(|| panic!("{name} is not installed in {}", store_dir.display()));
     let wasm = std::fs::read(folder.join(format!("{name}.wasm"))).unwrap();
-    let sandbox = capstan::sandbox::Sandbox::new(shared_compile_cache().join("compiled")).unwrap();
+    let sandbox = capstan::sandbox::Sandbox::new(&shared_home()).unwrap();
     let sha = capstan::sandbox::engine::sha256_hex(&wasm);
     let (component, outcome) = sandbox
         .compile_cache()

@@ -19,7 +19,7 @@ use capstan::grants::{EnvGrant, Grants, NetGrant, ResolvedSecret, SecretGrant};
 use capstan::policy::audit::AuditLog;
 use capstan::sandbox::{CallOptions, LoadedComponent, Sandbox};
 use serde_json::{Value, json};
-use support::{fixture, shared_compile_cache};
+use support::{fixture, shared_home};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// What a test server answers.
@@ -174,7 +174,7 @@ struct Host {
 
 impl Host {
     fn new() -> Self {
-        let sandbox = Sandbox::new(shared_compile_cache().join("compiled")).unwrap();
+        let sandbox = Sandbox::new(&shared_home()).unwrap();
         let path = fixture("hostile");
         let wasm = std::fs::read(&path).unwrap();
         let plugin = sandbox

@@ -16,7 +16,9 @@
 //! - [`hooks`]: hook components and their decisions; [`skills`]: skills
 //!   listed to the model and loaded on demand;
 //! - [`home`]: where data and caches live; [`progress`]: spinners for long
-//!   steps on a terminal;
+//!   steps on a terminal; [`untrusted_folder`]: files capstan itself reads
+//!   from folders others control (the workspace, a package), confined
+//!   beneath them and capped;
 //! - [`cli`]: the command line.
 
 pub mod agent;
@@ -32,3 +34,4 @@ pub mod sandbox;
 pub mod scaffold;
 pub mod session;
 pub mod skills;
+pub mod untrusted_folder;

@@ -34,6 +34,22 @@ pub fn shared_compile_cache() -> PathBuf {
     target_dir().join("test-compile-cache")
 }
 
+/// Gives the home `data` the key of the shared compile cache (see
+/// [`shared_compile_cache`]): artifacts are signed with the key of the data
+/// folder, so homes share compiled components only if they share the key.
+pub fn share_compile_cache_key(data: &Path) {
+    let shared = shared_home();
+    capstan::sandbox::CacheKey::load_or_create(&shared.compile_cache_key()).unwrap();
+    let home = capstan::home::Home::at(data.to_path_buf(), data.join("cache"));
+    std::fs::copy(shared.compile_cache_key(), home.compile_cache_key()).unwrap();
+}
+
+/// A home for in-process sandboxes sharing the test compile cache: its
+/// `compiled` folder holds the components, and its key signs them.
+pub fn shared_home() -> capstan::home::Home {
+    capstan::home::Home::at(shared_compile_cache(), shared_compile_cache())
+}
+
 /// Builds the fixture plugin `tests/fixtures/NAME` for wasm32-wasip2 (once
 /// per test process) and returns the component's path.
 pub fn fixture(name: &str) -> PathBuf {
@@ -120,10 +136,14 @@ impl Env {
         cmd
     }
 
-    /// A fresh, empty home and workspace.
+    /// A fresh, empty home and workspace. The home gets the shared compile
+    /// cache's key, so components compiled by one test are not compiled
+    /// again by the next.
     pub fn new() -> Self {
+        let home = tempfile::tempdir().unwrap();
+        share_compile_cache_key(home.path());
         Self {
-            home: tempfile::tempdir().unwrap(),
+            home,
             ws: tempfile::tempdir().unwrap(),
             outside: tempfile::tempdir().unwrap(),
         }

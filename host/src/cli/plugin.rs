@@ -132,7 +132,7 @@ fn home() -> Result<Home, Failure> {
 }
 
 fn sandbox(home: &Home) -> Result<Sandbox, Failure> {
-    Sandbox::new(home.compile_cache_dir()).map_err(|e| (Exit::Error, e.to_string()))
+    Sandbox::new(home).map_err(|e| (Exit::Error, e.to_string()))
 }
 
 /// The exit code for an installation error.
@@ -321,7 +321,9 @@ fn list(home: &Home) -> Result<Exit, Failure> {
             capabilities_in_one_line(&entry.granted)
         );
         let plugin = InstalledPlugin::new(home, name, entry.clone());
-        if let Err(unavailable) = plugin.availability(&workspace) {
+        if let Err(unavailable) =
+            plugin.availability(&workspace, &crate::grants::OwnFolders::of(home))
+        {
             println!(
                 "{:width$}  unavailable: {}",
                 "",

@@ -64,8 +64,7 @@ async fn load(workspace: Option<PathBuf>) -> Result<Skills, Failure> {
         )
     })?;
     let home = Home::from_env().map_err(|e| (Exit::Error, e.to_string()))?;
-    let sandbox =
-        Sandbox::new(home.compile_cache_dir()).map_err(|e| (Exit::Error, e.to_string()))?;
+    let sandbox = Sandbox::new(&home).map_err(|e| (Exit::Error, e.to_string()))?;
     Ok(Skills::discover(&sandbox, &home, &workspace, Limits::default()).await)
 }
 

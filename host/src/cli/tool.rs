@@ -153,8 +153,7 @@ struct Setup {
 impl Setup {
     fn new(plugins: &PluginArgs, verbose: bool) -> Result<Self, Failure> {
         let home = Home::from_env().map_err(|e| Failure::new(Exit::Error, e))?;
-        let sandbox =
-            Sandbox::new(home.compile_cache_dir()).map_err(|e| Failure::new(Exit::Error, e))?;
+        let sandbox = Sandbox::new(&home).map_err(|e| Failure::new(Exit::Error, e))?;
         let mut catalog = Catalog::builtin();
         catalog
             .add_installed(&home)
@@ -211,7 +210,11 @@ impl Setup {
                 eprintln!("warning: {}", escape::message(&unavailable.to_string()));
             }
         };
-        if self.catalog.check_available(name, workspace).is_err() {
+        if self
+            .catalog
+            .check_available(name, workspace, self.sandbox.own_folders())
+            .is_err()
+        {
             warn(&self.catalog);
             return Ok(None);
         }
@@ -359,7 +362,7 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
     let (grants, limits, audit) = match setup.catalog.installed(&plugin) {
         Some(installed) => {
             let grants = installed
-                .grants(&workspace, args.allow_write)
+                .grants(&workspace, args.allow_write, setup.sandbox.own_folders())
                 .map_err(|e| Failure::new(Exit::Error, e))?;
             let audit = installed
                 .audit()
@@ -367,8 +370,9 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
             (grants, installed.limits(Limits::default()), Some(audit))
         }
         None => {
-            let grants = Grants::workspace(&workspace, args.allow_write)
-                .map_err(|e| Failure::new(Exit::Error, e))?;
+            let grants =
+                Grants::workspace(&workspace, args.allow_write, setup.sandbox.own_folders())
+                    .map_err(|e| Failure::new(Exit::Error, e))?;
             (grants, Limits::default(), None)
         }
     };

@@ -42,7 +42,7 @@ use super::store::{
     copy_package, hash_files,
 };
 use super::{package, signature};
-use crate::grants::{Capabilities, CapabilityDiff, CapabilityRef, CapabilityRefError};
+use crate::grants::{Capabilities, CapabilityDiff, CapabilityRef, CapabilityRefError, OwnFolders};
 use crate::home::Home;
 use crate::policy::audit::AuditLog;
 use crate::progress::Step;
@@ -100,8 +100,17 @@ pub enum InstallError {
     /// The lockfile could not be read or written.
     #[error(transparent)]
     Lock(#[from] LockError),
-    /// The plugin asks for an environment variable the host keeps to
-    /// itself.
+    /// The plugin asks for a folder that cannot be granted: the root of
+    /// the file system or one of capstan's own folders, once resolved.
+    #[error("refusing {name}: {source}")]
+    Folder {
+        /// The plugin.
+        name: String,
+        /// Why.
+        source: crate::grants::GrantError,
+    },
+    /// The plugin asks for an environment variable, or declares a secret,
+    /// that the host keeps to itself.
     #[error("refusing {name}: {reason}")]
     ModelKey {
         /// The plugin.
@@ -270,6 +279,8 @@ pub struct Installer<'a> {
     /// The variable the user's config names for the model's API key, which
     /// no plugin may be granted.
     model_key: Option<String>,
+    /// capstan's folders, which no folder granted may reach.
+    own: OwnFolders,
     progress: Progress,
 }
 
@@ -288,6 +299,8 @@ struct Prepared {
     digest: String,
     signer: String,
     size: PackageSize,
+    /// Each absolute folder requested, as written, and the folder it is.
+    folders: Vec<(String, PathBuf)>,
 }
 
 impl<'a> Installer<'a> {
@@ -302,6 +315,7 @@ impl<'a> Installer<'a> {
                 .ok()
                 .and_then(|cwd| crate::policy::settings::load(home, &cwd).ok())
                 .and_then(|settings| settings.model.api_key_env),
+            own: sandbox.own_folders().clone(),
             progress,
         }
     }
@@ -335,7 +349,7 @@ impl<'a> Installer<'a> {
             name,
             prepared.manifest.version,
             prepared.signer,
-            describe_request(&prepared.manifest)
+            describe_request(&prepared.manifest, &prepared.folders)
         );
         text.push_str(&describe_skills(&prepared));
         let request = ConsentRequest {
@@ -708,10 +722,18 @@ impl<'a> Installer<'a> {
         let model_keys: Vec<&str> = self.model_key.iter().map(String::as_str).collect();
         manifest
             .capabilities
-            .check_env(&model_keys)
+            .check_reserved(&model_keys)
             .map_err(|e| InstallError::ModelKey {
                 name: manifest.name.clone(),
                 reason: e.to_string(),
+            })
+            .inspect_err(|e| self.record_refusal(&manifest.name, e))?;
+        let folders = manifest
+            .capabilities
+            .resolve_folders(&self.own)
+            .map_err(|source| InstallError::Folder {
+                name: manifest.name.clone(),
+                source,
             })
             .inspect_err(|e| self.record_refusal(&manifest.name, e))?;
         let selected = package::select(&root, &manifest)?;
@@ -756,6 +778,7 @@ impl<'a> Installer<'a> {
             digest,
             signer,
             size,
+            folders,
         })
     }
 
@@ -1245,9 +1268,15 @@ impl ProgressShown {
     }
 }
 
-/// A request in plain words, one capability per line, indented.
-pub fn describe_request(manifest: &Manifest) -> String {
-    let mut text = describe_capabilities(&manifest.capabilities);
+/// A request in plain words, one capability per line, indented; each
+/// absolute folder of `folders` that is another folder is named too.
+pub fn describe_request(manifest: &Manifest, folders: &[(String, PathBuf)]) -> String {
+    let mut text: String = manifest
+        .capabilities
+        .describe_resolved(folders)
+        .iter()
+        .map(|line| format!("  {line}\n"))
+        .collect();
     let mut limits = Vec::new();
     if let Some(memory) = manifest.limits.memory {
         limits.push(format!("memory up to {} MiB", memory >> 20));

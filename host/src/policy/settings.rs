@@ -44,6 +44,7 @@ use serde::Deserialize;
 use super::{Layer, Mode, Rule, RuleKind};
 use crate::home::Home;
 use crate::session::workspace_key;
+use crate::untrusted_folder::UntrustedFolder;
 
 /// The model settings, merged over the layers; `None` where no file set one.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -204,7 +205,7 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
     }
 
     let project_path = project_config_file(&workspace);
-    if let Some(file) = read(&project_path)? {
+    if let Some(file) = read_project(&workspace, &project_path, &mut settings.warnings)? {
         let shown = project_path.display();
         let SettingsFile {
             model, permissions, ..
@@ -349,12 +350,58 @@ fn read(path: &Path) -> Result<Option<SettingsFile>, SettingsError> {
             });
         }
     };
-    toml::from_str(&text)
-        .map(Some)
-        .map_err(|e: toml::de::Error| SettingsError::Parse {
-            path: path.to_path_buf(),
-            message: e.to_string().trim_end().to_string(),
-        })
+    parse(&text, path).map(Some)
+}
+
+/// Parses a settings file's text; `path` names it in errors.
+fn parse(text: &str, path: &Path) -> Result<SettingsFile, SettingsError> {
+    toml::from_str(text).map_err(|e: toml::de::Error| SettingsError::Parse {
+        path: path.to_path_buf(),
+        message: e.to_string().trim_end().to_string(),
+    })
+}
+
+/// The most bytes of a project config read.
+const MAX_PROJECT_CONFIG: usize = 256 * 1024;
+
+/// The project config of `workspace` (at `path`), parsed, or `None` when it
+/// does not exist. A repository is someone else's: the file is read
+/// beneath the workspace ([`UntrustedFolder`]), so one that is a symbolic
+/// link leading out of it, a FIFO or a device, or larger than
+/// [`MAX_PROJECT_CONFIG`], is skipped with a warning in `warnings` rather
+/// than read.
+fn read_project(
+    workspace: &Path,
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Option<SettingsFile>, SettingsError> {
+    let rel = path.strip_prefix(workspace).unwrap_or(path);
+    let read = UntrustedFolder::open(workspace)
+        .and_then(|folder| folder.map_or(Ok(None), |f| f.read(rel, MAX_PROJECT_CONFIG)));
+    let read = match read {
+        Ok(Some(read)) => read,
+        Ok(None) => return Ok(None),
+        Err(err) => {
+            warnings.push(format!(
+                "skipped the project config {}: {err}",
+                path.display()
+            ));
+            return Ok(None);
+        }
+    };
+    if read.more {
+        warnings.push(format!(
+            "skipped the project config {}: it is larger than {} KiB",
+            path.display(),
+            MAX_PROJECT_CONFIG / 1024
+        ));
+        return Ok(None);
+    }
+    let text = String::from_utf8(read.bytes).map_err(|_| SettingsError::Parse {
+        path: path.to_path_buf(),
+        message: "it is not UTF-8 text".to_string(),
+    })?;
+    parse(&text, path).map(Some)
 }
 
 fn push_rules(rules: &mut Vec<(RuleKind, Rule, Layer)>, section: PermissionsSection, layer: Layer) {

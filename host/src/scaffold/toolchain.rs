@@ -40,11 +40,9 @@ pub struct Toolchains {
 impl Toolchains {
     /// `$CAPSTAN_TOOLCHAINS`, or `toolchains` under the data folder.
     pub fn new(home: &Home) -> Self {
-        let dir = std::env::var_os("CAPSTAN_TOOLCHAINS")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| home.data_dir().join("toolchains"));
-        Self { dir }
+        Self {
+            dir: home.toolchains_dir().to_path_buf(),
+        }
     }
 
     /// Toolchains kept in `dir`.
