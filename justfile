@@ -81,7 +81,7 @@ fmt:
 
 # Measure: fresh-instance call, compile and cached load, whole-process call;
 # the agent loop's overhead per turn and its startup; Python and JavaScript
-# tools beside the Rust one.
+# tools beside the Rust one, and the memory an idle session keeps.
 bench: setup
     cargo bench -p capstan --bench runtime
     cargo bench -p capstan --bench agent

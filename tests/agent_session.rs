@@ -643,6 +643,40 @@ fn rate_limit_429_honours_retry_after() {
     );
 }
 
+// 5b
+#[test]
+fn a_server_that_never_starts_its_response_is_given_up_on_at_the_bound_and_retried() {
+    let env = Env::new();
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        "[model]\nresponse_timeout = \"1s\"\n",
+    )
+    .unwrap();
+    let mock = MockModel::start(vec![
+        Reply::silent(),
+        Reply::sse(Answer::text("Answered on the second try.").anthropic()),
+    ]);
+    let output = run(&mut anthropic(&env, &mock, "hi"));
+    assert_exit(&output, 0);
+    assert_eq!(stdout(&output), "Answered on the second try.\n");
+    let err = stderr(&output);
+    assert!(
+        err.contains("sent no response within 1 s") && err.contains("retrying (attempt 2)"),
+        "{err}"
+    );
+    let received = mock.received();
+    assert_eq!(received.len(), 2, "{received:#?}");
+    assert_eq!(
+        received[0].body, received[1].body,
+        "the unanswered request is sent again as it was"
+    );
+    let waited = received[1].at - received[0].at;
+    assert!(
+        waited >= Duration::from_millis(900),
+        "gave up on the silent server after only {waited:?}"
+    );
+}
+
 // 6
 #[test]
 fn stream_cut_mid_answer_keeps_the_text_and_continue_recovers() {
@@ -664,7 +698,10 @@ fn stream_cut_mid_answer_keeps_the_text_and_continue_recovers() {
     let err = stderr(&output);
     assert!(err.contains("broke off"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
-    assert!(stdout(&output).contains("Let me look at the notes first."));
+    // The answer never finished: what the model said is narration, on
+    // stderr; stdout, which holds only a final answer, stays empty.
+    assert!(err.contains("Let me look at the notes first."), "{err}");
+    assert_eq!(stdout(&output), "");
     assert_eq!(
         mock.received().len(),
         1,
@@ -968,6 +1005,54 @@ fn print_mode_denies_an_edit_without_asking_and_says_how_to_allow_it() {
     assert_eq!(permissions[0]["outcome"], "deny");
     assert_eq!(permissions[0]["tool"], "fs.edit");
     assert_eq!(permissions[0]["tool_use_id"], "toolu_edit");
+}
+
+// 11a
+#[test]
+fn print_mode_text_stdout_holds_only_the_final_answer() {
+    let env = Env::new();
+    env.write("notes.txt", "keep me\n");
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("Let me read the notes first.")
+                .call("toolu_read", "fs__read", json!({"path": "notes.txt"}))
+                .anthropic(),
+        ),
+        Reply::sse(
+            Answer::text("Now I will try to edit them.")
+                .call(
+                    "toolu_edit",
+                    "fs__edit",
+                    json!({"path": "notes.txt", "old": "keep", "new": "lose"}),
+                )
+                .anthropic(),
+        ),
+        Reply::sse(
+            Answer::text("# Notes\n\nThe notes say \"keep me\"; I was not allowed to edit them.")
+                .anthropic(),
+        ),
+    ]);
+    let output = run(anthropic(&env, &mock, "edit the notes").write_stdin(""));
+    assert_exit(&output, 0);
+    assert_eq!(mock.received().len(), 3);
+    // `capstan -p ... > answer.md` gets the last answer's text and nothing
+    // else: no narration, no tool lines, no warnings.
+    assert_eq!(
+        stdout(&output),
+        "# Notes\n\nThe notes say \"keep me\"; I was not allowed to edit them.\n"
+    );
+    let err = stderr(&output);
+    assert!(err.contains("Let me read the notes first."), "{err}");
+    assert!(err.contains("Now I will try to edit them."), "{err}");
+    assert!(
+        err.contains("fs.read") && err.contains("notes.txt"),
+        "{err}"
+    );
+    assert!(err.contains("denied fs.edit"), "{err}");
+    assert!(
+        !err.contains("I was not allowed to edit them."),
+        "the answer is not repeated on stderr\n{err}"
+    );
 }
 
 // 11b

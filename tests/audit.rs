@@ -9,13 +9,13 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use capstan::grants::Grants;
+use capstan::grants::{Grants, OwnFolders};
 use capstan::plugin::Catalog;
 use capstan::policy::audit::{self, AuditEvent, AuditFilter, AuditLog, AuditScope};
 use capstan::sandbox::{CallOptions, Sandbox};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use support::{Env, fixture, shared_compile_cache, stderr, stdout};
+use support::{Env, fixture, shared_home, stderr, stdout};
 
 // ------------------------------------------------------- file opens
 
@@ -31,7 +31,7 @@ impl Host {
         let ws = tempfile::tempdir().unwrap();
         std::fs::write(ws.path().join("a.txt"), "alpha\nbeta\n").unwrap();
         Self {
-            sandbox: Sandbox::new(shared_compile_cache().join("compiled")).unwrap(),
+            sandbox: Sandbox::new(&shared_home()).unwrap(),
             catalog: Catalog::builtin(),
             ws,
             logs: tempfile::tempdir().unwrap(),
@@ -55,7 +55,7 @@ impl Host {
         let component = self.catalog.load(&self.sandbox, plugin).unwrap();
         let log = AuditLog::open(&self.log_path()).unwrap();
         let options = CallOptions {
-            grants: Grants::workspace(self.ws.path(), writable).unwrap(),
+            grants: Grants::workspace(self.ws.path(), writable, &OwnFolders::default()).unwrap(),
             audit: Some(log),
             session_id: Some("session-1".into()),
             ..CallOptions::default()
@@ -164,12 +164,7 @@ fn log_of(env: &Env) -> PathBuf {
 }
 
 fn scope(log: &AuditLog, plugin: &str, call: &str, session: Option<&str>) -> AuditScope {
-    AuditScope {
-        log: log.clone(),
-        plugin: plugin.into(),
-        call_id: call.into(),
-        session_id: session.map(str::to_string),
-    }
+    AuditScope::new(log.clone(), plugin, call, session)
 }
 
 /// Writes four records through the library: a weather call (an env read, a

@@ -886,3 +886,98 @@ fn write_and_edit_need_the_write_grant_not_just_read() {
     assert_eq!(env.read("a.txt"), "old\n");
     assert_eq!(names_in(env.ws.path()), ["a.txt"]);
 }
+
+/// Makes a named pipe at `rel` in the workspace. Nothing ever writes to it,
+/// so opening it for reading would wait for ever.
+fn make_fifo(env: &Env, rel: &str) {
+    let made = std::process::Command::new("mkfifo")
+        .arg(env.ws.path().join(rel))
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo failed");
+}
+
+/// Runs a call that must end by itself, with a deadline of `--timeout 5s`;
+/// the test fails (rather than hangs) if it does not end within a minute.
+fn run_bounded(env: &Env, tool: &str, input: &str, extra: &[&str]) -> Output {
+    env.call(tool, input, extra)
+        .args(["--timeout", "5s"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn every_fs_tool_refuses_a_named_pipe_instead_of_waiting_on_it() {
+    let env = Env::new();
+    make_fifo(&env, "pipe");
+    let cases: [(&str, &str, &[&str], &str); 5] = [
+        (
+            "fs.read",
+            r#"{"path":"pipe"}"#,
+            &[],
+            "pipe is a special file (such as a named pipe or a socket), not a regular file",
+        ),
+        (
+            "fs.edit",
+            r#"{"path":"pipe","old":"a","new":"b"}"#,
+            &["--allow-write"],
+            "pipe is a special file (such as a named pipe or a socket), not a regular file",
+        ),
+        (
+            "fs.grep",
+            r#"{"pattern":"a","path":"pipe"}"#,
+            &[],
+            "pipe is a special file (such as a named pipe or a socket), not a regular file",
+        ),
+        (
+            "fs.ls",
+            r#"{"path":"pipe"}"#,
+            &[],
+            "pipe is a special file (such as a named pipe or a socket), not a folder",
+        ),
+        (
+            "fs.write",
+            r#"{"path":"pipe","content":"x"}"#,
+            &["--allow-write"],
+            "pipe is a special file (such as a named pipe or a socket), not a regular file",
+        ),
+    ];
+    for (tool, input, extra, says) in cases {
+        let out = run_bounded(&env, tool, input, extra);
+        assert_exit(&out, 5);
+        let err = stderr(&out);
+        assert!(err.contains(says), "{tool}: {err}");
+        assert!(!err.contains("timed out"), "{tool} waited: {err}");
+    }
+    // The pipe is still a pipe: fs.write did not replace it.
+    use std::os::unix::fs::FileTypeExt;
+    let kind = std::fs::symlink_metadata(env.ws.path().join("pipe"))
+        .unwrap()
+        .file_type();
+    assert!(kind.is_fifo());
+}
+
+#[test]
+fn a_plugin_opening_a_named_pipe_itself_is_refused_before_the_open_can_block() {
+    // The misbehave fixture reads with `std::fs::read_to_string`, none of
+    // the fs tools' checks: the sandbox itself must not open the pipe,
+    // since a blocked open would hold the call's thread past its deadline.
+    let env = Env::new();
+    make_fifo(&env, "pipe");
+    let plugin = format!("--plugin={}", support::fixture("misbehave").display());
+    let path = |name: &str| format!(r#"{{"path":"{}/{name}"}}"#, env.ws_path().display());
+    let out = run_bounded(&env, "misbehave.raw-read", &path("pipe"), &[&plugin]);
+    assert_exit(&out, 5);
+    let err = stderr(&out);
+    assert!(
+        err.contains("pipe") && err.contains("Not supported"),
+        "{err}"
+    );
+    assert!(!err.contains("timed out"), "{err}");
+    // Control: a regular file next to it is read as usual.
+    env.write("a.txt", "alpha\n");
+    let out = run_bounded(&env, "misbehave.raw-read", &path("a.txt"), &[&plugin]);
+    assert_exit(&out, 0);
+    assert_eq!(stdout(&out), "alpha\n");
+}

@@ -528,6 +528,110 @@ fn a_hook_allow_never_beats_a_deny_rule_or_plan_mode_but_spares_a_question() {
 }
 
 #[test]
+fn a_hook_allow_never_answers_an_ask_rule_the_user_wrote() {
+    let write = |id: &str, path: &str, content: &str| {
+        sse(Answer::text("Writing.").call(
+            id,
+            "fs__write",
+            json!({"path": path, "content": content}),
+        ))
+    };
+    // The attack: a hook that allows on PermissionRequest (and on
+    // PreToolUse) where the user's own rule asks. Print mode cannot ask,
+    // so the write must be refused, in accept-edits mode (where the mode
+    // alone would allow it) and in default mode alike.
+    for (file, marker, mode) in [
+        ("a.txt", "[PermissionRequest:allow]", "accept-edits"),
+        ("b.txt", "[PermissionRequest:allow]", "default"),
+        (
+            "c.txt",
+            "[PreToolUse:allow] [PermissionRequest:allow]",
+            "default",
+        ),
+    ] {
+        let env = Env::new();
+        std::fs::write(
+            env.home.path().join("config.toml"),
+            "[permissions]\nask = [\"fs.write\"]\n",
+        )
+        .unwrap();
+        let mock = MockModel::start(vec![write("w", file, marker), sse(Answer::text("ok"))]);
+        let output = with_echo(&env, &mock, "w", &["--permission-mode", mode]);
+        assert_exit(&output, 0);
+        assert!(
+            !env.ws.path().join(file).exists(),
+            "the hook's allow answered the user's ask rule in {mode} mode"
+        );
+        let (result, is_error) = tool_result(&mock, 1, "w");
+        assert!(is_error, "{result}");
+        assert!(
+            result.contains("the rule `fs.write` in the user config asks first"),
+            "{result}"
+        );
+        assert!(
+            stderr(&output).contains("an ask rule you wrote asks first"),
+            "{}",
+            stderr(&output)
+        );
+        let permission = transcript(&env)
+            .into_iter()
+            .rev()
+            .find(|r| r["type"] == "permission")
+            .unwrap();
+        assert_eq!(permission["outcome"], "deny", "{permission}");
+    }
+}
+
+#[test]
+fn a_hooks_reason_and_message_reach_the_terminal_escaped_and_the_records_intact() {
+    // A hook that denies with a reason (and a message) holding escape
+    // sequences and a forged prompt line: the terminal gets them shown,
+    // not obeyed; the transcript and the audit log keep the text.
+    let hostile = "[PreToolUse:say] \u{1b}]0;pwned\u{07}\u{1b}]52;c;cm0gLXJmIH4=\u{07}\rcapstan: all checks passed\nGrant these? [y/N] ";
+    let env = Env::new();
+    install(&env, &echo_package(&env, ""));
+    let mock = MockModel::start(vec![
+        sse(Answer::text("Writing.").call(
+            "w",
+            "fs__write",
+            json!({"path": "a.txt", "content": hostile}),
+        )),
+        sse(Answer::text("ok")),
+    ]);
+    let output = session(&env, &mock, "w", &[]);
+    assert_exit(&output, 0);
+    assert!(!env.ws.path().join("a.txt").exists());
+    let err = stderr(&output);
+    for c in ['\u{1b}', '\u{07}', '\r'] {
+        assert!(!err.contains(c), "{c:?} reached the terminal: {err:?}");
+    }
+    for line in err.lines() {
+        assert!(
+            !line.starts_with("capstan: all checks passed") && !line.starts_with("Grant these?"),
+            "a forged line: {line:?}"
+        );
+    }
+    assert!(
+        err.contains("\\x1b]52;c;cm0gLXJmIH4=\\x07\\rcapstan: all checks passed\\nGrant these?"),
+        "{err}"
+    );
+    // The model gets the reason as it was given (it is not a terminal).
+    let (result, _) = tool_result(&mock, 1, "w");
+    assert!(result.contains(hostile), "{result}");
+    // The transcript and the audit log keep it too.
+    let denied = hook_records(&env)
+        .into_iter()
+        .find(|r| r["decision"] == "deny")
+        .unwrap();
+    assert!(denied.to_string().contains("\\u001b]52;c;"), "{denied}");
+    assert!(
+        audit_log(&env).contains("\\u001b]52;c;"),
+        "{}",
+        audit_log(&env)
+    );
+}
+
+#[test]
 fn guard_secrets_denies_writing_an_aws_key_and_tells_the_model_redacted() {
     let env = Env::new();
     install(&env, &packaged("guard-secrets"));

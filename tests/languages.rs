@@ -6,7 +6,9 @@
 //! built here on the installed, compiled component.
 //!
 //! The toolchains come from `.toolchains/` at the repository root, which
-//! `just setup` fills (componentize-py and componentize-js, pinned). Each
+//! `just setup` fills (componentize-py and componentize-js, pinned); the
+//! tests of installing a toolchain on first use run stub installers
+//! instead, offline. Each
 //! project is built once per test process; compiled components are shared
 //! through the tests' compile cache.
 
@@ -21,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Output};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use support::{Env, repo_root, shared_compile_cache, stderr, stdout, target_dir};
+use support::{Env, repo_root, shared_home, stderr, stdout, target_dir};
 
 /// Where `just setup` installs componentize-py and componentize-js.
 fn toolchains() -> PathBuf {
@@ -218,38 +220,356 @@ fn the_rust_tool_template_builds_installs_and_answers() {
     check_tool_template("rust");
 }
 
-#[test]
-fn building_without_the_toolchain_names_the_command_that_installs_it() {
-    let env = Env::new();
-    let dir = env.outside.path().join("p");
-    let out = capstan(
-        &env,
-        &[
-            "new",
-            "tool",
-            "p",
-            "--lang",
-            "python",
-            "--dir",
-            dir.to_str().unwrap(),
-        ],
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
-    let empty = tempfile::tempdir().unwrap();
+// --- toolchains installed on first use ---------------------------------------
+
+/// One script standing in for every installer and compiler a build runs
+/// (python3, pip, npm, rustup, cargo, componentize-py, componentize-js),
+/// chosen by the name it is called by. Each call is logged; the compilers
+/// copy a real component to where they are told to write one. Nothing
+/// reaches the network.
+const STUB: &str = r#"#!/bin/sh
+name=$(basename "$0")
+echo "$name $*" >> "$STUB_LOG"
+case "$name" in
+python3)
+  [ "$1 $2" = "-m venv" ] || exit 64
+  mkdir -p "$3/bin" && cp "$STUB_DIR/pip" "$3/bin/pip" ;;
+pip)
+  echo "Collecting componentize-py==0.25.0 (stub)"
+  if [ -n "$STUB_INSTALL_FAILS" ]; then
+    echo "ERROR: No matching distribution found for componentize-py==0.25.0 (stub)" >&2
+    exit 1
+  fi
+  cp "$STUB_DIR/componentize-py" "$(dirname "$0")/componentize-py" ;;
+npm)
+  [ "$1 $2" = "install --prefix" ] || exit 64
+  echo "added 1 package (stub)"
+  mkdir -p "$3/node_modules/.bin" && cp "$STUB_DIR/componentize-js" "$3/node_modules/.bin/" ;;
+rustup)
+  case "$1 $2" in
+  "target list") [ -f "$STUB_DIR/rust-target-added" ] && echo wasm32-wasip2; exit 0 ;;
+  "target add") touch "$STUB_DIR/rust-target-added"; echo "info: installing rust-std for $3 (stub)" ;;
+  *) exit 64 ;;
+  esac ;;
+cargo)
+  [ "$1" = "--version" ] && { echo "cargo 1.95.0 (stub)"; exit 0; }
+  target=""
+  while [ $# -gt 0 ]; do [ "$1" = "--target-dir" ] && target=$2; shift; done
+  mkdir -p "$target/wasm32-wasip2/release"
+  cp "$STUB_COMPONENT" "$target/wasm32-wasip2/release/$STUB_CRATE.wasm" ;;
+componentize-py|componentize-js)
+  out=""
+  while [ $# -gt 0 ]; do [ "$1" = "-o" ] && out=$2; shift; done
+  cp "$STUB_COMPONENT" "$out" ;;
+*) exit 64 ;;
+esac
+"#;
+
+/// Installers and compilers that are stubs, and an empty toolchains folder.
+struct StubToolchains {
+    dir: tempfile::TempDir,
+    toolchains: tempfile::TempDir,
+}
+
+impl StubToolchains {
+    fn new() -> Self {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "python3",
+            "pip",
+            "npm",
+            "rustup",
+            "cargo",
+            "componentize-py",
+            "componentize-js",
+        ] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, STUB).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        Self {
+            dir,
+            toolchains: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// `capstan plugin build DIR ARGS` with the stubs first on the PATH.
+    fn build(&self, env: &Env, project: &Path, crate_name: &str, args: &[&str]) -> Output {
+        let path = format!(
+            "{}:{}",
+            self.dir.path().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        env.capstan_std()
+            .env("PATH", path)
+            .env("CAPSTAN_TOOLCHAINS", self.toolchains.path())
+            .env("STUB_DIR", self.dir.path())
+            .env("STUB_LOG", self.log_path())
+            .env("STUB_COMPONENT", stub_component())
+            .env("STUB_CRATE", crate_name)
+            // Should a real installer run after all, it stays offline.
+            .env("PIP_NO_INDEX", "1")
+            .env("npm_config_offline", "true")
+            .env_remove("CARGO_TARGET_DIR")
+            .args(["plugin", "build"])
+            .arg(project)
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn log_path(&self) -> PathBuf {
+        self.dir.path().join("calls.log")
+    }
+
+    /// The programs called so far, each with its arguments.
+    fn calls(&self) -> Vec<String> {
+        std::fs::read_to_string(self.log_path())
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// A real component for the stub compilers to "build": the first-party fs
+/// tool.
+fn stub_component() -> PathBuf {
+    let path = target_dir().join("wasm-plugins/wasm32-wasip2/release/capstan_plugin_fs.wasm");
+    assert!(path.is_file(), "{} was not built", path.display());
+    path
+}
+
+/// A new tool project `name` in `lang`, written by `capstan new`.
+fn new_project(env: &Env, name: &str, lang: &str) -> PathBuf {
+    let dir = env.outside.path().join(name);
     let out = env
         .capstan_std()
-        .env("CAPSTAN_TOOLCHAINS", empty.path())
-        .args(["plugin", "build", dir.to_str().unwrap()])
+        .args(["new", "tool", name, "--lang", lang, "--dir"])
+        .arg(&dir)
         .output()
         .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    dir
+}
+
+#[test]
+fn the_first_build_installs_the_pinned_toolchain_and_says_what_and_where() {
+    let env = Env::new();
+    for (lang, what, into, installer) in [
+        (
+            "python",
+            "componentize-py==0.25.0",
+            "/python",
+            "pip install --disable-pip-version-check componentize-py==0.25.0",
+        ),
+        (
+            "js",
+            "@bytecodealliance/componentize-js@0.23.0",
+            "/js",
+            "npm install --prefix",
+        ),
+        (
+            "rust",
+            "the Rust target wasm32-wasip2",
+            "your active Rust toolchain (with rustup)",
+            "rustup target add wasm32-wasip2",
+        ),
+    ] {
+        let stubs = StubToolchains::new();
+        let name = format!("first{lang}");
+        let dir = new_project(&env, &name, lang);
+        let into = if into.starts_with('/') {
+            format!("{}{into}", stubs.toolchains.path().display())
+        } else {
+            into.to_string()
+        };
+
+        let out = stubs.build(&env, &dir, &name, &[]);
+        let err = stderr(&out);
+        assert!(out.status.success(), "{lang}: {err}");
+        assert!(
+            err.contains(&format!(
+                "{what} is not installed yet; installing it into {into} (once"
+            )),
+            "{lang}: {err}"
+        );
+        assert!(err.contains(&format!("installed {what} in ")), "{err}");
+        // The installer's output is shown, as plain lines without a terminal.
+        assert!(err.contains("(stub)"), "{err}");
+        assert!(!err.contains('\r') && !err.contains('\x1b'), "{err:?}");
+        assert!(
+            stdout(&out).contains(&format!(
+                "built {}",
+                dir.join(format!("{name}.wasm")).display()
+            )),
+            "{}",
+            stdout(&out)
+        );
+        let calls = stubs.calls();
+        assert!(
+            calls.iter().any(|call| call.starts_with(installer)),
+            "{lang}: {calls:?}"
+        );
+        if lang == "python" {
+            assert_eq!(
+                calls[0],
+                format!(
+                    "python3 -m venv {}",
+                    stubs.toolchains.path().join("python").display()
+                )
+            );
+        }
+
+        // Built again: the toolchain is there, nothing is installed.
+        let before = stubs.calls().len();
+        let out = stubs.build(&env, &dir, &name, &[]);
+        let err = stderr(&out);
+        assert!(out.status.success(), "{lang}: {err}");
+        assert!(!err.contains("install"), "{lang}: {err}");
+        let again = stubs.calls()[before..].to_vec();
+        assert!(
+            again.iter().all(|call| !call.starts_with("python3")
+                && !call.starts_with("pip")
+                && !call.starts_with("npm")
+                && !call.starts_with("rustup target add")),
+            "{lang}: {again:?}"
+        );
+    }
+}
+
+#[test]
+fn a_failed_toolchain_install_says_why_builds_nothing_and_is_retried() {
+    let env = Env::new();
+    let stubs = StubToolchains::new();
+    let dir = new_project(&env, "p", "python");
+    let out = {
+        let path = format!(
+            "{}:{}",
+            stubs.dir.path().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        env.capstan_std()
+            .env("PATH", path)
+            .env("CAPSTAN_TOOLCHAINS", stubs.toolchains.path())
+            .env("STUB_DIR", stubs.dir.path())
+            .env("STUB_LOG", stubs.log_path())
+            .env("STUB_INSTALL_FAILS", "1")
+            .env("PIP_NO_INDEX", "1")
+            .args(["plugin", "build"])
+            .arg(&dir)
+            .output()
+            .unwrap()
+    };
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
     assert!(
-        err.contains("componentize-py==0.25.0 is not installed"),
+        err.contains(&format!(
+            "error: could not install componentize-py==0.25.0 into {}",
+            stubs.toolchains.path().join("python").display()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("pip install failed (exit code 1)"), "{err}");
+    assert!(err.contains("No matching distribution found"), "{err}");
+    assert!(err.contains("capstan plugin toolchain python"), "{err}");
+    assert!(!dir.join("p.wasm").exists());
+    assert!(
+        !stubs
+            .calls()
+            .iter()
+            .any(|c| c.starts_with("componentize-py")),
+        "{:?}",
+        stubs.calls()
+    );
+
+    // The half-made install is not taken for a toolchain: the next build
+    // installs again, and builds.
+    let out = stubs.build(&env, &dir, "p", &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let venvs = stubs
+        .calls()
+        .iter()
+        .filter(|c| c.starts_with("python3 -m venv"))
+        .count();
+    assert_eq!(venvs, 2, "{:?}", stubs.calls());
+    assert!(dir.join("p.wasm").is_file());
+}
+
+#[test]
+fn with_no_install_a_missing_toolchain_stops_the_build_and_names_the_command() {
+    let env = Env::new();
+    let stubs = StubToolchains::new();
+    let dir = new_project(&env, "p", "python");
+    let out = stubs.build(&env, &dir, "p", &["--no-install"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "componentize-py==0.25.0 is not installed, so this python plugin cannot be built"
+        ),
         "{err}"
     );
     assert!(err.contains("capstan plugin toolchain python"), "{err}");
+    assert!(err.contains("without --no-install"), "{err}");
+    assert!(stubs.calls().is_empty(), "{:?}", stubs.calls());
     assert!(!dir.join("p.wasm").exists());
+    assert_eq!(
+        std::fs::read_dir(stubs.toolchains.path()).unwrap().count(),
+        0
+    );
+}
+
+#[test]
+fn new_writes_files_anyone_may_read_and_only_the_owner_write() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    for (kind, lang) in [
+        ("tool", Some("python")),
+        ("hook", Some("js")),
+        ("tool", Some("rust")),
+        ("skill", None),
+    ] {
+        let dir = env
+            .outside
+            .path()
+            .join(format!("{kind}-{}", lang.unwrap_or("md")));
+        // Under the usual umask, as a user's shell has it.
+        let template = env.capstan_std();
+        let mut cmd = StdCommand::new("sh");
+        cmd.args(["-c", "umask 022 && exec \"$0\" \"$@\""])
+            .arg(template.get_program())
+            .args(["new", kind, "demo", "--dir"])
+            .arg(&dir)
+            .current_dir(env.ws.path());
+        if let Some(lang) = lang {
+            cmd.args(["--lang", lang]);
+        }
+        for (key, value) in template.get_envs() {
+            match value {
+                Some(value) => cmd.env(key, value),
+                None => cmd.env_remove(key),
+            };
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let mut stack = vec![dir.clone()];
+        let mut files = 0;
+        while let Some(at) = stack.pop() {
+            for entry in std::fs::read_dir(&at).unwrap().flatten() {
+                let mode = entry.metadata().unwrap().permissions().mode() & 0o777;
+                if entry.file_type().unwrap().is_dir() {
+                    assert_eq!(mode, 0o755, "{}", entry.path().display());
+                    stack.push(entry.path());
+                } else {
+                    assert_eq!(mode, 0o644, "{}: {mode:o}", entry.path().display());
+                    files += 1;
+                }
+            }
+        }
+        assert!(files >= 2, "{}", dir.display());
+    }
 }
 
 #[test]
@@ -345,7 +665,7 @@ fn installed_component(
         .next()
         .unwrap_or_else(|| panic!("{name} is not installed in {}", store_dir.display()));
     let wasm = std::fs::read(folder.join(format!("{name}.wasm"))).unwrap();
-    let sandbox = capstan::sandbox::Sandbox::new(shared_compile_cache().join("compiled")).unwrap();
+    let sandbox = capstan::sandbox::Sandbox::new(&shared_home()).unwrap();
     let sha = capstan::sandbox::engine::sha256_hex(&wasm);
     let (component, outcome) = sandbox
         .compile_cache()

@@ -8,10 +8,11 @@ mod support;
 
 use std::time::Duration;
 
-use capstan::grants::Grants;
+use capstan::grants::{Grants, OwnFolders};
+use capstan::home::Home;
 use capstan::plugin::Catalog;
 use capstan::sandbox::{CacheOutcome, CallError, CallOptions, Limits, LoadError, Sandbox};
-use support::{Env, fixture, shared_compile_cache, stderr};
+use support::{Env, fixture, shared_home, stderr};
 
 struct Host {
     sandbox: Sandbox,
@@ -28,7 +29,7 @@ impl Host {
             .add_file(fixture("misbehave").to_str().unwrap())
             .unwrap();
         Self {
-            sandbox: Sandbox::new(shared_compile_cache().join("compiled")).unwrap(),
+            sandbox: Sandbox::new(&shared_home()).unwrap(),
             catalog,
             ws,
         }
@@ -36,7 +37,7 @@ impl Host {
 
     fn options(&self, limits: Limits) -> CallOptions {
         CallOptions {
-            grants: Grants::workspace(self.ws.path(), false).unwrap(),
+            grants: Grants::workspace(self.ws.path(), false, &OwnFolders::default()).unwrap(),
             limits,
             ..CallOptions::default()
         }
@@ -238,7 +239,11 @@ fn a_component_that_is_not_a_tool_plugin_is_refused() {
 fn a_damaged_compile_cache_entry_is_recompiled() {
     let cache = tempfile::tempdir().unwrap();
     let wasm = std::fs::read(fixture("misbehave")).unwrap();
-    let sandbox = Sandbox::new(cache.path().to_path_buf()).unwrap();
+    let sandbox = Sandbox::new(&Home::at(
+        cache.path().to_path_buf(),
+        cache.path().to_path_buf(),
+    ))
+    .unwrap();
     let first = sandbox.load("misbehave", &wasm, None, "fixture").unwrap();
     assert_eq!(first.cache_outcome(), CacheOutcome::Compiled);
     let again = sandbox.load("misbehave", &wasm, None, "fixture").unwrap();
@@ -254,12 +259,11 @@ fn a_damaged_compile_cache_entry_is_recompiled() {
     let healed = sandbox.load("misbehave", &wasm, None, "fixture").unwrap();
     assert_eq!(healed.cache_outcome(), CacheOutcome::Hit);
 
-    // A missing digest means the artifact cannot be trusted either.
-    let mut digest = entry.as_os_str().to_owned();
-    digest.push(".b3");
-    std::fs::remove_file(&digest).unwrap();
-    let undigested = sandbox.load("misbehave", &wasm, None, "fixture").unwrap();
-    assert_eq!(undigested.cache_outcome(), CacheOutcome::Compiled);
+    // An artifact without its MAC cannot be trusted either.
+    let bytes = std::fs::read(&entry).unwrap();
+    std::fs::write(&entry, &bytes[..bytes.len() - 32]).unwrap();
+    let unsigned = sandbox.load("misbehave", &wasm, None, "fixture").unwrap();
+    assert_eq!(unsigned.cache_outcome(), CacheOutcome::Compiled);
 
     std::fs::write(&entry, b"short").unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -274,7 +278,11 @@ fn a_damaged_compile_cache_entry_is_recompiled() {
 
 #[test]
 fn load_errors_name_their_kind() {
-    let sandbox = Sandbox::new(tempfile::tempdir().unwrap().path().to_path_buf()).unwrap();
+    let sandbox = Sandbox::new(&Home::at(
+        tempfile::tempdir().unwrap().path().to_path_buf(),
+        tempfile::tempdir().unwrap().path().to_path_buf(),
+    ))
+    .unwrap();
     assert!(matches!(
         sandbox.load("x", b"nope", None, "x.wasm"),
         Err(LoadError::NotWasm { .. })

@@ -627,6 +627,40 @@ async fn silent_stream_trips_the_idle_watchdog() {
 }
 
 #[tokio::test]
+async fn a_server_that_never_starts_its_response_fails_at_the_bound_after_retries() {
+    // The kernel takes the connection and the request into its queues; no
+    // one ever reads them or answers.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    for provider in [
+        Box::new(anthropic(&url, silent_server_policy())) as Box<dyn Provider>,
+        Box::new(openai(&url, Some("k"), silent_server_policy())),
+    ] {
+        let (result, events) = run(provider.as_ref()).await;
+        let error = result.unwrap_err();
+        assert!(
+            matches!(error, ModelError::NoResponse { waited, .. } if waited == Duration::from_millis(200)),
+            "{error:?}"
+        );
+        let text = error.to_string();
+        assert!(
+            text.contains("sent no response within 0.2 s") && text.contains("response_timeout"),
+            "{text}"
+        );
+        assert_eq!(retry_count(&events), 1, "{events:?}");
+    }
+    drop(listener);
+}
+
+/// One retry, and 200 ms for a response to start.
+fn silent_server_policy() -> RetryPolicy {
+    let (mut policy, _) = recording_policy();
+    policy.max_retries = 1;
+    policy.response_timeout = Duration::from_millis(200);
+    policy
+}
+
+#[tokio::test]
 async fn unreachable_server_is_a_connection_error_after_retries() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());

@@ -951,6 +951,32 @@ fn plugins_shows_unavailable_plugins_in_the_interactive_session() {
 
 // --------------------------------------------------- small, early, audited
 
+/// The files of the installed plugin `name` in the store, as sorted
+/// relative paths.
+fn stored_files(env: &Env, name: &str) -> Vec<String> {
+    let store = env.home.path().join("plugins/store").join(name);
+    let folder = std::fs::read_dir(store)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut found = Vec::new();
+    let mut stack = vec![folder.clone()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(at).unwrap().flatten() {
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(entry.path());
+            } else {
+                let rel = entry.path().strip_prefix(&folder).unwrap().to_path_buf();
+                found.push(rel.to_str().unwrap().to_string());
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
 #[test]
 fn a_rust_plugin_folder_installs_only_what_the_plugin_needs() {
     let env = Env::new();
@@ -1008,29 +1034,7 @@ fn a_rust_plugin_folder_installs_only_what_the_plugin_needs() {
             bytes as f64 / 1048576.0
         )
     );
-    let stored = |env: &Env| {
-        let store = env.home.path().join("plugins/store/weather");
-        let folder = std::fs::read_dir(store)
-            .unwrap()
-            .next()
-            .unwrap()
-            .unwrap()
-            .path();
-        let mut found = Vec::new();
-        let mut stack = vec![folder.clone()];
-        while let Some(at) = stack.pop() {
-            for entry in std::fs::read_dir(at).unwrap().flatten() {
-                if entry.file_type().unwrap().is_dir() {
-                    stack.push(entry.path());
-                } else {
-                    let rel = entry.path().strip_prefix(&folder).unwrap().to_path_buf();
-                    found.push(rel.to_str().unwrap().to_string());
-                }
-            }
-        }
-        found.sort();
-        found
-    };
+    let stored = |env: &Env| stored_files(env, "weather");
     assert_eq!(stored(&env), wanted);
     let lock = lock(&env);
     assert!(
@@ -1060,6 +1064,73 @@ fn a_rust_plugin_folder_installs_only_what_the_plugin_needs() {
     let out = install(&other, &archive);
     assert!(stdout(&out).contains(": 4 files,"), "{}", stdout(&out));
     assert_eq!(stored(&other), wanted);
+}
+
+#[test]
+fn a_python_project_installs_without_its_caches_and_virtualenv() {
+    let env = Env::new();
+    let dir = env.outside.path().canonicalize().unwrap().join("weather");
+    let out = env
+        .capstan()
+        .args(["new", "tool", "weather", "--lang", "python", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let write = |rel: &str, bytes: &[u8]| {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    };
+    // What `capstan plugin build`, `python3 -m unittest`, pytest and a
+    // virtual environment leave in the project.
+    std::fs::copy(fs_component(), dir.join("weather.wasm")).unwrap();
+    write(".capstan/python/capstan_entry.py", b"import app\n");
+    write("__pycache__/app.cpython-312.pyc", b"cache");
+    write(
+        "__pycache__/test_app.cpython-312-pytest-8.3.3.pyc",
+        b"cache",
+    );
+    write(".pytest_cache/v/cache/lastfailed", b"{}");
+    write(
+        ".pytest_cache/CACHEDIR.TAG",
+        b"Signature: 8a477f597d28d172789f06886806bc55",
+    );
+    write("legacy.pyc", b"python 2 cache");
+    write("data/cities.csv", b"name,lat,lon\n");
+    write("data/old.pyo", b"cache");
+    write("venv/pyvenv.cfg", b"home = /usr/bin\n");
+    write(
+        "venv/lib/python3.12/site-packages/requests/__init__.py",
+        b"# a dependency\n",
+    );
+    write(".venv/pyvenv.cfg", b"home = /usr/bin\n");
+    // Even a pattern that takes every file leaves the caches out.
+    let manifest = dir.join("plugin.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        format!("{text}\n[package]\ninclude = [\"**\"]\n"),
+    )
+    .unwrap();
+
+    install(&env, &dir);
+    assert_eq!(
+        stored_files(&env, "weather"),
+        [
+            "app.py",
+            "capstan.py",
+            "data/cities.csv",
+            "plugin.toml",
+            "test_app.py",
+            "weather.wasm",
+        ]
+    );
+    let lock = lock(&env);
+    assert!(
+        !lock.contains(".pyc") && !lock.contains("venv") && !lock.contains("pytest"),
+        "{lock}"
+    );
 }
 
 #[test]

@@ -97,7 +97,11 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let sandbox = Sandbox::new(home.join("cache/compiled")).unwrap();
+    let sandbox = Sandbox::new(&capstan::home::Home::at(
+        home.to_path_buf(),
+        home.join("cache"),
+    ))
+    .unwrap();
     let toolbox = rt
         .block_on(Toolbox::load(
             sandbox,

@@ -77,7 +77,7 @@ fn load(
         .load_plugin(name, &bytes, None, &path.display().to_string())
         .unwrap();
     let options = CallOptions {
-        grants: Grants::workspace(ws, false).unwrap(),
+        grants: Grants::workspace(ws, false, &capstan::grants::OwnFolders::default()).unwrap(),
         limits: HOOK_LIMITS,
         ..CallOptions::default()
     };
@@ -100,7 +100,13 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let sandbox = Arc::new(Sandbox::new(dir.path().join("cache")).unwrap());
+    let sandbox = Arc::new(
+        Sandbox::new(&capstan::home::Home::at(
+            dir.path().join("home"),
+            dir.path().join("cache"),
+        ))
+        .unwrap(),
+    );
 
     let facts = SessionFacts {
         session_id: "bench-session",

@@ -13,9 +13,17 @@
 //! ahead and to reset the last one's memory off the call's path; and back to
 //! back, where most calls make their own instance.
 //!
+//! Memory at rest: a session process of its own (this benchmark run again)
+//! loads the built-in `fs` plugin and the Python tool from the compile
+//! cache, calls both the way a session does, then idles. Its resident
+//! memory is measured while it is busy and after 10 s idle (target: ≤ 35
+//! MB), and the first call after idling is timed against a warm call
+//! (target: ≤ 2 ms).
+//!
 //! Run with `cargo bench -p capstan --bench languages`; `BENCH_SAMPLES`
 //! sets the number of calls (default 1000), `BENCH_LANGS` (`python`, `js`,
-//! comma-separated) which languages are measured (default both).
+//! comma-separated) which languages are measured (default both),
+//! `BENCH_IDLE_ROUNDS` how many times the session idles (default 3).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
@@ -24,7 +32,7 @@ mod support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use support::{Stats, header, measure, measure_spaced, ratio, row, single, target};
+use support::{LABEL_WIDTH, Stats, header, measure, measure_spaced, ratio, row, single, target};
 
 use capstan::grants::Grants;
 use capstan::plugin::builtin;
@@ -40,13 +48,24 @@ struct Figures {
     size: u64,
     first_compile: Duration,
     cached_load: Stats,
-    fresh_entry_load: Stats,
     sha256: Duration,
     call: Stats,
     back_to_back: Stats,
 }
 
+/// Set in the session process that measures memory at rest: the Python
+/// component's path and SHA-256, the compile cache and the workspace,
+/// separated by newlines.
+const IDLE_SESSION: &str = "CAPSTAN_BENCH_IDLE_SESSION";
+
+/// How long the session idles before its memory is measured.
+const IDLE: Duration = Duration::from_secs(10);
+
 fn main() {
+    if let Some(spec) = std::env::var_os(IDLE_SESSION) {
+        idle_session(&spec.to_string_lossy());
+        return;
+    }
     let samples: usize = std::env::var("BENCH_SAMPLES")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -61,9 +80,13 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let sandbox = Sandbox::new(dir.path().join("cache")).unwrap();
+    let sandbox = Sandbox::new(&capstan::home::Home::at(
+        dir.path().join("home"),
+        dir.path().join("cache"),
+    ))
+    .unwrap();
     let options = CallOptions {
-        grants: Grants::workspace(&ws, false).unwrap(),
+        grants: Grants::workspace(&ws, false, sandbox.own_folders()).unwrap(),
         ..CallOptions::default()
     };
     let call = |component: &LoadedComponent, tool: &str, input: &str| {
@@ -87,6 +110,7 @@ fn main() {
     });
 
     let mut figures = Vec::new();
+    let mut at_rest = None;
     let only = std::env::var("BENCH_LANGS").unwrap_or_default();
     for lang in [Lang::Python, Lang::Js] {
         if !only.is_empty() && !only.split(',').any(|l| l == lang.to_string()) {
@@ -116,12 +140,8 @@ fn main() {
                 .load("hello", &wasm, Some(&sha256), &origin)
                 .unwrap();
         };
-        // Right after compiling, the entry is hashed on every load; once it
-        // has settled (as in any later session) it is trusted by its file's
-        // identity (see `compile_cache`).
-        let fresh_entry_load = measure(20, load);
-        std::thread::sleep(Duration::from_millis(2100));
-        load();
+        // Every load reads the entry and checks its MAC (see
+        // `compile_cache`).
         let cached_load = measure(20, load);
         let input = r#"{"name":"Ada"}"#;
         for _ in 0..100 {
@@ -134,12 +154,19 @@ fn main() {
         let back_to_back = measure(samples, || {
             call(&component, "hello", input);
         });
+        if lang == Lang::Python {
+            at_rest = Some(measure_at_rest(
+                &built.component,
+                &sha256,
+                &dir.path().join("cache"),
+                &ws,
+            ));
+        }
         figures.push(Figures {
             lang,
             size: wasm.len() as u64,
             first_compile,
             cached_load,
-            fresh_entry_load,
             sha256: sha256_time,
             call: call_stats,
             back_to_back,
@@ -161,10 +188,6 @@ fn main() {
             &format!("  {name} component, load from the compile cache"),
             &f.cached_load,
         );
-        row(
-            "    right after compiling (the entry hashed)",
-            &f.fresh_entry_load,
-        );
         single(
             &format!(
                 "  {name} component ({:.1} MB), first compile",
@@ -183,6 +206,9 @@ fn main() {
             ratio(f.back_to_back.p50, rust_back_to_back.p50),
         );
     }
+    if let Some(rest) = &at_rest {
+        rest.print();
+    }
     println!();
     for f in &figures {
         let limit = match f.lang {
@@ -195,4 +221,194 @@ fn main() {
             limit,
         );
     }
+    if let Some(rest) = &at_rest {
+        println!(
+            "target idle session with a Python plugin, resident after {} s idle <= 35.0 MB: {:.1} MB ({})",
+            IDLE.as_secs(),
+            rest.idle_mb(),
+            if rest.idle_mb() <= 35.0 {
+                "met"
+            } else {
+                "MISSED"
+            }
+        );
+        target(
+            "first Python call after idling",
+            rest.first_after_idle,
+            Duration::from_millis(2),
+        );
+    }
+}
+
+/// What the idle session measured.
+struct AtRest {
+    /// Resident memory with the engine up and `fs` loaded, before the
+    /// Python plugin (bytes).
+    rss_without_plugin: u64,
+    /// Resident memory right after a burst of calls (bytes), highest round.
+    rss_busy: u64,
+    /// Resident memory after idling (bytes), highest round.
+    rss_idle: u64,
+    /// A Python call while the session is busy (p50).
+    warm_call: Duration,
+    /// The first Python call after idling (the slowest round).
+    first_after_idle: Duration,
+}
+
+impl AtRest {
+    fn idle_mb(&self) -> f64 {
+        self.rss_idle as f64 / 1e6
+    }
+
+    fn print(&self) {
+        let mb = |bytes: u64| format!("{:.1} MB", bytes as f64 / 1e6);
+        println!();
+        println!(
+            "memory at rest: a session process with fs and the Python tool, idle for {} s",
+            IDLE.as_secs()
+        );
+        println!(
+            "{:<LABEL_WIDTH$} {:>10}",
+            "  resident, engine and fs only (baseline)",
+            mb(self.rss_without_plugin)
+        );
+        println!(
+            "{:<LABEL_WIDTH$} {:>10}",
+            "  resident, Python plugin loaded, right after calls",
+            mb(self.rss_busy)
+        );
+        println!(
+            "{:<LABEL_WIDTH$} {:>10}",
+            format!("  resident after {} s idle", IDLE.as_secs()),
+            mb(self.rss_idle)
+        );
+        single("  Python hello, warm call (p50)", self.warm_call);
+        single(
+            "  Python hello, first call after idling",
+            self.first_after_idle,
+        );
+        println!(
+            "idling gives back {:.1} MB: resident after idling is {:.2}x that right after calls",
+            (self.rss_busy.saturating_sub(self.rss_idle)) as f64 / 1e6,
+            self.rss_idle as f64 / self.rss_busy.max(1) as f64
+        );
+        println!(
+            "the first call after idling takes {:.1}x a warm call",
+            ratio(self.first_after_idle, self.warm_call)
+        );
+    }
+}
+
+/// Runs the idle session in a process of its own, so its memory is a
+/// session's and not this benchmark's (which compiled the components).
+fn measure_at_rest(component: &Path, sha256: &str, cache: &Path, ws: &Path) -> AtRest {
+    let spec = [
+        component.display().to_string(),
+        sha256.to_string(),
+        cache.display().to_string(),
+        ws.display().to_string(),
+    ]
+    .join("\n");
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .env(IDLE_SESSION, spec)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "the idle session failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    let figure = |name: &str| -> u64 {
+        text.lines()
+            .find_map(|line| line.strip_prefix(&format!("{name} ")))
+            .and_then(|value| value.trim().parse().ok())
+            .unwrap_or_else(|| panic!("the idle session did not report {name}:\n{text}"))
+    };
+    AtRest {
+        rss_without_plugin: figure("rss_without_plugin"),
+        rss_busy: figure("rss_busy"),
+        rss_idle: figure("rss_idle"),
+        warm_call: Duration::from_nanos(figure("warm_call_ns")),
+        first_after_idle: Duration::from_nanos(figure("first_after_idle_ns")),
+    }
+}
+
+/// The session process: loads fs and the Python tool from the compile
+/// cache, calls them as a session would, idles, and prints its figures as
+/// `name value` lines.
+fn idle_session(spec: &str) {
+    let parts: Vec<&str> = spec.split('\n').collect();
+    let [component, sha256, cache, ws] = parts[..] else {
+        panic!("bad {IDLE_SESSION}: {spec}");
+    };
+    let rounds: usize = std::env::var("BENCH_IDLE_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let sandbox = Sandbox::new(Path::new(cache).to_path_buf()).unwrap();
+    let options = CallOptions {
+        grants: Grants::workspace(Path::new(ws), false).unwrap(),
+        ..CallOptions::default()
+    };
+    let call = |component: &LoadedComponent, tool: &str, input: &str| {
+        rt.block_on(sandbox.call_tool(component, tool, input, &options))
+            .unwrap()
+    };
+    let fs_plugin = builtin::find("fs").unwrap();
+    let fs = sandbox
+        .load("fs", fs_plugin.wasm, Some(fs_plugin.sha256), "fs")
+        .unwrap();
+    rt.block_on(sandbox.describe(&fs)).unwrap();
+    call(&fs, "read", r#"{"path":"small.txt"}"#);
+    std::thread::sleep(Duration::from_millis(200));
+    println!("rss_without_plugin {}", resident_bytes());
+
+    let wasm = std::fs::read(component).unwrap();
+    let hello = sandbox
+        .load("hello", &wasm, Some(sha256), component)
+        .unwrap();
+    drop(wasm);
+    rt.block_on(sandbox.describe(&hello)).unwrap();
+    let input = r#"{"name":"Ada"}"#;
+    let (mut rss_busy, mut rss_idle, mut first_after_idle) = (0, 0, Duration::ZERO);
+    let mut warm = Vec::new();
+    for _ in 0..rounds {
+        // A burst of calls, a model turn apart.
+        for _ in 0..30 {
+            std::thread::sleep(GAP);
+            let started = Instant::now();
+            call(&hello, "hello", input);
+            warm.push(started.elapsed());
+            call(&fs, "read", r#"{"path":"small.txt"}"#);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        rss_busy = rss_busy.max(resident_bytes());
+        std::thread::sleep(IDLE);
+        rss_idle = rss_idle.max(resident_bytes());
+        let started = Instant::now();
+        let out = call(&hello, "hello", input);
+        first_after_idle = first_after_idle.max(started.elapsed());
+        assert_eq!(out.to_text(), "Hello, Ada!");
+    }
+    warm.sort();
+    println!("rss_busy {rss_busy}");
+    println!("rss_idle {rss_idle}");
+    println!("warm_call_ns {}", warm[warm.len() / 2].as_nanos());
+    println!("first_after_idle_ns {}", first_after_idle.as_nanos());
+}
+
+/// This process's resident memory, from `/proc/self/status` (bytes).
+fn resident_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/self/status");
+    kib * 1024
 }

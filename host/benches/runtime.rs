@@ -51,8 +51,8 @@ fn main() {
     let fs_plugin = builtin::find("fs").unwrap();
 
     // Compile once, then load from the cache.
-    let cache = home.join("cache/compiled");
-    let mut sandbox = Sandbox::new(cache.clone()).unwrap();
+    let mut sandbox =
+        Sandbox::new(&capstan::home::Home::at(home.clone(), home.join("cache"))).unwrap();
     let started = Instant::now();
     let fs = sandbox
         .load("fs", fs_plugin.wasm, Some(fs_plugin.sha256), "fs")
@@ -67,7 +67,7 @@ fn main() {
     });
 
     let options = CallOptions {
-        grants: Grants::workspace(&ws, false).unwrap(),
+        grants: Grants::workspace(&ws, false, sandbox.own_folders()).unwrap(),
         ..CallOptions::default()
     };
     let call = |sandbox: &Sandbox, fs: &LoadedComponent| {

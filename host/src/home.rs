@@ -5,7 +5,12 @@
 //! caches to `$XDG_CACHE_HOME/capstan` (`~/.cache/capstan`) and the user's
 //! settings to `$XDG_CONFIG_HOME/capstan` (`~/.config/capstan`).
 //! `$CAPSTAN_CACHE_DIR` moves the compile cache alone, which lets several
-//! homes share compiled components.
+//! homes share compiled components; `$CAPSTAN_TOOLCHAINS` moves the
+//! plugin compilers (`<data>/toolchains` otherwise).
+//!
+//! No grant may reach any of these folders ([`Home::own_folders`]): they
+//! hold the lockfile, the compiled components, the audit log and the
+//! compilers capstan runs.
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -16,6 +21,7 @@ pub struct Home {
     data: PathBuf,
     cache: PathBuf,
     config: PathBuf,
+    toolchains: PathBuf,
 }
 
 /// No folder could be chosen.
@@ -56,10 +62,12 @@ impl Home {
             (data, cache, config)
         };
         let cache = var("CAPSTAN_CACHE_DIR").unwrap_or(cache);
+        let toolchains = var("CAPSTAN_TOOLCHAINS").unwrap_or_else(|| data.join("toolchains"));
         Ok(Self {
             data,
             cache,
             config,
+            toolchains,
         })
     }
 
@@ -68,6 +76,7 @@ impl Home {
     pub fn at(data: PathBuf, cache: PathBuf) -> Self {
         Self {
             config: data.clone(),
+            toolchains: data.join("toolchains"),
             data,
             cache,
         }
@@ -118,6 +127,31 @@ impl Home {
     /// Where compiled components are kept.
     pub fn compile_cache_dir(&self) -> PathBuf {
         self.cache.join("compiled")
+    }
+
+    /// The key that signs compiled components, kept in the data folder
+    /// (beside the lockfile, where no grant reaches) rather than beside the
+    /// components it vouches for.
+    pub fn compile_cache_key(&self) -> PathBuf {
+        self.data.join("compile-cache.key")
+    }
+
+    /// Where the plugin compilers (componentize-py, componentize-js) are
+    /// installed.
+    pub fn toolchains_dir(&self) -> &Path {
+        &self.toolchains
+    }
+
+    /// capstan's own folders, each with what it holds: the data, the
+    /// user's settings, the caches and the compilers. No grant may reach
+    /// them (see [`crate::grants::fs::OwnFolders`]).
+    pub fn own_folders(&self) -> Vec<(PathBuf, &'static str)> {
+        vec![
+            (self.data.clone(), "capstan's data folder"),
+            (self.config.clone(), "capstan's settings folder"),
+            (self.cache.clone(), "capstan's cache folder"),
+            (self.toolchains.clone(), "capstan's plugin compilers"),
+        ]
     }
 }
 

@@ -15,7 +15,10 @@
 //!   audit log;
 //! - [`hooks`]: hook components and their decisions; [`skills`]: skills
 //!   listed to the model and loaded on demand;
-//! - [`home`]: where data and caches live;
+//! - [`home`]: where data and caches live; [`progress`]: spinners for long
+//!   steps on a terminal; [`untrusted_folder`]: files capstan itself reads
+//!   from folders others control (the workspace, a package), confined
+//!   beneath them and capped;
 //! - [`cli`]: the command line.
 
 pub mod agent;
@@ -26,7 +29,9 @@ pub mod hooks;
 pub mod model;
 pub mod plugin;
 pub mod policy;
+pub mod progress;
 pub mod sandbox;
 pub mod scaffold;
 pub mod session;
 pub mod skills;
+pub mod untrusted_folder;

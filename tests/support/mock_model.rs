@@ -40,6 +40,9 @@ pub enum Reply {
         /// What is sent before going silent.
         body: String,
     },
+    /// Reads the request, then sends nothing at all — not even a status
+    /// line — and keeps the connection open until the server is dropped.
+    Silent,
 }
 
 impl Reply {
@@ -72,6 +75,11 @@ impl Reply {
     /// An event stream that sends `body`, then nothing more.
     pub fn stall(body: impl Into<String>) -> Self {
         Self::Stall { body: body.into() }
+    }
+
+    /// A server that takes the request and never starts its response.
+    pub fn silent() -> Self {
+        Self::Silent
     }
 
     /// Adds a header (to a [`Reply::Full`]; other replies ignore it).
@@ -229,11 +237,18 @@ fn serve(mut stream: TcpStream, shared: &Shared) {
             let _ = stream.write_all(head.as_bytes());
             let _ = stream.write_all(body.as_bytes());
             let _ = stream.flush();
-            let until = Instant::now() + Duration::from_secs(120);
-            while !shared.stopped.load(Ordering::SeqCst) && Instant::now() < until {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            hold_open(shared);
         }
+        Reply::Silent => hold_open(shared),
+    }
+}
+
+/// Keeps the connection (owned by the caller) open until the server is
+/// dropped, or two minutes at most.
+fn hold_open(shared: &Shared) {
+    let until = Instant::now() + Duration::from_secs(120);
+    while !shared.stopped.load(Ordering::SeqCst) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
     }
 }
 

@@ -35,6 +35,22 @@ pub fn shared_compile_cache() -> PathBuf {
     target_dir().join("test-compile-cache")
 }
 
+/// Gives the home `data` the key of the shared compile cache (see
+/// [`shared_compile_cache`]): artifacts are signed with the key of the data
+/// folder, so homes share compiled components only if they share the key.
+pub fn share_compile_cache_key(data: &Path) {
+    let shared = shared_home();
+    capstan::sandbox::CacheKey::load_or_create(&shared.compile_cache_key()).unwrap();
+    let home = capstan::home::Home::at(data.to_path_buf(), data.join("cache"));
+    std::fs::copy(shared.compile_cache_key(), home.compile_cache_key()).unwrap();
+}
+
+/// A home for in-process sandboxes sharing the test compile cache: its
+/// `compiled` folder holds the components, and its key signs them.
+pub fn shared_home() -> capstan::home::Home {
+    capstan::home::Home::at(shared_compile_cache(), shared_compile_cache())
+}
+
 /// Builds the fixture plugin `tests/fixtures/NAME` for wasm32-wasip2 (once
 /// per test process) and returns the component's path.
 pub fn fixture(name: &str) -> PathBuf {
@@ -121,10 +137,14 @@ impl Env {
         cmd
     }
 
-    /// A fresh, empty home and workspace.
+    /// A fresh, empty home and workspace. The home gets the shared compile
+    /// cache's key, so components compiled by one test are not compiled
+    /// again by the next.
     pub fn new() -> Self {
+        let home = tempfile::tempdir().unwrap();
+        share_compile_cache_key(home.path());
         Self {
-            home: tempfile::tempdir().unwrap(),
+            home,
             ws: tempfile::tempdir().unwrap(),
             outside: tempfile::tempdir().unwrap(),
         }
@@ -197,4 +217,64 @@ pub fn stdout(output: &std::process::Output) -> String {
 /// The text a finished command printed on stderr.
 pub fn stderr(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// Runs `cmd` to its end and returns what it printed with the most
+/// resident memory it held (its `VmHWM`, the kernel's high-water mark, in
+/// bytes), read from `/proc` while it runs. The mark only grows, so the last
+/// reading before the process ends is its peak up to then.
+#[cfg(target_os = "linux")]
+pub fn run_measuring_peak(mut cmd: StdCommand) -> (std::process::Output, u64) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let drain = |mut stream: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            stream.read_to_end(&mut bytes).unwrap();
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let status_file = format!("/proc/{}/status", child.id());
+    let mut peak = 0u64;
+    let mut readings = 0;
+    let status = loop {
+        if let Ok(status) = std::fs::read_to_string(&status_file) {
+            let kib = status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmHWM:"))
+                .and_then(|rest| {
+                    rest.trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                });
+            if let Some(kib) = kib {
+                peak = peak.max(kib << 10);
+                readings += 1;
+            }
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    };
+    assert!(
+        readings > 0,
+        "the process ended before its memory could be read"
+    );
+    let output = std::process::Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    };
+    (output, peak)
 }

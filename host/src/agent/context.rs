@@ -7,6 +7,8 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::untrusted_folder::{CappedRead, Refused, UntrustedFolder};
+
 /// The names of instruction files, in the order they are read in a folder.
 const INSTRUCTION_FILES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
 
@@ -49,85 +51,141 @@ pub struct InstructionFile {
 /// file is cut to [`FILE_CAP`] bytes and all together to [`TOTAL_CAP`] (at a
 /// character boundary, with a note saying how much more the file holds);
 /// once the total is reached, later files are left out with a warning.
-/// Unreadable files are skipped with a warning; files that are not UTF-8
-/// are read lossily.
+/// Files that are not UTF-8 are read lossily.
+///
+/// A repository is someone else's: its files are read beneath its root
+/// ([`UntrustedFolder`]), so a symbolic link leading out of it (to
+/// `/proc/self/environ`, to a file elsewhere), a FIFO or a device is
+/// skipped with a warning, and no more than [`FILE_CAP`] bytes of a file
+/// are read. The user's own folder may link to files anywhere (dotfiles),
+/// with the same cap and the same refusal of anything but regular files.
 pub fn discover_instructions(user_dir: Option<&Path>, workspace: &Path) -> Instructions {
     let workspace = std::path::absolute(workspace).unwrap_or_else(|_| workspace.to_path_buf());
-    let mut folders: Vec<PathBuf> = user_dir.map(Path::to_path_buf).into_iter().collect();
-    folders.extend(project_folders(&workspace));
-
     let mut found = Instructions::default();
     let mut seen: Vec<Vec<u8>> = Vec::new();
     let mut total = 0;
-    for folder in &folders {
-        for name in INSTRUCTION_FILES {
-            let path = folder.join(name);
-            let bytes = match std::fs::read(&path) {
-                Ok(bytes) => bytes,
-                Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(err) => {
-                    found.warnings.push(format!(
-                        "cannot read instructions in {}: {err}; skipped it (check its permissions)",
-                        path.display()
-                    ));
-                    continue;
-                }
-            };
-            if String::from_utf8_lossy(&bytes).trim().is_empty() || seen.contains(&bytes) {
-                continue;
-            }
-            let text = String::from_utf8_lossy(&bytes).into_owned();
-            seen.push(bytes);
 
-            let room = TOTAL_CAP - total;
-            if room == 0 {
-                found.truncated = true;
-                found.warnings.push(format!(
-                    "left out the instructions in {}: the instructions before it already fill {} KiB",
-                    path.display(),
-                    TOTAL_CAP / 1024
-                ));
+    if let Some(user_dir) = user_dir {
+        for name in INSTRUCTION_FILES {
+            let path = user_dir.join(name);
+            // The user's own file may be a link to their dotfiles: read it
+            // where it really is, beneath the folder that holds it.
+            let Ok(real) = path.canonicalize() else {
                 continue;
-            }
-            let (kept, cut) = cut_at_char_boundary(&text, FILE_CAP.min(room));
-            total += kept.len();
-            let mut kept = kept.to_string();
-            if cut > 0 {
-                found.truncated = true;
-                if !kept.ends_with('\n') {
-                    kept.push('\n');
-                }
-                let _ = write!(kept, "[truncated: {cut} bytes more in {}]", path.display());
-            }
-            found.files.push(InstructionFile {
-                path,
-                text: kept,
-                truncated: cut > 0,
-            });
+            };
+            let (Some(folder), Some(file)) = (real.parent(), real.file_name()) else {
+                continue;
+            };
+            let read = UntrustedFolder::open(folder)
+                .and_then(|f| f.map_or(Ok(None), |f| f.read(Path::new(file), FILE_CAP)));
+            found.take(&path, read, &mut seen, &mut total);
+        }
+    }
+
+    let (root, folders) = project_folders(&workspace);
+    let root_folder = match UntrustedFolder::open(&root) {
+        Ok(folder) => folder,
+        Err(err) => {
+            found
+                .warnings
+                .push(format!("skipped the project's instructions: {err}"));
+            None
+        }
+    };
+    let Some(root_folder) = root_folder else {
+        return found;
+    };
+    for rel in &folders {
+        for name in INSTRUCTION_FILES {
+            let rel_file = rel.join(name);
+            let read = root_folder.read(&rel_file, FILE_CAP);
+            found.take(&root.join(&rel_file), read, &mut seen, &mut total);
         }
     }
     found
 }
 
-/// The folders from the repository root down to `workspace`, or just the
-/// workspace if it is in no repository.
-fn project_folders(workspace: &Path) -> Vec<PathBuf> {
+impl Instructions {
+    /// Adds the file at `path` as read, within the caps, or the warning
+    /// saying why it was skipped.
+    fn take(
+        &mut self,
+        path: &Path,
+        read: Result<Option<CappedRead>, Refused>,
+        seen: &mut Vec<Vec<u8>>,
+        total: &mut usize,
+    ) {
+        let read = match read {
+            Ok(Some(read)) => read,
+            Ok(None) => return,
+            Err(err) => {
+                self.warnings.push(format!(
+                    "skipped the instructions in {}: {err}",
+                    path.display()
+                ));
+                return;
+            }
+        };
+        let text = read.text();
+        if text.trim().is_empty() || seen.contains(&read.bytes) {
+            return;
+        }
+        // How long the file is: what was read, or what its metadata says
+        // when there is more than the cap.
+        let whole = if read.more {
+            usize::try_from(read.size)
+                .unwrap_or(usize::MAX)
+                .max(text.len() + 1)
+        } else {
+            text.len()
+        };
+        seen.push(read.bytes);
+
+        let room = TOTAL_CAP - *total;
+        if room == 0 {
+            self.truncated = true;
+            self.warnings.push(format!(
+                "left out the instructions in {}: the instructions before it already fill {} KiB",
+                path.display(),
+                TOTAL_CAP / 1024
+            ));
+            return;
+        }
+        let (kept, _) = cut_at_char_boundary(&text, FILE_CAP.min(room));
+        let cut = whole - kept.len();
+        *total += kept.len();
+        let mut kept = kept.to_string();
+        if cut > 0 {
+            self.truncated = true;
+            if !kept.ends_with('\n') {
+                kept.push('\n');
+            }
+            let _ = write!(kept, "[truncated: {cut} bytes more in {}]", path.display());
+        }
+        self.files.push(InstructionFile {
+            path: path.to_path_buf(),
+            text: kept,
+            truncated: cut > 0,
+        });
+    }
+}
+
+/// The repository root (or the workspace, if it is in no repository) and
+/// the folders from it down to `workspace`, relative to it.
+fn project_folders(workspace: &Path) -> (PathBuf, Vec<PathBuf>) {
     let root = workspace
         .ancestors()
-        .find(|folder| folder.join(".git").exists());
-    match root {
-        Some(root) => {
-            let mut folders: Vec<PathBuf> = workspace
-                .ancestors()
-                .take_while(|folder| *folder != root)
-                .map(Path::to_path_buf)
-                .collect();
-            folders.push(root.to_path_buf());
-            folders.reverse();
-            folders
-        }
-        None => vec![workspace.to_path_buf()],
-    }
+        .find(|folder| folder.join(".git").exists())
+        .unwrap_or(workspace);
+    let mut folders: Vec<PathBuf> = workspace
+        .ancestors()
+        .take_while(|folder| *folder != root)
+        .filter_map(|folder| folder.strip_prefix(root).ok())
+        .map(Path::to_path_buf)
+        .collect();
+    folders.push(PathBuf::new());
+    folders.reverse();
+    (root.to_path_buf(), folders)
 }
 
 /// The longest prefix of `text` of at most `limit` bytes that ends at a

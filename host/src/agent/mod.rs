@@ -1064,12 +1064,12 @@ impl Agent {
             if decision != "proceed"
                 && let Some(log) = &self.hook_audit
             {
-                AuditScope {
-                    log: log.clone(),
-                    plugin: answer.hook.clone(),
-                    call_id: tool_use_id.unwrap_or(event.name()).to_string(),
-                    session_id: self.session_id().map(str::to_string),
-                }
+                AuditScope::new(
+                    log.clone(),
+                    &answer.hook,
+                    tool_use_id.unwrap_or(event.name()),
+                    self.session_id(),
+                )
                 .record(AuditEvent::HookDecision {
                     event: event.name().to_string(),
                     decision: decision.to_string(),
@@ -1418,11 +1418,10 @@ impl Agent {
         // A hook's allow spares the user a question the mode would ask, but
         // never overrides a deny rule or plan mode (those are denials), nor
         // an ask rule the user wrote; a hook's ask makes an allowed call ask.
+        let asked_by_rule = decision.outcome == Outcome::Ask
+            && matches!(decision.source, DecisionSource::Rule { .. });
         match verdict {
-            Verdict::Allow { hook }
-                if decision.outcome == Outcome::Ask
-                    && !matches!(decision.source, DecisionSource::Rule { .. }) =>
-            {
+            Verdict::Allow { hook } if decision.outcome == Outcome::Ask && !asked_by_rule => {
                 decision = Decision {
                     outcome: Outcome::Allow,
                     reason: format!("hook {hook} allowed this call"),
@@ -1459,6 +1458,15 @@ impl Agent {
                         &hook,
                         format!("hook {hook} refused the permission request: {reason}"),
                     );
+                }
+                // The same holds here: a question an ask rule puts is the
+                // user's to answer, whatever a hook says.
+                Verdict::Allow { hook } if asked_by_rule => {
+                    let text = format!(
+                        "hook {hook} allowed {}, but an ask rule you wrote asks first, and only you can answer it",
+                        tool.name
+                    );
+                    frontend.event(AgentEvent::Notice(&text));
                 }
                 Verdict::Allow { hook } => {
                     decision = Decision {

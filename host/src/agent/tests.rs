@@ -136,6 +136,8 @@ impl Frontend for TestFrontend {
     }
 }
 
+/// The shared test compile cache's folder: the sandbox's home, whose
+/// `compiled` folder holds the components.
 fn compile_cache() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-compile-cache")
 }
@@ -161,7 +163,7 @@ async fn setup_offering(steps: Vec<Step>, mode: Mode, subagents: bool) -> Setup 
     let ws = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("a.txt"), "alpha\n").unwrap();
     std::fs::write(ws.path().join("b.txt"), "beta\n").unwrap();
-    let sandbox = Sandbox::new(compile_cache()).unwrap();
+    let sandbox = Sandbox::new(&crate::home::Home::at(compile_cache(), compile_cache())).unwrap();
     let mut toolbox = Toolbox::load(sandbox, &Catalog::builtin(), ws.path(), Limits::default())
         .await
         .unwrap();
@@ -627,7 +629,7 @@ async fn an_active_skill_narrows_tools_until_the_users_turn_ends() {
         "---\nname: careful\ndescription: Reads only.\nallowed-tools: fs.read\n---\nOnly read.\n",
     )
     .unwrap();
-    let sandbox = Sandbox::new(compile_cache()).unwrap();
+    let sandbox = Sandbox::new(&crate::home::Home::at(compile_cache(), compile_cache())).unwrap();
     let mut toolbox = Toolbox::load(sandbox, &Catalog::builtin(), ws.path(), Limits::default())
         .await
         .unwrap();

@@ -132,13 +132,16 @@ impl Toolbox {
         limits: Limits,
     ) -> Result<Self, ToolboxError> {
         let sandbox: Arc<Sandbox> = sandbox.into();
-        let read = Grants::workspace(workspace, false)?;
-        let write = Grants::workspace(workspace, true)?;
+        let read = Grants::workspace(workspace, false, sandbox.own_folders())?;
+        let write = Grants::workspace(workspace, true, sandbox.own_folders())?;
         let mut components = Vec::new();
         let mut grants = Vec::new();
         let mut tools: Vec<AgentTool> = Vec::new();
         for plugin in catalog.names() {
-            if catalog.check_available(plugin, workspace).is_err() {
+            if catalog
+                .check_available(plugin, workspace, sandbox.own_folders())
+                .is_err()
+            {
                 continue;
             }
             let loaded = catalog.load_tools(&sandbox, plugin);
@@ -149,12 +152,12 @@ impl Toolbox {
                 Some(installed) => {
                     let made = (|| {
                         let grant = |writable| {
-                            installed.grants(workspace, writable).map_err(|source| {
-                                ToolboxError::PluginGrant {
+                            installed
+                                .grants(workspace, writable, sandbox.own_folders())
+                                .map_err(|source| ToolboxError::PluginGrant {
                                     plugin: plugin.to_string(),
                                     source,
-                                }
-                            })
+                                })
                         };
                         Ok::<_, ToolboxError>(PluginGrants {
                             read: grant(false)?,

@@ -5,6 +5,7 @@ use std::path::Path;
 use clap::{Args, Subcommand};
 
 use super::Exit;
+use super::escape;
 use crate::home::Home;
 use crate::policy::audit::{self, AuditEvent, AuditFilter, AuditRecord};
 
@@ -100,8 +101,11 @@ fn show(log: &Path, args: &ShowArgs) -> Exit {
         }
         return Exit::Success;
     }
+    // A record's fields are whatever the plugin named (a path can hold a
+    // newline and an escape sequence): each record stays one line, and no
+    // control character reaches the terminal.
     for record in &records {
-        println!("{}", human_line(record));
+        println!("{}", escape::line(&human_line(record)));
     }
     Exit::Success
 }
@@ -133,6 +137,10 @@ fn human_line(record: &AuditRecord) -> String {
         AuditEvent::EnvRead { names } => format!("env_read {}", names.join(", ")),
         AuditEvent::SecretInjected { name, host } => format!("secret_injected {name} -> {host}"),
         AuditEvent::SocketRefused { address } => format!("socket_refused {address}"),
+        AuditEvent::NameLookupRefused { name } => format!("name_lookup_refused {name}"),
+        AuditEvent::RecordsDropped { dropped, limit } => format!(
+            "records_dropped {dropped} more records of this call were not written (at most {limit} per call)"
+        ),
         AuditEvent::PluginRefused { reason } => format!("plugin_refused {reason}"),
         AuditEvent::PluginChanged {
             change,

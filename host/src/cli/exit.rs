@@ -54,6 +54,8 @@ impl Exit {
             CallError::Setup { .. } => Self::Error,
             CallError::Timeout { .. }
             | CallError::MemoryLimit { .. }
+            | CallError::HostResources { .. }
+            | CallError::HeadersTooLarge { .. }
             | CallError::OutputTooLarge { .. }
             | CallError::Crashed { .. } => Self::PluginCrashed,
         }

@@ -3,6 +3,7 @@
 
 mod audit;
 mod change_preview;
+pub mod escape;
 mod exit;
 mod new;
 mod plugin;

@@ -2,10 +2,13 @@
 //! Rust, Python and JavaScript.
 
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use super::Exit;
 use crate::home::Home;
-use crate::scaffold::toolchain::Toolchains;
+use crate::progress::Progress;
+use crate::scaffold::build::BuildConfig;
+use crate::scaffold::toolchain::{Missing, Toolchains};
 use crate::scaffold::{Kind, Lang, ProjectError, build, new};
 
 /// `capstan new KIND NAME --lang LANG`.
@@ -145,8 +148,9 @@ fn toolchains() -> Result<Toolchains, Exit> {
     }
 }
 
-/// Runs `capstan plugin build [DIR]`.
-pub fn run_build(dir: &Path) -> Exit {
+/// Runs `capstan plugin build [DIR]`, first installing the toolchain the
+/// project's language needs if it is missing and `install_missing`.
+pub fn run_build(dir: &Path, install_missing: bool) -> Exit {
     if build::is_markdown_only(dir) {
         println!(
             "nothing to build: {} holds skills written in Markdown only; install it with `capstan plugin install {} --yes`",
@@ -159,8 +163,18 @@ pub fn run_build(dir: &Path) -> Exit {
         Ok(toolchains) => toolchains,
         Err(exit) => return exit,
     };
-    eprintln!("building {}...", dir.display());
-    match build::build(dir, &toolchains) {
+    let progress = Progress::for_stderr();
+    if install_missing && let Err(exit) = install_missing_toolchain(dir, &toolchains, progress) {
+        return exit;
+    }
+    let label = format!("building {}", project_name(dir));
+    let shown = progress.start(&label);
+    if !shown.is_drawn() {
+        eprintln!("{label}...");
+    }
+    let built = build::build(dir, &toolchains);
+    shown.finish();
+    match built {
         Ok(report) => {
             if let Some(sdk) = &report.sdk_refreshed {
                 eprintln!("  wrote {} (the SDK of this capstan)", sdk.display());
@@ -176,10 +190,71 @@ pub fn run_build(dir: &Path) -> Exit {
         }
         Err(err) => {
             eprintln!("error: {err}");
+            if matches!(err, ProjectError::MissingToolchain { .. }) && !install_missing {
+                eprintln!("(without --no-install, `capstan plugin build` installs it by itself)");
+            }
             match err {
                 ProjectError::Config { .. } => Exit::Usage,
                 _ => Exit::Error,
             }
+        }
+    }
+}
+
+/// How a project folder is named in progress: its own name, also when it
+/// is given as `.`.
+fn project_name(dir: &Path) -> String {
+    dir.canonicalize()
+        .ok()
+        .and_then(|full| full.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| dir.display().to_string())
+}
+
+/// Installs what the project in `dir` needs to build and is missing,
+/// saying what and where; nothing when all is there.
+fn install_missing_toolchain(
+    dir: &Path,
+    toolchains: &Toolchains,
+    progress: Progress,
+) -> Result<(), Exit> {
+    let needed = BuildConfig::read(dir).and_then(|config| toolchains.missing(config.lang));
+    let missing = match needed {
+        Ok(Some(missing)) => missing,
+        Ok(None) => return Ok(()),
+        // The build reports a bad project and a missing cargo in full.
+        Err(_) => return Ok(()),
+    };
+    eprintln!(
+        "{} is not installed yet; installing it into {} (once: later builds reuse it; --no-install stops instead)",
+        missing.what, missing.into
+    );
+    match install(toolchains, &missing, progress) {
+        Exit::Success => Ok(()),
+        exit => Err(exit),
+    }
+}
+
+/// Installs a missing toolchain, saying how long it took or why it failed.
+fn install(toolchains: &Toolchains, missing: &Missing, progress: Progress) -> Exit {
+    let started = Instant::now();
+    match toolchains.install(missing.lang, progress) {
+        Ok(()) => {
+            eprintln!(
+                "installed {} in {:.1}s",
+                missing.what,
+                started.elapsed().as_secs_f64()
+            );
+            Exit::Success
+        }
+        Err(err) => {
+            eprintln!(
+                "error: could not install {} into {}: {err}
+Nothing was built. Fix what the installer reports and run the command again; or install it yourself with `{}`.",
+                missing.what,
+                missing.into,
+                Toolchains::install_command(missing.lang)
+            );
+            Exit::Error
         }
     }
 }
@@ -197,14 +272,26 @@ pub fn run_toolchain(lang: &str) -> Exit {
         Ok(toolchains) => toolchains,
         Err(exit) => return exit,
     };
-    match toolchains.install(lang) {
-        Ok(dir) => {
-            println!("installed the {lang} toolchain in {}", dir.display());
-            Exit::Success
-        }
+    let missing = match toolchains.missing(lang) {
+        Ok(Some(missing)) => missing,
+        // Installing again repairs a toolchain that was changed by hand.
+        Ok(None) => Missing {
+            lang,
+            what: Toolchains::what(lang),
+            into: toolchains.location(lang),
+        },
         Err(err) => {
             eprintln!("error: {err}");
-            Exit::Error
+            return Exit::Error;
         }
+    };
+    eprintln!("installing {} into {}", missing.what, missing.into);
+    let exit = install(&toolchains, &missing, Progress::for_stderr());
+    if exit == Exit::Success {
+        println!(
+            "installed the {lang} toolchain in {}",
+            toolchains.location(lang)
+        );
     }
+    exit
 }

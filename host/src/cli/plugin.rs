@@ -6,6 +6,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 
 use super::Exit;
+use super::escape;
 use crate::home::Home;
 use crate::plugin::catalog::InstalledPlugin;
 use crate::plugin::install::{
@@ -80,17 +81,25 @@ Example:
         value: String,
     },
     /// Build a plugin project (Rust, Python or JavaScript, as its
-    /// plugin.toml's [build] says) into its component.
+    /// plugin.toml's [build] says) into its component. The first build of
+    /// a language installs its pinned compiler (see `plugin toolchain`).
     #[command(after_help = "Examples:
   capstan plugin build
-  capstan plugin build plugins/weather")]
+  capstan plugin build plugins/weather
+  capstan plugin build --no-install      # offline or CI: never install a toolchain")]
     Build {
         /// The project folder.
         #[arg(default_value = ".")]
         dir: PathBuf,
+        /// Stop with an error instead of installing a missing toolchain
+        /// (componentize-py, componentize-js or the Rust target).
+        #[arg(long)]
+        no_install: bool,
     },
     /// Install the pinned compiler for Python (componentize-py) or
-    /// JavaScript (componentize-js) under capstan's data folder.
+    /// JavaScript (componentize-js) under capstan's data folder, or the
+    /// Rust target wasm32-wasip2 with rustup. `plugin build` does this by
+    /// itself on first use.
     Toolchain {
         /// python, js or rust.
         lang: String,
@@ -110,7 +119,7 @@ pub async fn run(command: PluginCommand, _verbose: bool) -> Exit {
     match execute(command).await {
         Ok(exit) => exit,
         Err((exit, message)) => {
-            eprintln!("error: {message}");
+            eprintln!("error: {}", escape::message(&message));
             exit
         }
     }
@@ -123,7 +132,7 @@ fn home() -> Result<Home, Failure> {
 }
 
 fn sandbox(home: &Home) -> Result<Sandbox, Failure> {
-    Sandbox::new(home.compile_cache_dir()).map_err(|e| (Exit::Error, e.to_string()))
+    Sandbox::new(home).map_err(|e| (Exit::Error, e.to_string()))
 }
 
 /// The exit code for an installation error.
@@ -147,7 +156,7 @@ fn failed(err: InstallError) -> Failure {
 async fn execute(command: PluginCommand) -> Result<Exit, Failure> {
     let home = home()?;
     match command {
-        PluginCommand::Build { dir } => Ok(super::new::run_build(&dir)),
+        PluginCommand::Build { dir, no_install } => Ok(super::new::run_build(&dir, !no_install)),
         PluginCommand::Toolchain { lang } => Ok(super::new::run_toolchain(&lang)),
         PluginCommand::Install { source, yes } => {
             let sandbox = sandbox(&home)?;
@@ -217,7 +226,7 @@ impl Asker {
     }
 
     fn ask(&self, request: &ConsentRequest) -> bool {
-        eprint!("{}", request.text);
+        eprint!("{}", escape::text(&request.text));
         if self.yes {
             eprintln!("Granted (--yes).");
             return true;
@@ -312,8 +321,14 @@ fn list(home: &Home) -> Result<Exit, Failure> {
             capabilities_in_one_line(&entry.granted)
         );
         let plugin = InstalledPlugin::new(home, name, entry.clone());
-        if let Err(unavailable) = plugin.availability(&workspace) {
-            println!("{:width$}  unavailable: {}", "", unavailable.reason);
+        if let Err(unavailable) =
+            plugin.availability(&workspace, &crate::grants::OwnFolders::of(home))
+        {
+            println!(
+                "{:width$}  unavailable: {}",
+                "",
+                escape::line(&unavailable.reason)
+            );
         }
     }
     Ok(Exit::Success)
@@ -347,7 +362,11 @@ async fn print_skills(home: &Home, sandbox: &Sandbox, name: &str, dir: &std::pat
                 ""
             };
             let line: String = skill.meta.description.chars().take(80).collect();
-            println!("  {}  {line}{used}", skill.meta.name);
+            println!(
+                "  {}  {}{used}",
+                escape::line(&skill.meta.name),
+                escape::line(&line)
+            );
         }
     }
     for warning in set
@@ -355,7 +374,7 @@ async fn print_skills(home: &Home, sandbox: &Sandbox, name: &str, dir: &std::pat
         .iter()
         .filter(|w| w.contains(&format!("plugin {name}")))
     {
-        println!("  warning: {warning}");
+        println!("  warning: {}", escape::message(warning));
     }
     let notes = dir.join(crate::skills::claude_plugin::IMPORT_NOTES);
     if let Ok(text) = std::fs::read_to_string(&notes) {
@@ -363,7 +382,7 @@ async fn print_skills(home: &Home, sandbox: &Sandbox, name: &str, dir: &std::pat
         if !refused.is_empty() {
             println!("not installed from the Claude Code plugin:");
             for line in refused {
-                println!("  {}", &line[2..]);
+                println!("  {}", escape::line(&line[2..]));
             }
         }
     }
@@ -446,7 +465,11 @@ async fn info(home: &Home, name: &str) -> Result<Exit, Failure> {
                 "writes"
             };
             let line = spec.description.lines().next().unwrap_or_default();
-            println!("  {name}.{}  {mode}  {line}", spec.name);
+            println!(
+                "  {name}.{}  {mode}  {}",
+                escape::line(&spec.name),
+                escape::line(line)
+            );
         }
     }
     if entry.hook_components().next().is_some() {
@@ -464,9 +487,9 @@ async fn info(home: &Home, name: &str) -> Result<Exit, Failure> {
             for sub in subscriptions {
                 let matcher = sub.matcher.as_deref().map(str::trim).unwrap_or_default();
                 let matcher = match crate::hooks::matcher::Matcher::parse(Some(matcher)) {
-                    Err(why) => format!("  (invalid matcher: {why})"),
+                    Err(why) => format!("  (invalid matcher: {})", escape::line(&why.to_string())),
                     Ok(_) if matcher.is_empty() || matcher == "*" => String::new(),
-                    Ok(_) => format!("  matching {matcher}"),
+                    Ok(_) => format!("  matching {}", escape::line(matcher)),
                 };
                 println!("  {}{matcher}", sub.event.name());
             }

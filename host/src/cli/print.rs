@@ -2,12 +2,13 @@
 //! read. A call that would need the user's permission is refused, and the
 //! refusal says how to allow it.
 
-use std::io::{IsTerminal, Read};
+use std::io::{IsTerminal, Read, Write};
 use std::time::Instant;
 
 use serde_json::json;
 
 use super::Exit;
+use super::escape;
 use super::render::{SilentFrontend, StreamJsonFrontend, TerminalFrontend};
 use super::setup::{self, OutputFormat, SessionArgs};
 use crate::agent::{AgentError, Frontend, Interrupt, TurnEnd};
@@ -29,7 +30,7 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
         Err(error) => return fail(error.exit, &error.message),
     };
     for notice in &session.notices {
-        eprintln!("capstan: {notice}");
+        eprintln!("capstan: {}", escape::message(notice));
     }
     if verbose {
         eprintln!("capstan: model {}", session.model_label);
@@ -71,14 +72,11 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
     }
     let interrupt = Interrupt::new();
     super::watch_ctrl_c(interrupt.clone());
-    let mut terminal;
+    let mut terminal = TerminalFrontend::answer_only(verbose);
     let mut stream;
     let mut silent;
     let frontend: &mut dyn Frontend = match format {
-        OutputFormat::Text => {
-            terminal = TerminalFrontend::new(false, verbose);
-            &mut terminal
-        }
+        OutputFormat::Text => &mut terminal,
         OutputFormat::StreamJson => {
             stream = StreamJsonFrontend;
             &mut stream
@@ -111,10 +109,6 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
         Ok(()) => session.agent.run_turn(&prompt, frontend, &interrupt).await,
         Err(error) => Err(error),
     };
-    if format == OutputFormat::Text {
-        // The answer's text was streamed; end it with a newline.
-        println!();
-    }
     let _ = session.agent.end_session("other", frontend).await;
     let cost = session.agent.cost();
     let usage = cost.usage;
@@ -157,8 +151,17 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
     };
     match format {
         OutputFormat::Text => {
+            // stdout carries the final answer and nothing else; an answer
+            // cut short or never finished was narration, shown on stderr.
+            let answered =
+                matches!(&outcome, Ok(report) if matches!(report.end, TurnEnd::Finished(_)));
+            if answered {
+                print_answer(&result_text);
+            } else {
+                terminal.show_held_as_narration();
+            }
             if let Some(error) = &error {
-                eprintln!("error: {error}");
+                eprintln!("error: {}", escape::message(error));
             }
         }
         OutputFormat::Json | OutputFormat::StreamJson => {
@@ -180,6 +183,20 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
         }
     }
     exit
+}
+
+/// Prints the final answer on stdout, ending with a newline; an empty
+/// answer prints nothing.
+fn print_answer(text: &str) {
+    if text.is_empty() {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    if !text.ends_with('\n') {
+        let _ = out.write_all(b"\n");
+    }
+    let _ = out.flush();
 }
 
 /// The task: the argument, or all of stdin.
@@ -212,7 +229,7 @@ fn read_prompt(arg: Option<&str>) -> Result<String, String> {
 /// Reports a failure before the turn ran, in the chosen format.
 fn report_failure(format: OutputFormat, exit: Exit, message: &str) {
     match format {
-        OutputFormat::Text => eprintln!("error: {message}"),
+        OutputFormat::Text => eprintln!("error: {}", escape::message(message)),
         OutputFormat::Json | OutputFormat::StreamJson => StreamJsonFrontend::emit(&json!({
             "type": "result",
             "subtype": "error",

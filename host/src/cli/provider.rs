@@ -3,14 +3,17 @@
 //! files, then defaults.
 
 use std::path::Path;
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
 use crate::model::Provider;
 use crate::model::anthropic::{AnthropicConfig, AnthropicProvider};
 use crate::model::openai::{OpenAiConfig, OpenAiProvider};
+use crate::model::retry::DEFAULT_RESPONSE_TIMEOUT;
 use crate::model::scripted::ScriptedProvider;
 use crate::policy::settings::ModelSettings;
+use crate::sandbox::limits::parse_duration;
 
 /// The model given when none is configured, per provider.
 const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
@@ -133,6 +136,7 @@ pub fn choose(flags: &ModelFlags, settings: &ModelSettings) -> Result<ModelChoic
                 .or_else(|| settings.base_url.clone());
             let mut config = AnthropicConfig::new(key);
             config.key_var = key_var;
+            config.retry.response_timeout = response_timeout(settings)?;
             if let Some(url) = base_url {
                 config.base_url = url;
             }
@@ -162,6 +166,7 @@ pub fn choose(flags: &ModelFlags, settings: &ModelSettings) -> Result<ModelChoic
                 .or_else(|| settings.base_url.clone())
                 .unwrap_or_else(|| "https://api.openai.com/v1".to_string());
             let mut config = OpenAiConfig::new(base_url);
+            config.retry.response_timeout = response_timeout(settings)?;
             config.api_key = env(&key_var);
             config.key_var = key_var;
             let model = model_flag
@@ -177,5 +182,20 @@ pub fn choose(flags: &ModelFlags, settings: &ModelSettings) -> Result<ModelChoic
                 label,
             })
         }
+    }
+}
+
+/// How long to wait for a response to start: `[model] response_timeout`,
+/// else the default.
+fn response_timeout(settings: &ModelSettings) -> Result<Duration, String> {
+    let Some(text) = settings.response_timeout.as_deref() else {
+        return Ok(DEFAULT_RESPONSE_TIMEOUT);
+    };
+    match parse_duration(text) {
+        Ok(duration) if !duration.is_zero() => Ok(duration),
+        Ok(_) => Err(format!(
+            "[model] response_timeout = \"{text}\" would give the server no time; write a duration such as \"300s\" or \"5m\""
+        )),
+        Err(reason) => Err(format!("[model] response_timeout: {reason}")),
     }
 }

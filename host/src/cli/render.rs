@@ -12,9 +12,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::change_preview::{Change, read_for_preview, visible};
+use super::change_preview::{Change, read_for_preview};
+use super::escape;
 use super::turn_keys::{Key, TurnKeys};
 use crate::agent::{AgentEvent, CompactTrigger, Frontend, PermissionAnswer, PermissionRequest};
+use crate::model::Block;
 use crate::policy::Outcome;
 
 /// ANSI styling, or none.
@@ -38,11 +40,14 @@ impl Style {
         Self { color }
     }
 
+    /// Styles `text`, whose own control characters are escaped first
+    /// ([`escape::text`]): only the style's sequences reach the terminal.
     fn paint(self, code: &str, text: &str) -> String {
+        let text = escape::text(text);
         if self.color {
             format!("\x1b[{code}m{text}\x1b[0m")
         } else {
-            text.to_string()
+            text.into_owned()
         }
     }
 
@@ -120,7 +125,20 @@ impl Spinner {
     }
 }
 
-/// The terminal front end: text to stdout, everything else to stderr.
+/// Where the model's text goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TextOutput {
+    /// Streamed to stdout as it comes (the interactive session).
+    Streamed,
+    /// Held until its answer is complete: the text of an answer that calls
+    /// tools is narration and goes to stderr; the final answer is left for
+    /// the caller to print on stdout (`-p` text mode), so stdout carries
+    /// the answer alone.
+    AnswerOnly,
+}
+
+/// The terminal front end: the model's text to stdout, everything else to
+/// stderr.
 pub struct TerminalFrontend {
     err: Style,
     spinner_allowed: bool,
@@ -130,11 +148,16 @@ pub struct TerminalFrontend {
     verbose: bool,
     /// The keyboard while a turn runs (interactive sessions on a terminal).
     keys: Option<TurnKeys>,
+    text_output: TextOutput,
+    /// The text of the answer in progress, or of the last complete answer
+    /// without tool calls, not yet shown (with [`TextOutput::AnswerOnly`]).
+    held: String,
 }
 
 impl TerminalFrontend {
-    /// A front end; `interactive` says whether permission prompts may be
-    /// shown (stdin and stderr are terminals and this is not `-p`).
+    /// A front end that streams the model's text to stdout; `interactive`
+    /// says whether permission prompts may be shown (stdin and stderr are
+    /// terminals and this is not `-p`).
     pub fn new(interactive: bool, verbose: bool) -> Self {
         let stderr_tty = std::io::stderr().is_terminal();
         Self {
@@ -144,6 +167,8 @@ impl TerminalFrontend {
             interactive,
             at_line_start: true,
             verbose,
+            text_output: TextOutput::Streamed,
+            held: String::new(),
             keys: None,
         }
     }
@@ -156,6 +181,30 @@ impl TerminalFrontend {
     /// Takes the keyboard back at the end of a turn.
     pub fn detach_keys(&mut self) -> Option<TurnKeys> {
         self.keys.take()
+    }
+
+    /// The front end of `-p` text mode: it never asks, and writes nothing
+    /// to stdout. The text of each answer that calls tools is narration,
+    /// shown on stderr once the answer is complete; the final answer is the
+    /// caller's to print (see [`TerminalFrontend::show_held_as_narration`]).
+    pub fn answer_only(verbose: bool) -> Self {
+        let mut frontend = Self::new(false, verbose);
+        frontend.text_output = TextOutput::AnswerOnly;
+        frontend
+    }
+
+    /// Shows the text held back so far (an answer cut short, or one a Stop
+    /// hook sent the model on from) on stderr, as narration.
+    pub fn show_held_as_narration(&mut self) {
+        let text = std::mem::take(&mut self.held);
+        let text = text.trim_end();
+        if text.is_empty() {
+            return;
+        }
+        self.stop_spinner();
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "{}", self.err.dim(text));
+        let _ = err.flush();
     }
 
     /// The style for stderr.
@@ -200,20 +249,27 @@ impl Drop for TerminalFrontend {
 impl Frontend for TerminalFrontend {
     fn event(&mut self, event: AgentEvent<'_>) {
         match event {
-            AgentEvent::Thinking => self.start_spinner("thinking"),
+            AgentEvent::Thinking => {
+                // An answer held as final was not: the model goes on.
+                self.show_held_as_narration();
+                self.start_spinner("thinking");
+            }
+            AgentEvent::Text(text) if self.text_output == TextOutput::AnswerOnly => {
+                self.held.push_str(text);
+            }
             AgentEvent::Text(text) => {
                 self.stop_spinner();
                 if text.is_empty() {
                     return;
                 }
                 let mut out = std::io::stdout().lock();
-                let _ = out.write_all(text.as_bytes());
+                let _ = out.write_all(escape::text(text).as_bytes());
                 let _ = out.flush();
                 self.at_line_start = text.ends_with('\n');
             }
             AgentEvent::PreparingTool { tool } => {
                 self.finish_line();
-                self.start_spinner(&format!("preparing {tool}"));
+                self.start_spinner(&format!("preparing {}", escape::line(tool)));
             }
             AgentEvent::Retrying {
                 attempt,
@@ -221,20 +277,34 @@ impl Frontend for TerminalFrontend {
                 reason,
             } => {
                 let text = format!(
-                    "{reason}; retrying (attempt {attempt}) in {:.1}s",
+                    "{}; retrying (attempt {attempt}) in {:.1}s",
+                    escape::line(reason),
                     after.as_secs_f64()
                 );
                 self.line(&self.err.yellow(&text));
                 self.start_spinner("waiting to retry");
             }
-            AgentEvent::Answer(_) => self.finish_line(),
+            AgentEvent::Answer(message) => {
+                let calls_tools = message
+                    .content
+                    .iter()
+                    .any(|block| matches!(block, Block::ToolUse { .. }));
+                if calls_tools {
+                    self.show_held_as_narration();
+                }
+                self.finish_line();
+            }
             AgentEvent::Permission { tool, decision, .. } => {
                 if decision.outcome != Outcome::Allow || self.verbose {
                     let verb = match decision.outcome {
                         Outcome::Allow => "allowed",
                         Outcome::Ask | Outcome::Deny => "denied",
                     };
-                    let text = format!("  {verb} {tool}: {}", decision.reason);
+                    let text = format!(
+                        "  {verb} {}: {}",
+                        escape::line(tool),
+                        escape::line(&decision.reason)
+                    );
                     let styled = if decision.outcome == Outcome::Allow {
                         self.err.dim(&text)
                     } else {
@@ -245,7 +315,7 @@ impl Frontend for TerminalFrontend {
             }
             AgentEvent::ToolStarted { tool, input, .. } => {
                 self.finish_line();
-                let label = format!("{tool} {}", key_argument(input));
+                let label = format!("{} {}", escape::line(tool), key_argument(input));
                 self.start_spinner(label.trim_end());
             }
             AgentEvent::ToolFinished {
@@ -265,7 +335,7 @@ impl Frontend for TerminalFrontend {
                 let summary = summarise_output(output, is_error);
                 let text = format!(
                     "{mark} {} {} {}",
-                    self.err.bold(tool),
+                    self.err.bold(&escape::line(tool)),
                     self.err.cyan(&argument),
                     self.err
                         .dim(&format!("· {summary} · {}", format_duration(duration)))
@@ -285,7 +355,7 @@ impl Frontend for TerminalFrontend {
                     self.line(&self.err.dim(&text));
                 }
             }
-            AgentEvent::Notice(text) => self.line(&self.err.yellow(text)),
+            AgentEvent::Notice(text) => self.line(&self.err.yellow(&escape::line(text))),
             AgentEvent::Compacting { trigger } => {
                 self.finish_line();
                 if trigger == CompactTrigger::Auto {
@@ -317,7 +387,7 @@ impl Frontend for TerminalFrontend {
 
     fn ask(&mut self, request: &PermissionRequest<'_>) -> PermissionAnswer {
         self.finish_line();
-        let tool = &request.tool.name;
+        let tool = escape::line(&request.tool.name);
         let style = self.err;
         let change = Change::of_call(request.input, |path| {
             read_for_preview(request.workspace, path)
@@ -328,7 +398,7 @@ impl Frontend for TerminalFrontend {
                     "{} {} {} {}",
                     style.yellow("?"),
                     style.bold(&format!("Run {tool}")),
-                    style.cyan(&visible(change.path())),
+                    style.cyan(&escape::line(change.path())),
                     style.dim(&format!("({})", change.summary()))
                 );
                 for line in change.render(style) {
@@ -347,7 +417,10 @@ impl Frontend for TerminalFrontend {
                 }
             }
         }
-        eprintln!("  {}", style.dim(&format!("why: {}", request.reason)));
+        eprintln!(
+            "  {}",
+            style.dim(&format!("why: {}", escape::line(request.reason)))
+        );
         eprintln!(
             "  [y] yes, once   [s] yes, {tool} for this session   [a] always {tool} in this project   [n] no, and tell the model why"
         );
@@ -561,7 +634,7 @@ pub fn key_argument(input: &Value) -> String {
         .or_else(|| object.values().find_map(Value::as_str))
         .unwrap_or_default();
     let line = text.lines().next().unwrap_or_default();
-    cut(line, 60)
+    cut(&escape::line(line), 60)
 }
 
 fn cut(text: &str, chars: usize) -> String {
@@ -578,17 +651,19 @@ fn cut(text: &str, chars: usize) -> String {
 /// a success returned.
 fn summarise_output(output: &str, is_error: bool) -> String {
     if is_error {
-        return cut(output.lines().next().unwrap_or_default(), 100);
+        return cut(
+            &escape::line(output.lines().next().unwrap_or_default()),
+            100,
+        );
     }
     let lines = output.lines().count();
     match lines {
         0 => "no output".to_string(),
-        1 => cut(output.trim(), 60),
+        1 => cut(&escape::line(output.trim()), 60),
         n => format!("{n} lines"),
     }
 }
 
-/// The input as compact JSON, cut to a few hundred characters.
 /// A call's input for a permission question: indented JSON, its strings'
 /// control characters escaped, at most [`PREVIEW_LINES`] lines.
 fn preview_input(input: &Value) -> Vec<String> {
@@ -597,7 +672,7 @@ fn preview_input(input: &Value) -> Vec<String> {
     let mut lines: Vec<String> = text
         .lines()
         .take(PREVIEW_LINES)
-        .map(|line| cut(&visible(line), 200))
+        .map(|line| cut(&escape::line(line), 200))
         .collect();
     if total > PREVIEW_LINES {
         lines.push(format!("… {} more lines", total - PREVIEW_LINES));

@@ -6,6 +6,7 @@
 use rustyline::error::ReadlineError;
 
 use super::Exit;
+use super::escape;
 use super::render::TerminalFrontend;
 use super::setup::{self, Session, SessionArgs};
 use super::turn_keys::{self, TurnKeys};
@@ -33,7 +34,7 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
     let mut session = match setup::build(&args).await {
         Ok(session) => session,
         Err(error) => {
-            eprintln!("error: {}", error.message);
+            eprintln!("error: {}", escape::message(&error.message));
             return error.exit;
         }
     };
@@ -55,7 +56,7 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
 
     let source = if session.resumed { "resume" } else { "startup" };
     if let Err(e) = session.agent.start_session(source, &mut frontend).await {
-        eprintln!("error: {e}");
+        eprintln!("error: {}", escape::message(&e.to_string()));
     }
     if let Some(prompt) = args.prompt.clone() {
         let _ = editor.add_history_entry(prompt.as_str());
@@ -131,7 +132,7 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
         .end_session("prompt_input_exit", &mut frontend)
         .await
     {
-        eprintln!("error: {e}");
+        eprintln!("error: {}", escape::message(&e.to_string()));
         return Exit::Error;
     }
     if let Some(id) = session.agent.session_id() {
@@ -323,7 +324,7 @@ async fn skill_prompt(session: &Session, line: &str) -> Option<Option<String>> {
     Some(match loaded {
         Ok(text) => Some(text),
         Err(message) => {
-            eprintln!("error: {message}");
+            eprintln!("error: {}", escape::message(&message));
             None
         }
     })
@@ -345,6 +346,7 @@ fn skills_help(session: &Session) -> String {
             None => format!("/{name}"),
         };
         let first: String = description.chars().take(70).collect();
+        let (usage, first) = (escape::line(&usage), escape::line(&first));
         text.push_str(&format!("  {usage:16} {first}\n"));
     }
     text
@@ -366,17 +368,17 @@ async fn clear(session: &mut Session, frontend: &mut TerminalFrontend) {
         Ok(transcript) => {
             let id = transcript.id().to_string();
             if let Err(e) = session.agent.fire_session_end("clear", frontend).await {
-                eprintln!("error: {e}");
+                eprintln!("error: {}", escape::message(&e.to_string()));
             }
             match session.agent.clear(Some(transcript)) {
                 Ok(()) => eprintln!("new conversation (session {id})"),
-                Err(e) => eprintln!("error: {e}"),
+                Err(e) => eprintln!("error: {}", escape::message(&e.to_string())),
             }
             if let Err(e) = session.agent.start_session("clear", frontend).await {
-                eprintln!("error: {e}");
+                eprintln!("error: {}", escape::message(&e.to_string()));
             }
         }
-        Err(e) => eprintln!("error: {e}"),
+        Err(e) => eprintln!("error: {}", escape::message(&e.to_string())),
     }
 }
 
@@ -403,7 +405,7 @@ fn slash_command(session: &mut Session, command: &str) -> Flow {
                         session.agent.set_mode(mode);
                         eprintln!("permission mode: {mode}");
                     }
-                    Err(e) => eprintln!("error: {e}"),
+                    Err(e) => eprintln!("error: {}", escape::message(&e.to_string())),
                 }
             }
         }
@@ -424,16 +426,21 @@ fn slash_command(session: &mut Session, command: &str) -> Flow {
                         "writes"
                     };
                     let first = tool.spec.description.lines().next().unwrap_or_default();
-                    eprintln!("  {:12} {mode:9} {first}", tool.name);
+                    eprintln!(
+                        "  {:12} {mode:9} {}",
+                        escape::line(&tool.name),
+                        escape::line(first)
+                    );
                 }
             }
             for hook in session.agent.hooks().names() {
-                eprintln!("{hook}  hooks");
+                eprintln!("{}  hooks", escape::line(hook));
             }
             for unavailable in session.agent.toolbox().unavailable().all() {
                 eprintln!(
                     "{}  unavailable: {}",
-                    unavailable.plugin, unavailable.reason
+                    escape::line(&unavailable.plugin),
+                    escape::line(&unavailable.reason)
                 );
             }
         }
@@ -496,7 +503,7 @@ fn permissions(session: &mut Session, argument: &str) {
             match crate::policy::remove_rule(&path, *kind, rule) {
                 Ok(_) => eprintln!("removed `{kind} {rule}` from {}", path.display()),
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    eprintln!("error: {}", escape::message(&e.to_string()));
                     return;
                 }
             }

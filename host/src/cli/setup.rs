@@ -158,8 +158,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
         notices.push(format!("using a {}", choice.label));
     }
 
-    let sandbox =
-        Sandbox::new(home.compile_cache_dir()).map_err(|e| SetupError::new(Exit::Error, e))?;
+    let sandbox = Sandbox::new(&home).map_err(|e| SetupError::new(Exit::Error, e))?;
     let mut catalog = Catalog::builtin();
     catalog
         .add_installed(&home)

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use super::Exit;
+use super::escape;
 use crate::home::Home;
 use crate::sandbox::{Limits, Sandbox};
 use crate::skills::{Origin, Skill, Skills};
@@ -38,7 +39,7 @@ pub async fn run(command: SkillCommand) -> Exit {
     match execute(command).await {
         Ok(exit) => exit,
         Err((exit, message)) => {
-            eprintln!("error: {message}");
+            eprintln!("error: {}", escape::message(&message));
             exit
         }
     }
@@ -63,8 +64,7 @@ async fn load(workspace: Option<PathBuf>) -> Result<Skills, Failure> {
         )
     })?;
     let home = Home::from_env().map_err(|e| (Exit::Error, e.to_string()))?;
-    let sandbox =
-        Sandbox::new(home.compile_cache_dir()).map_err(|e| (Exit::Error, e.to_string()))?;
+    let sandbox = Sandbox::new(&home).map_err(|e| (Exit::Error, e.to_string()))?;
     Ok(Skills::discover(&sandbox, &home, &workspace, Limits::default()).await)
 }
 
@@ -116,7 +116,7 @@ async fn execute(command: SkillCommand) -> Result<Exit, Failure> {
                 return Ok(Exit::Success);
             }
             for warning in set.warnings() {
-                eprintln!("warning: {warning}");
+                eprintln!("warning: {}", escape::message(&warning));
             }
             if set.skills().is_empty() {
                 println!(
@@ -139,18 +139,19 @@ async fn execute(command: SkillCommand) -> Result<Exit, Failure> {
             for skill in set.skills() {
                 let description: String = skill.meta.description.chars().take(80).collect();
                 println!(
-                    "{:width$}  {:source_width$}  {:10}  {description}",
-                    skill.meta.name,
-                    skill.source.label(),
+                    "{:width$}  {:source_width$}  {:10}  {}",
+                    escape::line(&skill.meta.name),
+                    escape::line(&skill.source.label()),
                     invocation(skill),
+                    escape::line(&description),
                 );
             }
             for shadowed in set.shadowed() {
                 println!(
                     "{:width$}  {:source_width$}  not used: {} wins",
-                    shadowed.name,
-                    shadowed.loser.source.label(),
-                    shadowed.winner.label()
+                    escape::line(&shadowed.name),
+                    escape::line(&shadowed.loser.source.label()),
+                    escape::line(&shadowed.winner.label())
                 );
             }
             Ok(Exit::Success)
@@ -177,25 +178,28 @@ async fn execute(command: SkillCommand) -> Result<Exit, Failure> {
                 ));
             };
             let meta = &skill.meta;
-            println!("{}", meta.name);
-            println!("  description    {}", meta.description);
+            println!("{}", escape::line(&meta.name));
+            println!("  description    {}", escape::line(&meta.description));
             if let Some(when) = &meta.when_to_use {
-                println!("  when to use    {when}");
+                println!("  when to use    {}", escape::line(when));
             }
             if let Some(hint) = &meta.argument_hint {
-                println!("  arguments      {hint}");
+                println!("  arguments      {}", escape::line(hint));
             }
-            println!("  source         {}", skill.source.label());
-            println!("  location       {}", skill.location());
+            println!("  source         {}", escape::line(&skill.source.label()));
+            println!("  location       {}", escape::line(&skill.location()));
             println!("  run by         {}", invocation(skill));
             if !meta.allowed_tools.is_empty() {
-                println!("  allowed tools  {}", meta.allowed_tools.join(", "));
+                println!(
+                    "  allowed tools  {}",
+                    escape::line(&meta.allowed_tools.join(", "))
+                );
             }
             for shadowed in skills.set().shadowed().iter().filter(|s| s.name == name) {
                 println!(
                     "  also offered by {} ({}), not used",
-                    shadowed.loser.source.label(),
-                    shadowed.loser.location()
+                    escape::line(&shadowed.loser.source.label()),
+                    escape::line(&shadowed.loser.location())
                 );
             }
             match &skill.origin {
@@ -206,6 +210,7 @@ async fn execute(command: SkillCommand) -> Result<Exit, Failure> {
                         );
                     }
                     println!();
+                    let body = escape::text(body);
                     print!("{body}");
                     if !body.ends_with('\n') {
                         println!();

@@ -9,6 +9,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::Exit;
+use super::escape;
 use crate::grants::Grants;
 use crate::home::Home;
 use crate::plugin::{Catalog, ToolRef};
@@ -115,7 +116,7 @@ pub async fn run(command: ToolCommand, verbose: bool) -> Exit {
                     "error": { "kind": failure.exit.kind(), "message": failure.message },
                 })
             ),
-            None => eprintln!("error: {}", failure.message),
+            None => eprintln!("error: {}", escape::message(&failure.message)),
         }
         failure.exit
     })
@@ -152,8 +153,7 @@ struct Setup {
 impl Setup {
     fn new(plugins: &PluginArgs, verbose: bool) -> Result<Self, Failure> {
         let home = Home::from_env().map_err(|e| Failure::new(Exit::Error, e))?;
-        let sandbox =
-            Sandbox::new(home.compile_cache_dir()).map_err(|e| Failure::new(Exit::Error, e))?;
+        let sandbox = Sandbox::new(&home).map_err(|e| Failure::new(Exit::Error, e))?;
         let mut catalog = Catalog::builtin();
         catalog
             .add_installed(&home)
@@ -207,10 +207,14 @@ impl Setup {
     ) -> Result<Option<(LoadedComponent, Vec<ToolSpec>)>, Failure> {
         let warn = |catalog: &Catalog| {
             if let Some(unavailable) = catalog.unavailable().get(name) {
-                eprintln!("warning: {unavailable}");
+                eprintln!("warning: {}", escape::message(&unavailable.to_string()));
             }
         };
-        if self.catalog.check_available(name, workspace).is_err() {
+        if self
+            .catalog
+            .check_available(name, workspace, self.sandbox.own_folders())
+            .is_err()
+        {
             warn(&self.catalog);
             return Ok(None);
         }
@@ -245,7 +249,11 @@ impl Setup {
                     LogLevel::Trace => "trace",
                 };
                 if verbose || level >= LogLevel::Warn {
-                    eprintln!("[{plugin}] {label}: {message}");
+                    eprintln!(
+                        "[{}] {label}: {}",
+                        escape::line(plugin),
+                        escape::line(&message)
+                    );
                 }
             }
             PluginEvent::Progress {
@@ -254,6 +262,7 @@ impl Setup {
                 total,
             } => {
                 if verbose {
+                    let (plugin, message) = (escape::line(plugin), escape::line(&message));
                     match total {
                         Some(total) => eprintln!("[{plugin}] {message} ({done}/{total})"),
                         None => eprintln!("[{plugin}] {message} ({done})"),
@@ -308,9 +317,10 @@ async fn list(args: ListArgs, verbose: bool) -> Result<Exit, Failure> {
         } else {
             "writes"
         };
+        let name = escape::line(&name);
         println!(
             "{name:width$}  {mode:9}  {}",
-            first_sentence(&spec.description)
+            escape::line(first_sentence(&spec.description))
         );
     }
     Ok(Exit::Success)
@@ -352,7 +362,7 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
     let (grants, limits, audit) = match setup.catalog.installed(&plugin) {
         Some(installed) => {
             let grants = installed
-                .grants(&workspace, args.allow_write)
+                .grants(&workspace, args.allow_write, setup.sandbox.own_folders())
                 .map_err(|e| Failure::new(Exit::Error, e))?;
             let audit = installed
                 .audit()
@@ -360,8 +370,9 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
             (grants, installed.limits(Limits::default()), Some(audit))
         }
         None => {
-            let grants = Grants::workspace(&workspace, args.allow_write)
-                .map_err(|e| Failure::new(Exit::Error, e))?;
+            let grants =
+                Grants::workspace(&workspace, args.allow_write, setup.sandbox.own_folders())
+                    .map_err(|e| Failure::new(Exit::Error, e))?;
             (grants, Limits::default(), None)
         }
     };
@@ -394,7 +405,11 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
                 let value = json!({ "ok": true, "tool": args.name, "content": output.content });
                 println!("{value}");
             } else {
+                // Without --json the output is for reading: its control
+                // characters are shown, not obeyed (--json keeps them, escaped
+                // as JSON).
                 let text = output.to_text();
+                let text = escape::text(&text);
                 if text.ends_with('\n') {
                     print!("{text}");
                 } else {
@@ -437,7 +452,11 @@ fn report_error(args: &CallArgs, err: &CallError) -> Exit {
         });
         println!("{value}");
     } else {
-        eprintln!("error: {}: {err}", args.name);
+        eprintln!(
+            "error: {}: {}",
+            escape::line(&args.name),
+            escape::message(&err.to_string())
+        );
     }
     exit
 }

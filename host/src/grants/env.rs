@@ -124,8 +124,10 @@ pub fn check_name(name: &str) -> Result<(), EnvError> {
     }
 }
 
-/// Why the host keeps `name` for itself, if it does.
-fn reserved_reason(name: &str, model_keys: &[&str]) -> Option<String> {
+/// Why the host keeps `name` for itself, if it does; `model_keys` are the
+/// variables the user configured as the model's API key. Secrets are held
+/// to the same names (see [`super::secrets`]).
+pub fn reserved_reason(name: &str, model_keys: &[&str]) -> Option<String> {
     if MODEL_KEYS.contains(&name) || model_keys.contains(&name) {
         return Some("it holds the API key capstan uses for the model".to_string());
     }

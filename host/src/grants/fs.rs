@@ -6,10 +6,43 @@
 //! wasmtime-wasi resolves every guest path beneath the preopen with cap-std,
 //! so neither `..` nor a symbolic link can lead outside it. A read-only grant
 //! is enforced by the preopen's permissions, whatever the plugin attempts.
+//!
+//! Only regular files and folders can be opened ([`openable`]). A named
+//! pipe, a socket or a device inside a granted folder is refused before it
+//! is opened: opening a pipe waits for a writer, reading a device may wait
+//! for ever, and file operations run on the thread serving the call, where
+//! no deadline could end them.
+//!
+//! Some folders are never granted, whatever a manifest asks and whatever
+//! the user answers, because the path is checked once resolved (symbolic
+//! links and `/proc` magic links such as `/proc/self/root` followed): the
+//! root of the file system, and capstan's own folders ([`OwnFolders`]: its
+//! data with the lockfile, its settings, its compile cache, its compilers)
+//! together with any folder that encloses one of them — a preopen cannot
+//! leave a sub-folder out, so granting `~` would hand the plugin capstan's
+//! lockfile and compiled components. The plugin's own data folder, inside
+//! capstan's, is the one exception.
 
 use std::path::{Path, PathBuf};
 
+use wasmtime_wasi::p2::bindings::filesystem::types::DescriptorType;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+
+/// Whether a path whose stat says `kind` may be opened: regular files,
+/// folders and (unresolved) links yes; otherwise why not, in words.
+pub fn openable(kind: DescriptorType) -> Result<(), &'static str> {
+    match kind {
+        DescriptorType::RegularFile | DescriptorType::Directory | DescriptorType::SymbolicLink => {
+            Ok(())
+        }
+        DescriptorType::Fifo => Err("a named pipe (FIFO)"),
+        DescriptorType::Socket => Err("a socket"),
+        DescriptorType::CharacterDevice => Err("a character device"),
+        DescriptorType::BlockDevice => Err("a block device"),
+        // How wasmtime-wasi reports a named pipe or a socket.
+        DescriptorType::Unknown => Err("a special file (such as a named pipe or a socket)"),
+    }
+}
 
 /// How a folder may be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -81,6 +114,50 @@ pub enum GrantError {
         /// Why.
         source: std::io::Error,
     },
+    /// The folder, once resolved, is the root of the file system.
+    #[error(
+        "cannot grant access to {}: it is the root of the file system{}; name the folder the plugin needs",
+        path.display(),
+        resolved_note(path, Path::new("/"))
+    )]
+    Root {
+        /// The path asked for.
+        path: PathBuf,
+    },
+    /// The folder encloses one of capstan's own folders.
+    #[error(
+        "cannot grant access to {}{}: it holds {what} ({}), which no plugin may reach, and a granted folder cannot leave a folder inside it out; run capstan in a project folder instead (cd into it, or pass --workspace DIR), or keep capstan's folders elsewhere (set CAPSTAN_HOME to a folder outside it)",
+        path.display(),
+        resolved_note(path, resolved),
+        own.display()
+    )]
+    EnclosesOwnFolder {
+        /// The path asked for.
+        path: PathBuf,
+        /// The folder it resolves to.
+        resolved: PathBuf,
+        /// capstan's folder inside it.
+        own: PathBuf,
+        /// What that folder is.
+        what: &'static str,
+    },
+    /// The folder is inside one of capstan's own folders.
+    #[error(
+        "cannot grant access to {}{}: it is inside {what} ({}), which no plugin may reach; grant a folder outside it",
+        path.display(),
+        resolved_note(path, resolved),
+        own.display()
+    )]
+    InsideOwnFolder {
+        /// The path asked for.
+        path: PathBuf,
+        /// The folder it resolves to.
+        resolved: PathBuf,
+        /// capstan's folder around it.
+        own: PathBuf,
+        /// What that folder is.
+        what: &'static str,
+    },
     /// The sandbox could not open the folder.
     #[error("cannot open {} for the sandbox: {reason}", path.display())]
     Preopen {
@@ -89,6 +166,88 @@ pub enum GrantError {
         /// Why.
         reason: String,
     },
+}
+
+/// ` (which is R)` when `path` resolves to another path `resolved`.
+fn resolved_note(path: &Path, resolved: &Path) -> String {
+    if path == resolved {
+        String::new()
+    } else {
+        format!(" (which is {})", resolved.display())
+    }
+}
+
+/// capstan's own folders, which no grant may reach: a granted folder may
+/// neither be inside one nor enclose one.
+#[derive(Debug, Clone, Default)]
+pub struct OwnFolders {
+    folders: Vec<(PathBuf, &'static str)>,
+}
+
+impl OwnFolders {
+    /// The folders of `home`: data, settings, cache and compilers.
+    pub fn of(home: &crate::home::Home) -> Self {
+        Self {
+            folders: home.own_folders(),
+        }
+    }
+
+    /// Checks that the resolved folder `resolved` (asked for as `path`)
+    /// neither encloses nor lies inside one of capstan's folders; a folder
+    /// inside `exception` (the plugin's own data folder) may lie inside
+    /// capstan's data folder.
+    pub fn check(
+        &self,
+        path: &Path,
+        resolved: &Path,
+        exception: Option<&Path>,
+    ) -> Result<(), GrantError> {
+        let exception = exception.map(resolve_existing);
+        for (folder, what) in &self.folders {
+            let own = resolve_existing(folder);
+            if own.starts_with(resolved) {
+                return Err(GrantError::EnclosesOwnFolder {
+                    path: path.to_path_buf(),
+                    resolved: resolved.to_path_buf(),
+                    own,
+                    what,
+                });
+            }
+            let excepted = exception.as_ref().is_some_and(|e| resolved.starts_with(e));
+            if resolved.starts_with(&own) && !excepted {
+                return Err(GrantError::InsideOwnFolder {
+                    path: path.to_path_buf(),
+                    resolved: resolved.to_path_buf(),
+                    own,
+                    what,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `path` with symbolic links resolved as far as it exists, the rest
+/// appended: a folder not made yet is still compared where it will be.
+fn resolve_existing(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut missing = Vec::new();
+    let mut existing = absolute.as_path();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            return missing
+                .iter()
+                .rev()
+                .fold(real, |acc: PathBuf, part| acc.join(part));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                missing.push(name.to_os_string());
+                existing = parent;
+            }
+            _ => return absolute,
+        }
+    }
 }
 
 /// Says why a path could not be resolved, in words rather than an errno.
@@ -161,11 +320,17 @@ impl FsRequest {
 
     /// Resolves the request to a folder: `$WORKSPACE` is `workspace`,
     /// `$PLUGIN_DATA` is `plugin_data` (created if missing), and an absolute
-    /// path is itself, which must exist.
-    pub fn resolve(&self, workspace: &Path, plugin_data: &Path) -> Result<FsGrant, GrantError> {
+    /// path is itself, which must exist. None may reach capstan's folders
+    /// `own`, but the plugin's data folder may lie inside them.
+    pub fn resolve(
+        &self,
+        workspace: &Path,
+        plugin_data: &Path,
+        own: &OwnFolders,
+    ) -> Result<FsGrant, GrantError> {
         self.validate()?;
         match self.path.as_str() {
-            WORKSPACE => FsGrant::new(workspace, self.access),
+            WORKSPACE => FsGrant::new(workspace, self.access, own),
             PLUGIN_DATA => {
                 std::fs::create_dir_all(plugin_data).map_err(|source| {
                     GrantError::CreateDataFolder {
@@ -173,10 +338,23 @@ impl FsRequest {
                         source,
                     }
                 })?;
-                FsGrant::new(plugin_data, self.access)
+                FsGrant::checked(plugin_data, self.access, own, Some(plugin_data))
             }
-            other => FsGrant::new(Path::new(other), self.access),
+            other => FsGrant::new(Path::new(other), self.access, own),
         }
+    }
+
+    /// The folder an absolute path resolves to now (symbolic links and
+    /// `/proc` magic links followed), checked against the same refusals as
+    /// a grant: for the consent text, so the user agrees to the folder
+    /// itself. `None` for `$WORKSPACE` and `$PLUGIN_DATA`, which are
+    /// resolved at each call.
+    pub fn resolve_for_consent(&self, own: &OwnFolders) -> Result<Option<PathBuf>, GrantError> {
+        self.validate()?;
+        if self.path.starts_with('$') {
+            return Ok(None);
+        }
+        FsGrant::new(Path::new(&self.path), self.access, own).map(|g| Some(g.host_path))
     }
 }
 
@@ -213,6 +391,12 @@ fn check_path(path: &str) -> Result<(), String> {
                 .to_string(),
         );
     }
+    if ["/proc", "/dev"].iter().any(|p| as_path.starts_with(p)) {
+        return Err(
+            "a path under /proc or /dev names a different folder for each process (/proc/self/root is the whole file system); name the folder the plugin needs"
+                .to_string(),
+        );
+    }
     Ok(())
 }
 
@@ -220,13 +404,32 @@ impl FsGrant {
     /// Grants `path` (resolved now, symbolic links included) with `access`.
     /// The plugin sees the folder at its real absolute path, so paths a user
     /// or the model writes mean the same inside and outside the sandbox.
-    pub fn new(path: &Path, access: Access) -> Result<Self, GrantError> {
+    /// The resolved folder may not be the root of the file system, nor
+    /// enclose or lie inside one of capstan's folders `own`.
+    pub fn new(path: &Path, access: Access, own: &OwnFolders) -> Result<Self, GrantError> {
+        Self::checked(path, access, own, None)
+    }
+
+    /// [`FsGrant::new`], letting a folder inside `exception` lie inside
+    /// capstan's folders.
+    fn checked(
+        path: &Path,
+        access: Access,
+        own: &OwnFolders,
+        exception: Option<&Path>,
+    ) -> Result<Self, GrantError> {
         let host_path = path
             .canonicalize()
             .map_err(|source| GrantError::Unresolvable {
                 path: path.to_path_buf(),
                 source,
             })?;
+        if host_path.parent().is_none() {
+            return Err(GrantError::Root {
+                path: path.to_path_buf(),
+            });
+        }
+        own.check(path, &host_path, exception)?;
         if !host_path.is_dir() {
             return Err(GrantError::NotAFolder {
                 path: path.to_path_buf(),
@@ -315,6 +518,9 @@ mod tests {
             ("", "relative"),
             ("/srv/../etc", "`..`"),
             ("/", "root"),
+            ("/proc/self/root", "/proc"),
+            ("/proc/self/cwd", "/proc"),
+            ("/dev/fd/3", "/proc or /dev"),
         ] {
             let err = FsRequest::parse(path, Access::Read).unwrap_err();
             assert!(matches!(err, GrantError::InvalidRequest { .. }), "{path}");
@@ -332,31 +538,34 @@ mod tests {
         std::fs::create_dir(&other).unwrap();
 
         let ws = request(WORKSPACE, Access::Read)
-            .resolve(&workspace, &data)
+            .resolve(&workspace, &data, &OwnFolders::default())
             .unwrap();
         assert_eq!(ws.host_path(), workspace.canonicalize().unwrap());
         assert_eq!(ws.access(), Access::Read);
         assert!(!data.exists());
 
         let own = request(PLUGIN_DATA, Access::ReadWrite)
-            .resolve(&workspace, &data)
+            .resolve(&workspace, &data, &OwnFolders::default())
             .unwrap();
         assert!(data.is_dir());
         assert_eq!(own.host_path(), data.canonicalize().unwrap());
         assert_eq!(own.access(), Access::ReadWrite);
 
         let abs = request(other.to_str().unwrap(), Access::Read)
-            .resolve(&workspace, &data)
+            .resolve(&workspace, &data, &OwnFolders::default())
             .unwrap();
         assert_eq!(abs.host_path(), other.canonicalize().unwrap());
 
         assert!(matches!(
-            request("~/x", Access::Read).resolve(&workspace, &data),
+            request("~/x", Access::Read).resolve(&workspace, &data, &OwnFolders::default()),
             Err(GrantError::InvalidRequest { .. })
         ));
         assert!(matches!(
-            request(dir.path().join("missing").to_str().unwrap(), Access::Read)
-                .resolve(&workspace, &data),
+            request(dir.path().join("missing").to_str().unwrap(), Access::Read).resolve(
+                &workspace,
+                &data,
+                &OwnFolders::default()
+            ),
             Err(GrantError::Unresolvable { .. })
         ));
     }
@@ -367,7 +576,7 @@ mod tests {
         let file = dir.path().join("file");
         std::fs::write(&file, "x").unwrap();
         let err = request(PLUGIN_DATA, Access::Read)
-            .resolve(dir.path(), &file.join("data"))
+            .resolve(dir.path(), &file.join("data"), &OwnFolders::default())
             .unwrap_err();
         assert!(matches!(err, GrantError::CreateDataFolder { .. }), "{err}");
     }
@@ -404,7 +613,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sub = dir.path().join("sub");
         std::fs::create_dir(&sub).unwrap();
-        let grant = FsGrant::new(&sub.join("..").join("sub"), Access::Read).unwrap();
+        let grant = FsGrant::new(
+            &sub.join("..").join("sub"),
+            Access::Read,
+            &OwnFolders::default(),
+        )
+        .unwrap();
         assert_eq!(grant.host_path(), sub.canonicalize().unwrap());
         assert!(grant.permits(&grant.host_path().join("a.txt"), Access::Read));
         assert!(!grant.permits(&grant.host_path().join("a.txt"), Access::ReadWrite));
@@ -412,16 +626,83 @@ mod tests {
     }
 
     #[test]
+    fn capstans_folders_and_folders_around_them_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let home = crate::home::Home::at(root.join("home/data"), root.join("home/cache"));
+        let own = OwnFolders::of(&home);
+        std::fs::create_dir_all(root.join("home/data/plugins/data/weather")).unwrap();
+        std::fs::create_dir_all(root.join("project")).unwrap();
+        let grant = |path: &Path| FsGrant::new(path, Access::ReadWrite, &own);
+
+        // Enclosing: the parent of the data folder, and of the cache not
+        // made yet.
+        let err = grant(&root.join("home")).unwrap_err();
+        assert!(matches!(err, GrantError::EnclosesOwnFolder { .. }), "{err}");
+        assert!(err.to_string().contains("capstan's data folder"), "{err}");
+        assert!(err.to_string().contains("--workspace DIR"), "{err}");
+        let err = grant(&root).unwrap_err();
+        assert!(matches!(err, GrantError::EnclosesOwnFolder { .. }), "{err}");
+        // The folder itself and folders inside.
+        assert!(grant(&root.join("home/data")).is_err());
+        let err = grant(&root.join("home/data/plugins")).unwrap_err();
+        assert!(matches!(err, GrantError::InsideOwnFolder { .. }), "{err}");
+        // Through a symbolic link, the folder it is.
+        std::os::unix::fs::symlink(root.join("home"), root.join("project/link")).unwrap();
+        let err = grant(&root.join("project/link")).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(&format!("(which is {})", root.join("home").display())),
+            "{err}"
+        );
+        // A folder beside them is fine, and so is the plugin's own data
+        // folder when it is asked for as such.
+        assert!(grant(&root.join("project")).is_ok());
+        let data = root.join("home/data/plugins/data/weather");
+        assert!(grant(&data).is_err());
+        let own_data = FsRequest::parse(PLUGIN_DATA, Access::ReadWrite)
+            .unwrap()
+            .resolve(&root.join("project"), &data, &own)
+            .unwrap();
+        assert_eq!(own_data.host_path(), data);
+    }
+
+    #[test]
+    fn the_root_reached_through_a_link_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("to-root");
+        std::os::unix::fs::symlink("/", &link).unwrap();
+        let err = FsGrant::new(&link, Access::Read, &OwnFolders::default()).unwrap_err();
+        assert!(matches!(err, GrantError::Root { .. }), "{err}");
+        assert!(err.to_string().contains("(which is /)"), "{err}");
+        let request = FsRequest::parse(link.to_str().unwrap(), Access::Read).unwrap();
+        assert!(request.resolve_for_consent(&OwnFolders::default()).is_err());
+        let real = dir.path().join("real");
+        std::fs::create_dir(&real).unwrap();
+        let linked = dir.path().join("to-real");
+        std::os::unix::fs::symlink(&real, &linked).unwrap();
+        let request = FsRequest::parse(linked.to_str().unwrap(), Access::Read).unwrap();
+        assert_eq!(
+            request.resolve_for_consent(&OwnFolders::default()).unwrap(),
+            Some(real.canonicalize().unwrap())
+        );
+    }
+
+    #[test]
     fn missing_folders_and_files_are_refused() {
         let dir = tempfile::tempdir().unwrap();
         assert!(matches!(
-            FsGrant::new(&dir.path().join("nope"), Access::Read),
+            FsGrant::new(
+                &dir.path().join("nope"),
+                Access::Read,
+                &OwnFolders::default()
+            ),
             Err(GrantError::Unresolvable { .. })
         ));
         let file = dir.path().join("f");
         std::fs::write(&file, "x").unwrap();
         assert!(matches!(
-            FsGrant::new(&file, Access::Read),
+            FsGrant::new(&file, Access::Read, &OwnFolders::default()),
             Err(GrantError::NotAFolder { .. })
         ));
     }

@@ -25,7 +25,7 @@ use wasmtime_wasi::filesystem::WasiFilesystemCtx;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder};
 
 pub use env::{EnvError, EnvGrant};
-pub use fs::{Access, FsGrant, FsRequest, GrantError};
+pub use fs::{Access, FsGrant, FsRequest, GrantError, OwnFolders};
 pub use net::NetGrant;
 pub use secrets::{ResolvedSecret, SecretError, SecretGrant, SecretValues};
 
@@ -94,15 +94,20 @@ impl std::fmt::Debug for OpenedFolders {
 }
 
 impl Grants {
-    /// Grants access to `workspace` only, writable or not.
-    pub fn workspace(dir: &std::path::Path, writable: bool) -> Result<Self, GrantError> {
+    /// Grants access to `workspace` only, writable or not; it may not reach
+    /// capstan's folders `own`.
+    pub fn workspace(
+        dir: &std::path::Path,
+        writable: bool,
+        own: &OwnFolders,
+    ) -> Result<Self, GrantError> {
         let access = if writable {
             Access::ReadWrite
         } else {
             Access::Read
         };
         Ok(Self {
-            workspace: Some(FsGrant::new(dir, access)?),
+            workspace: Some(FsGrant::new(dir, access, own)?),
             ..Self::default()
         })
     }
@@ -112,16 +117,18 @@ impl Grants {
     /// folders are resolved (the plugin's data folder `plugin_data` is
     /// created if needed), and secrets get their values from the host's
     /// environment or `secret_values`. Environment values are read later,
-    /// at each call.
+    /// at each call. No folder may reach capstan's folders `own` (the
+    /// plugin's data folder, inside them, excepted).
     pub fn for_plugin(
         granted: &Capabilities,
         workspace: &std::path::Path,
         plugin_data: &std::path::Path,
         secret_values: &SecretValues,
+        own: &OwnFolders,
     ) -> Result<Self, PrepareError> {
         let mut grants = Self::default();
         for request in &granted.fs {
-            let grant = request.resolve(workspace, plugin_data)?;
+            let grant = request.resolve(workspace, plugin_data, own)?;
             if request.path == fs::WORKSPACE {
                 grants.workspace = Some(grant);
             } else {
@@ -187,6 +194,17 @@ impl Grants {
         }
         Ok(builder.build().filesystem().clone())
     }
+}
+
+/// A capability names something the host keeps for itself.
+#[derive(Debug, thiserror::Error)]
+pub enum ReservedName {
+    /// An environment variable.
+    #[error(transparent)]
+    Env(#[from] EnvError),
+    /// A secret.
+    #[error(transparent)]
+    Secret(#[from] SecretError),
 }
 
 /// A kind of capability, as the `grant` and `revoke` commands name it.
@@ -439,13 +457,18 @@ impl Capabilities {
         self.fs.is_empty() && self.net.is_empty() && self.env.is_empty() && self.secrets.is_empty()
     }
 
-    /// Checks the environment variables against the ones the user
-    /// configured as the model's API key (and the names the host always
-    /// keeps); run before consent, when the configuration is known.
-    pub fn check_env(&self, model_keys: &[&str]) -> Result<(), EnvError> {
-        self.env
-            .iter()
-            .try_for_each(|grant| grant.check(model_keys))
+    /// Checks the environment variables and the secrets against the names
+    /// the host keeps for itself, the variables the user configured as the
+    /// model's API key (`model_keys`) among them; run before consent, when
+    /// the configuration is known, so no answer can grant them.
+    pub fn check_reserved(&self, model_keys: &[&str]) -> Result<(), ReservedName> {
+        for grant in &self.env {
+            grant.check(model_keys)?;
+        }
+        for secret in &self.secrets {
+            secret.check_reserved(model_keys)?;
+        }
+        Ok(())
     }
 
     /// Every entry, in the order network, secrets, files, env.
@@ -461,6 +484,23 @@ impl Capabilities {
     /// prompt: network origins (or `network  none`), secrets, folders (or
     /// `files    none`), environment variables.
     pub fn describe(&self) -> Vec<String> {
+        self.describe_resolved(&[])
+    }
+
+    /// [`Capabilities::describe`], saying for each folder of `resolved`
+    /// (see [`Capabilities::resolve_folders`]) that reaches elsewhere what
+    /// it really is: `/srv/link (read-only), which is /srv/real`.
+    pub fn describe_resolved(&self, resolved: &[(String, std::path::PathBuf)]) -> Vec<String> {
+        let line = |entry: &CapabilityEntry| {
+            let mut text = entry.describe();
+            if let CapabilityEntry::Fs(fs) = entry
+                && let Some((_, real)) = resolved.iter().find(|(path, _)| *path == fs.path)
+                && std::path::Path::new(&fs.path) != real
+            {
+                text.push_str(&format!(", which is {}", real.display()));
+            }
+            text
+        };
         let mut lines = Vec::new();
         if self.net.is_empty() {
             lines.push("network  none".to_string());
@@ -469,12 +509,31 @@ impl Capabilities {
         let (before, after): (Vec<_>, Vec<_>) = entries
             .iter()
             .partition(|e| matches!(e, CapabilityEntry::Net(_) | CapabilityEntry::Secret(_)));
-        lines.extend(before.iter().map(|e| e.describe()));
+        lines.extend(before.iter().map(|e| line(e)));
         if self.fs.is_empty() {
             lines.push("files    none".to_string());
         }
-        lines.extend(after.iter().map(|e| e.describe()));
+        lines.extend(after.iter().map(|e| line(e)));
         lines
+    }
+
+    /// Resolves every absolute folder requested, now (symbolic links and
+    /// `/proc` magic links followed), with the refusals of a grant: not the
+    /// root of the file system, not capstan's folders `own` nor a folder
+    /// enclosing one. Run before consent, so the user is shown — and agrees
+    /// to — the folder itself. Returns each path as written with the folder
+    /// it is; `$WORKSPACE` and `$PLUGIN_DATA` are resolved at each call.
+    pub fn resolve_folders(
+        &self,
+        own: &OwnFolders,
+    ) -> Result<Vec<(String, std::path::PathBuf)>, GrantError> {
+        let mut resolved = Vec::new();
+        for request in &self.fs {
+            if let Some(real) = request.resolve_for_consent(own)? {
+                resolved.push((request.path.clone(), real));
+            }
+        }
+        Ok(resolved)
     }
 
     /// Whether every entry of `self` is covered by `granted`: folders by
@@ -915,11 +974,12 @@ mod tests {
             ],
             net: vec![net("https://api.example.com")],
             env: vec![EnvGrant::new("TZ")],
-            secrets: vec![secret("CAPSTAN_TEST_UNSET_SECRET_Q", &["api.example.com"])],
+            secrets: vec![secret("PLUGIN_TEST_UNSET_SECRET_Q", &["api.example.com"])],
         };
         let config = dir.path().join("config.toml");
-        let values = SecretValues::from_pairs(&config, [("CAPSTAN_TEST_UNSET_SECRET_Q", "v")]);
-        let grants = Grants::for_plugin(&caps, &workspace, &data, &values).unwrap();
+        let values = SecretValues::from_pairs(&config, [("PLUGIN_TEST_UNSET_SECRET_Q", "v")]);
+        let grants =
+            Grants::for_plugin(&caps, &workspace, &data, &values, &OwnFolders::default()).unwrap();
         assert_eq!(
             grants.workspace.as_ref().map(FsGrant::access),
             Some(Access::Read)
@@ -931,11 +991,13 @@ mod tests {
         assert_eq!(grants.secrets[0].header_value(), "v");
 
         let empty = SecretValues::from_pairs(&config, []);
-        let err = Grants::for_plugin(&caps, &workspace, &data, &empty).unwrap_err();
+        let err = Grants::for_plugin(&caps, &workspace, &data, &empty, &OwnFolders::default())
+            .unwrap_err();
         assert!(matches!(err, PrepareError::Secret(_)), "{err}");
         let mut bad = caps.clone();
         bad.fs.push(fs("/nonexistent-capstan-folder", Access::Read));
-        let err = Grants::for_plugin(&bad, &workspace, &data, &values).unwrap_err();
+        let err = Grants::for_plugin(&bad, &workspace, &data, &values, &OwnFolders::default())
+            .unwrap_err();
         assert!(matches!(err, PrepareError::Fs(_)), "{err}");
     }
 
@@ -945,9 +1007,17 @@ mod tests {
             env: vec![EnvGrant::new("TZ"), EnvGrant::new("MY_LLM_KEY")],
             ..Capabilities::default()
         };
-        assert!(caps.check_env(&[]).is_ok());
-        let err = caps.check_env(&["MY_LLM_KEY"]).unwrap_err();
+        assert!(caps.check_reserved(&[]).is_ok());
+        let err = caps.check_reserved(&["MY_LLM_KEY"]).unwrap_err();
         assert!(err.to_string().contains("MY_LLM_KEY"), "{err}");
+        let secret = Capabilities {
+            secrets: vec![secret("MY_LLM_KEY", &["api.example.com"])],
+            ..Capabilities::default()
+        };
+        assert!(secret.check_reserved(&[]).is_ok());
+        let err = secret.check_reserved(&["MY_LLM_KEY"]).unwrap_err();
+        assert!(matches!(err, ReservedName::Secret(_)), "{err}");
+        assert!(err.to_string().contains("secret `MY_LLM_KEY`"), "{err}");
     }
 
     #[test]

@@ -8,8 +8,10 @@
 //! name, refuses addresses that are not public (unless a grant names that
 //! address), connects to the vetted address, never follows redirects, caps
 //! both bodies, adds granted secrets and records everything in the audit
-//! log. `wasi:sockets` is always denied ([`socket_refusal`]).
+//! log. `wasi:sockets` is always denied ([`socket_refusal`]), name lookups
+//! included ([`lookup`]), and each attempt recorded.
 
+pub(crate) mod lookup;
 pub mod send;
 
 use std::fmt;

@@ -68,6 +68,16 @@ pub enum SecretError {
         /// What is wrong and what to write instead.
         message: String,
     },
+    /// The name is one the host keeps for itself.
+    #[error(
+        "secret `{secret}` cannot be given to a plugin: {reason}; a plugin's secret must be a credential of its own service, under a name of its own"
+    )]
+    Reserved {
+        /// The secret's name.
+        secret: String,
+        /// Why the host keeps it.
+        reason: String,
+    },
     /// A host the secret goes to is not covered by an https network grant.
     #[error(
         "secret `{secret}` is sent to `{host}`, but no https network grant covers that host; add an origin such as \"https://{host}\" to `net`, or remove the host from the secret"
@@ -130,6 +140,7 @@ impl SecretGrant {
             message,
         };
         check_name(&self.name).map_err(|m| invalid("name", m))?;
+        self.check_reserved(&[])?;
         check_header(&self.header).map_err(|m| invalid("header", m))?;
         check_format(&self.format).map_err(|m| invalid("format", m))?;
         if self.hosts.is_empty() {
@@ -142,6 +153,19 @@ impl SecretGrant {
             check_host(host).map_err(|m| invalid("hosts", m))?;
         }
         Ok(())
+    }
+
+    /// Checks that the name is not one the host keeps for itself;
+    /// `model_keys` are the variables the user configured as the model's
+    /// API key.
+    pub fn check_reserved(&self, model_keys: &[&str]) -> Result<(), SecretError> {
+        match super::env::reserved_reason(&self.name, model_keys) {
+            Some(reason) => Err(SecretError::Reserved {
+                secret: self.name.clone(),
+                reason,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// The grant in plain words: `OPEN_METEO_KEY -> sent as header X-Api-Key
@@ -258,6 +282,9 @@ pub fn check_hosts_granted(secrets: &[SecretGrant], net: &[NetGrant]) -> Result<
 pub struct SecretValues {
     path: PathBuf,
     values: BTreeMap<String, String>,
+    /// The variable the same config names as the model's API key
+    /// (`[model] api_key_env`), which no secret may be.
+    model_key: Option<String>,
 }
 
 impl std::fmt::Debug for SecretValues {
@@ -297,6 +324,11 @@ impl SecretValues {
         };
         let table: toml::Table = toml::from_str(text).map_err(|e| config_error(e.to_string()))?;
         let mut values = BTreeMap::new();
+        let model_key = table
+            .get("model")
+            .and_then(|model| model.get("api_key_env"))
+            .and_then(toml::Value::as_str)
+            .map(str::to_string);
         match table.get("secrets") {
             None => {}
             Some(toml::Value::Table(secrets)) => {
@@ -319,6 +351,7 @@ impl SecretValues {
         Ok(Self {
             path: path.to_path_buf(),
             values,
+            model_key,
         })
     }
 
@@ -333,6 +366,7 @@ impl SecretValues {
                 .into_iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            model_key: None,
         }
     }
 
@@ -349,7 +383,9 @@ impl SecretValues {
 /// Looks up each granted secret's value: the environment variable of its
 /// name (through `env`) first, else the user config's `[secrets]` table.
 /// A secret with no value, or a value that cannot be sent in a header, is
-/// an error naming what to set.
+/// an error naming what to set; a secret named like a variable the host
+/// keeps for itself (a hand-edited lockfile) is refused before any value is
+/// looked up.
 pub fn resolve(
     grants: &[SecretGrant],
     env: impl Fn(&str) -> Option<String>,
@@ -358,6 +394,7 @@ pub fn resolve(
     grants
         .iter()
         .map(|grant| {
+            grant.check_reserved(&config.model_key.as_deref().into_iter().collect::<Vec<_>>())?;
             let (value, source_name) = match env(&grant.name) {
                 Some(value) if !value.is_empty() => {
                     (value, format!("environment variable {}", grant.name))
@@ -488,6 +525,41 @@ mod tests {
             );
             assert_eq!(field_of(err), field, "{secret:?}");
         }
+    }
+
+    #[test]
+    fn the_hosts_own_names_are_refused_as_secrets() {
+        for name in [
+            "ANTHROPIC_API_KEY",
+            "OPENAI_API_KEY",
+            "CAPSTAN_HOME",
+            "LD_PRELOAD",
+            "SSH_AUTH_SOCK",
+        ] {
+            let secret = grant(name, "X-Collect", "{}", &["collect.example.com"]);
+            let err = secret.validate().unwrap_err();
+            assert!(matches!(err, SecretError::Reserved { .. }), "{name}: {err}");
+            assert!(err.to_string().contains(name), "{err}");
+            // Read back from a lockfile, it is refused before any value is
+            // looked up.
+            let err = resolve(
+                std::slice::from_ref(&secret),
+                |_| Some("sk-host".to_string()),
+                &SecretValues::default(),
+            )
+            .unwrap_err();
+            assert!(matches!(err, SecretError::Reserved { .. }), "{err}");
+        }
+        // The variable the user config names as the model's key, too.
+        let mine = grant("MY_LLM_KEY", "X-Collect", "{}", &["collect.example.com"]);
+        mine.validate().unwrap();
+        let config = SecretValues::parse(
+            "[model]\napi_key_env = \"MY_LLM_KEY\"\n",
+            Path::new("config.toml"),
+        )
+        .unwrap();
+        let err = resolve(&[mine], |_| Some("k".to_string()), &config).unwrap_err();
+        assert!(err.to_string().contains("API key"), "{err}");
     }
 
     #[test]

@@ -135,7 +135,10 @@ pub async fn load_hooks(
 ) -> Result<Vec<Arc<dyn Hook>>, HookLoadError> {
     let mut hooks: Vec<Arc<dyn Hook>> = Vec::new();
     for plugin in catalog.names() {
-        if catalog.check_available(plugin, workspace).is_err() {
+        if catalog
+            .check_available(plugin, workspace, sandbox.own_folders())
+            .is_err()
+        {
             continue;
         }
         let loaded = catalog
@@ -153,13 +156,13 @@ pub async fn load_hooks(
         };
         let made = match catalog.installed(plugin) {
             Some(installed) => installed
-                .grants(workspace, false)
+                .grants(workspace, false, sandbox.own_folders())
                 .map_err(|e| grant_error(e.to_string()))
                 .and_then(|grants| {
                     let audit = installed.audit().map_err(|e| grant_error(e.to_string()))?;
                     Ok((grants, installed.limits(HOOK_LIMITS), Some(audit)))
                 }),
-            None => Grants::workspace(workspace, false)
+            None => Grants::workspace(workspace, false, sandbox.own_folders())
                 .map(|grants| (grants, HOOK_LIMITS, None))
                 .map_err(|e| grant_error(e.to_string())),
         };

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::retry::{Attempt, RetryPolicy, stream_with_retries};
-use super::transport::{ErrorContext, EventStream, send};
+use super::transport::{ErrorContext, EventStream, Waits, send};
 use super::{
     Block, EventSink, Message, ModelError, ModelFuture, Provider, Request, Response, Role,
     StopReason, StreamEvent, ToolDef, Usage,
@@ -96,7 +96,11 @@ impl AnthropicProvider {
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .body(request_body(request).to_string());
         let idle = self.config.retry.idle_timeout;
-        let response = send(http_request, &context, idle).await?;
+        let waits = Waits {
+            response: self.config.retry.response_timeout,
+            idle,
+        };
+        let response = send(http_request, &context, waits).await?;
         let mut stream = EventStream::new(response, idle, context.clone());
         let mut answer = AnswerInProgress::default();
         while let Some(event) = stream.next().await? {

@@ -260,6 +260,19 @@ pub enum ModelError {
         /// What failed.
         message: String,
     },
+    /// The server did not start a response in time.
+    #[error(
+        "{provider} at {url} sent no response within {} s of the request; the server may be overloaded or stuck: check it, or give it longer with `response_timeout` in the [model] table of your config",
+        waited.as_secs_f64()
+    )]
+    NoResponse {
+        /// The provider's name.
+        provider: String,
+        /// The endpoint.
+        url: String,
+        /// How long capstan waited.
+        waited: Duration,
+    },
     /// The stream ended early, went silent, or could not be understood.
     #[error("the answer from {provider} broke off: {message}")]
     Stream {
@@ -279,6 +292,7 @@ impl ModelError {
                 | Self::Overloaded { .. }
                 | Self::Server { .. }
                 | Self::Connection { .. }
+                | Self::NoResponse { .. }
                 | Self::Stream { .. }
         )
     }

@@ -1,8 +1,8 @@
 //! When and how long to wait before trying a model request again.
 //!
 //! Both HTTP providers run each request through [`stream_with_retries`]:
-//! connection failures, 408/409/429/5xx/529, `overloaded_error` and broken
-//! streams are retried with exponential backoff and full jitter, or after
+//! connection failures, 408/409/429/5xx/529, `overloaded_error`, a server
+//! that never starts its response and broken streams are retried with exponential backoff and full jitter, or after
 //! the `retry-after` the provider asked for. A failure is only retried while
 //! nothing of the answer has reached the caller's sink: text already shown
 //! to the user cannot be unsaid.
@@ -18,6 +18,11 @@ use super::{EventSink, ModelError, ModelFuture, Request, Response, StreamEvent};
 /// Waits for a given time; tests replace it to record the waits instead.
 pub type SleepFn = Arc<dyn Fn(Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
+/// How long a server may take to start its response unless the config
+/// says otherwise: long enough for a local server to load a model or read a
+/// long prompt before it answers.
+pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// How failed requests are retried and how long a silent stream is allowed.
 #[derive(Clone)]
 pub struct RetryPolicy {
@@ -29,6 +34,9 @@ pub struct RetryPolicy {
     pub max_delay: Duration,
     /// The longest `retry-after` honoured; longer requests wait this long.
     pub max_retry_after: Duration,
+    /// How long the server may take to start its response (its status and
+    /// headers) once the request is sent.
+    pub response_timeout: Duration,
     /// How long a response may send no bytes before it counts as broken.
     pub idle_timeout: Duration,
     /// How waiting is done.
@@ -42,6 +50,7 @@ impl Default for RetryPolicy {
             base_delay: Duration::from_secs(1),
             max_delay: Duration::from_secs(30),
             max_retry_after: Duration::from_secs(60),
+            response_timeout: DEFAULT_RESPONSE_TIMEOUT,
             idle_timeout: Duration::from_secs(90),
             sleep: Arc::new(|duration| Box::pin(tokio::time::sleep(duration))),
         }
@@ -56,6 +65,7 @@ impl fmt::Debug for RetryPolicy {
             .field("base_delay", &self.base_delay)
             .field("max_delay", &self.max_delay)
             .field("max_retry_after", &self.max_retry_after)
+            .field("response_timeout", &self.response_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .finish_non_exhaustive()
     }

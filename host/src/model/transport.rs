@@ -115,6 +115,15 @@ impl ErrorContext {
         }
     }
 
+    /// The server did not start its response within `waited`.
+    pub fn no_response(&self, waited: Duration) -> ModelError {
+        ModelError::NoResponse {
+            provider: self.provider.clone(),
+            url: self.url.clone(),
+            waited,
+        }
+    }
+
     /// A connection-level failure.
     pub fn connection_error(&self, error: &reqwest::Error) -> ModelError {
         ModelError::Connection {
@@ -177,17 +186,28 @@ fn describe(error: &reqwest::Error) -> String {
     text
 }
 
+/// How long [`send`] waits.
+#[derive(Debug, Clone, Copy)]
+pub struct Waits {
+    /// For the response's status and headers, once the request is sent.
+    pub response: Duration,
+    /// For more of an error response's body.
+    pub idle: Duration,
+}
+
 /// Sends a request; a failed status becomes an error, with the body read
-/// for the provider's explanation.
+/// for the provider's explanation. A server that takes the request but
+/// does not start its response within `waits.response` is
+/// [`ModelError::NoResponse`].
 pub async fn send(
     request: reqwest::RequestBuilder,
     context: &ErrorContext,
-    idle_timeout: Duration,
+    waits: Waits,
 ) -> Result<reqwest::Response, ModelError> {
-    let response = request
-        .send()
-        .await
-        .map_err(|error| context.connection_error(&error))?;
+    let response = match tokio::time::timeout(waits.response, request.send()).await {
+        Ok(sent) => sent.map_err(|error| context.connection_error(&error))?,
+        Err(_elapsed) => return Err(context.no_response(waits.response)),
+    };
     let status = response.status();
     if status.is_success() {
         return Ok(response);
@@ -197,7 +217,7 @@ pub async fn send(
         .get(reqwest::header::RETRY_AFTER)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| parse_retry_after(value, SystemTime::now()));
-    let body = match tokio::time::timeout(idle_timeout, response.text()).await {
+    let body = match tokio::time::timeout(waits.idle, response.text()).await {
         Ok(Ok(body)) => body,
         _ => String::new(),
     };

@@ -9,7 +9,7 @@ use super::lock::{LockEntry, LockError, Lockfile};
 use super::manifest::Manifest;
 use super::store::PluginStore;
 use crate::grants::secrets::SecretError;
-use crate::grants::{Access, Grants, PrepareError, SecretValues};
+use crate::grants::{Access, Grants, OwnFolders, PrepareError, SecretValues};
 use crate::home::Home;
 use crate::policy::audit::{AuditError, AuditLog};
 use crate::sandbox::engine::sha256_hex;
@@ -204,11 +204,11 @@ impl InstalledPlugin {
     /// granted can be given (every secret has a value, every granted
     /// folder exists). The reason names what is missing and the command
     /// that fixes it.
-    pub fn availability(&self, workspace: &Path) -> Result<(), Unavailable> {
+    pub fn availability(&self, workspace: &Path, own: &OwnFolders) -> Result<(), Unavailable> {
         if let Err(refused) = self.verified() {
             return Err(Unavailable::new(&self.name, refused, &self.fix()));
         }
-        let Err(error) = self.grants(workspace, false) else {
+        let Err(error) = self.grants(workspace, false, own) else {
             return Ok(());
         };
         let name = &self.name;
@@ -223,7 +223,7 @@ impl InstalledPlugin {
                     .granted
                     .fs
                     .iter()
-                    .find(|request| request.resolve(workspace, &self.data_dir).is_err());
+                    .find(|request| request.resolve(workspace, &self.data_dir, own).is_err());
                 match gone {
                     Some(request) => format!(
                         "create the folder again, or let it run without: `capstan plugin revoke {name} fs '{}'`",
@@ -283,8 +283,14 @@ impl InstalledPlugin {
     /// has not allowed changes); the plugin's own data folder keeps its
     /// granted access. Secrets take their values from the environment
     /// variable of the same name, else the user config's `[secrets]`; one
-    /// with no value is an error saying where to set it.
-    pub fn grants(&self, workspace: &Path, writable: bool) -> Result<Grants, PrepareError> {
+    /// with no value is an error saying where to set it. No folder may
+    /// reach capstan's folders `own`.
+    pub fn grants(
+        &self,
+        workspace: &Path,
+        writable: bool,
+        own: &OwnFolders,
+    ) -> Result<Grants, PrepareError> {
         let mut granted = self.entry.granted.clone();
         if !writable {
             for request in &mut granted.fs {
@@ -294,7 +300,7 @@ impl InstalledPlugin {
             }
         }
         let secret_values = SecretValues::load(&self.config_file)?;
-        Grants::for_plugin(&granted, workspace, &self.data_dir, &secret_values)
+        Grants::for_plugin(&granted, workspace, &self.data_dir, &secret_values, own)
     }
 }
 
@@ -335,7 +341,12 @@ impl Catalog {
     /// errors); an installed plugin is checked once (see
     /// [`InstalledPlugin::availability`]) and, if it cannot, recorded as
     /// unavailable.
-    pub fn check_available(&self, name: &str, workspace: &Path) -> Result<(), Unavailable> {
+    pub fn check_available(
+        &self,
+        name: &str,
+        workspace: &Path,
+        own: &OwnFolders,
+    ) -> Result<(), Unavailable> {
         if let Some(unavailable) = self.unavailable.get(name) {
             return Err(unavailable);
         }
@@ -343,7 +354,7 @@ impl Catalog {
             return Ok(());
         };
         plugin
-            .availability(workspace)
+            .availability(workspace, own)
             .inspect_err(|u| self.mark_unavailable(u.clone()))
     }
 

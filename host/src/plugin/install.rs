@@ -28,11 +28,8 @@
 //! every effect, and each is recorded in the audit log (who, what changed,
 //! from where).
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Component as PathPart, Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 
 use super::builtin::BUILTIN_PLUGINS;
 use super::inspect::{self, InspectError};
@@ -45,9 +42,10 @@ use super::store::{
     copy_package, hash_files,
 };
 use super::{package, signature};
-use crate::grants::{Capabilities, CapabilityDiff, CapabilityRef, CapabilityRefError};
+use crate::grants::{Capabilities, CapabilityDiff, CapabilityRef, CapabilityRefError, OwnFolders};
 use crate::home::Home;
 use crate::policy::audit::AuditLog;
+use crate::progress::Step;
 use crate::sandbox::engine::sha256_hex;
 use crate::sandbox::{CacheOutcome, Sandbox};
 
@@ -102,8 +100,17 @@ pub enum InstallError {
     /// The lockfile could not be read or written.
     #[error(transparent)]
     Lock(#[from] LockError),
-    /// The plugin asks for an environment variable the host keeps to
-    /// itself.
+    /// The plugin asks for a folder that cannot be granted: the root of
+    /// the file system or one of capstan's own folders, once resolved.
+    #[error("refusing {name}: {source}")]
+    Folder {
+        /// The plugin.
+        name: String,
+        /// Why.
+        source: crate::grants::GrantError,
+    },
+    /// The plugin asks for an environment variable, or declares a secret,
+    /// that the host keeps to itself.
     #[error("refusing {name}: {reason}")]
     ModelKey {
         /// The plugin.
@@ -258,27 +265,8 @@ impl std::fmt::Display for PackageSize {
     }
 }
 
-/// How compile progress is shown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Progress {
-    /// A bar redrawn in place on stderr.
-    Bar,
-    /// One line per component on stderr.
-    Lines,
-    /// Nothing.
-    Quiet,
-}
-
-impl Progress {
-    /// A bar when stderr is a terminal, lines otherwise.
-    pub fn for_stderr() -> Self {
-        if std::io::stderr().is_terminal() {
-            Self::Bar
-        } else {
-            Self::Lines
-        }
-    }
-}
+/// How compile progress is shown: a bar on a terminal, lines otherwise.
+pub use crate::progress::Progress;
 
 /// Installs, updates and removes plugins in a home.
 pub struct Installer<'a> {
@@ -291,6 +279,8 @@ pub struct Installer<'a> {
     /// The variable the user's config names for the model's API key, which
     /// no plugin may be granted.
     model_key: Option<String>,
+    /// capstan's folders, which no folder granted may reach.
+    own: OwnFolders,
     progress: Progress,
 }
 
@@ -309,6 +299,8 @@ struct Prepared {
     digest: String,
     signer: String,
     size: PackageSize,
+    /// Each absolute folder requested, as written, and the folder it is.
+    folders: Vec<(String, PathBuf)>,
 }
 
 impl<'a> Installer<'a> {
@@ -323,6 +315,7 @@ impl<'a> Installer<'a> {
                 .ok()
                 .and_then(|cwd| crate::policy::settings::load(home, &cwd).ok())
                 .and_then(|settings| settings.model.api_key_env),
+            own: sandbox.own_folders().clone(),
             progress,
         }
     }
@@ -356,7 +349,7 @@ impl<'a> Installer<'a> {
             name,
             prepared.manifest.version,
             prepared.signer,
-            describe_request(&prepared.manifest)
+            describe_request(&prepared.manifest, &prepared.folders)
         );
         text.push_str(&describe_skills(&prepared));
         let request = ConsentRequest {
@@ -729,10 +722,18 @@ impl<'a> Installer<'a> {
         let model_keys: Vec<&str> = self.model_key.iter().map(String::as_str).collect();
         manifest
             .capabilities
-            .check_env(&model_keys)
+            .check_reserved(&model_keys)
             .map_err(|e| InstallError::ModelKey {
                 name: manifest.name.clone(),
                 reason: e.to_string(),
+            })
+            .inspect_err(|e| self.record_refusal(&manifest.name, e))?;
+        let folders = manifest
+            .capabilities
+            .resolve_folders(&self.own)
+            .map_err(|source| InstallError::Folder {
+                name: manifest.name.clone(),
+                source,
             })
             .inspect_err(|e| self.record_refusal(&manifest.name, e))?;
         let selected = package::select(&root, &manifest)?;
@@ -777,6 +778,7 @@ impl<'a> Installer<'a> {
             digest,
             signer,
             size,
+            folders,
         })
     }
 
@@ -959,11 +961,16 @@ fn archive_components(archive: &Path) -> Vec<String> {
         return Vec::new();
     };
     let mut found: Vec<(String, Vec<String>)> = Vec::new();
-    for entry in entries {
+    // Raw, as `unpack` reads it: long-name records are not read here at
+    // all (a manifest's path is short), so none can make this hold much.
+    for entry in entries.raw(true) {
         let Ok(mut entry) = entry else {
             break;
         };
         let kind = entry.header().entry_type();
+        if ArchiveExtension::of(kind).is_some() {
+            continue;
+        }
         let Some(rel) = entry.path().ok().and_then(|p| package::relative(&p)) else {
             continue;
         };
@@ -1020,10 +1027,80 @@ fn unpack(archive: &Path, into: &Path) -> Result<(), InstallError> {
     let mut tar = tar::Archive::new(flate2::read::GzDecoder::new(file));
     let mut total = 0u64;
     let mut count = 0usize;
-    for entry in tar.entries().map_err(unreadable)? {
+    // The archive is read raw: long names (GNU `L` entries, PAX `path`
+    // records) are read here, each checked against its cap before a byte
+    // of it is held, instead of by the tar crate, which reads them whole.
+    let mut long_name: Option<Vec<u8>> = None;
+    for entry in tar.entries().map_err(unreadable)?.raw(true) {
         let mut entry = entry.map_err(unreadable)?;
-        let raw = entry.path().map_err(unreadable)?.into_owned();
-        let shown = raw.display().to_string();
+        let kind = entry.header().entry_type();
+        if let Some(extension) = ArchiveExtension::of(kind) {
+            let header_name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+            let size = entry.header().entry_size().map_err(unreadable)?;
+            let cap = extension.cap();
+            if size > cap {
+                return Err(refuse(
+                    &header_name,
+                    &format!(
+                        "is a {} of {size} bytes; at most {cap} are read, so the archive was refused",
+                        extension.name()
+                    ),
+                ));
+            }
+            let mut data = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+            (&mut entry)
+                .take(cap)
+                .read_to_end(&mut data)
+                .map_err(unreadable)?;
+            match extension {
+                ArchiveExtension::GnuLongName => {
+                    while data.last() == Some(&0) {
+                        data.pop();
+                    }
+                    long_name = Some(data);
+                }
+                ArchiveExtension::GnuLongLink => {
+                    return Err(refuse(
+                        &header_name,
+                        "names a link target; packages may hold only plain files and folders",
+                    ));
+                }
+                ArchiveExtension::PaxLocal => {
+                    for record in tar::PaxExtensions::new(&data) {
+                        let record = record.map_err(unreadable)?;
+                        match record.key_bytes() {
+                            b"path" => long_name = Some(record.value_bytes().to_vec()),
+                            b"linkpath" => {
+                                return Err(refuse(
+                                    &header_name,
+                                    "names a link target; packages may hold only plain files and folders",
+                                ));
+                            }
+                            b"size" => {
+                                return Err(refuse(
+                                    &header_name,
+                                    "sets an entry's size in a PAX record, which a plugin package never needs",
+                                ));
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                ArchiveExtension::PaxGlobal => {}
+            }
+            continue;
+        }
+        let name = long_name
+            .take()
+            .unwrap_or_else(|| entry.path_bytes().into_owned());
+        let Ok(name) = String::from_utf8(name) else {
+            return Err(refuse(
+                &String::from_utf8_lossy(&entry.path_bytes()),
+                "has a name that is not UTF-8",
+            ));
+        };
+        let raw = PathBuf::from(&name);
+        let shown = name;
         let mut rel = PathBuf::new();
         for part in raw.components() {
             match part {
@@ -1036,10 +1113,6 @@ fn unpack(archive: &Path, into: &Path) -> Result<(), InstallError> {
                     return Err(refuse(&shown, "has an absolute path"));
                 }
             }
-        }
-        let kind = entry.header().entry_type();
-        if kind.is_pax_global_extensions() || kind.is_pax_local_extensions() {
-            continue;
         }
         if !package::unpack_wanted(&package::relative(&rel).unwrap_or_default(), &components) {
             continue;
@@ -1112,61 +1185,81 @@ fn unpack(archive: &Path, into: &Path) -> Result<(), InstallError> {
     Ok(())
 }
 
-/// Compile progress for one component on stderr.
+/// The most bytes of an entry's name read from an archive (a GNU long-name
+/// entry); real names are far shorter.
+const MAX_ARCHIVE_NAME: u64 = 4096;
+
+/// The most bytes of a PAX record block read from an archive.
+const MAX_ARCHIVE_PAX: u64 = 64 << 10;
+
+/// An archive entry that describes the next one rather than holding a file.
+#[derive(Debug, Clone, Copy)]
+enum ArchiveExtension {
+    /// GNU `L`: the next entry's name.
+    GnuLongName,
+    /// GNU `K`: the next entry's link target.
+    GnuLongLink,
+    /// PAX `x`: records for the next entry.
+    PaxLocal,
+    /// PAX `g`: records for every later entry.
+    PaxGlobal,
+}
+
+impl ArchiveExtension {
+    fn of(kind: tar::EntryType) -> Option<Self> {
+        if kind.is_gnu_longname() {
+            Some(Self::GnuLongName)
+        } else if kind.is_gnu_longlink() {
+            Some(Self::GnuLongLink)
+        } else if kind.is_pax_local_extensions() {
+            Some(Self::PaxLocal)
+        } else if kind.is_pax_global_extensions() {
+            Some(Self::PaxGlobal)
+        } else {
+            None
+        }
+    }
+
+    /// The most bytes of it that are read.
+    fn cap(self) -> u64 {
+        match self {
+            Self::GnuLongName | Self::GnuLongLink => MAX_ARCHIVE_NAME,
+            Self::PaxLocal | Self::PaxGlobal => MAX_ARCHIVE_PAX,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::GnuLongName => "GNU long-name entry",
+            Self::GnuLongLink => "GNU long-link entry",
+            Self::PaxLocal | Self::PaxGlobal => "PAX header",
+        }
+    }
+}
+
+/// Compile progress for one component on stderr: a bar with the elapsed
+/// time while it compiles (on a terminal), then one line saying how it went.
 struct ProgressShown {
     mode: Progress,
     label: String,
-    started: Instant,
-    done: Arc<AtomicBool>,
-    drawer: Option<std::thread::JoinHandle<()>>,
+    step: Step,
 }
 
 impl ProgressShown {
     fn start(mode: Progress, component: &str, index: usize, total: usize) -> Self {
         let label = format!("[{}/{total}] {component}", index + 1);
-        let done = Arc::new(AtomicBool::new(false));
-        let drawer = (mode == Progress::Bar).then(|| {
-            let done = done.clone();
-            let label = label.clone();
-            let started = Instant::now();
-            let filled = index * 20 / total.max(1);
-            std::thread::spawn(move || {
-                let frames = ['|', '/', '-', '\\'];
-                let mut frame = 0;
-                while !done.load(Ordering::Relaxed) {
-                    eprint!(
-                        "\r  compiling {label} [{}{}{}] {:.1}s ",
-                        "=".repeat(filled),
-                        frames[frame % frames.len()],
-                        " ".repeat(19 - filled.min(19)),
-                        started.elapsed().as_secs_f64()
-                    );
-                    frame += 1;
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-            })
-        });
-        Self {
-            mode,
-            label,
-            started: Instant::now(),
-            done,
-            drawer,
-        }
+        let step = mode.start_counted(&format!("compiling {component}"), index, total);
+        Self { mode, label, step }
     }
 
     fn finish(self, outcome: Option<CacheOutcome>) {
-        self.done.store(true, Ordering::Relaxed);
-        if let Some(drawer) = self.drawer {
-            let _ = drawer.join();
-            eprint!("\r\x1b[2K");
-        }
-        if self.mode == Progress::Quiet {
+        let elapsed = self.step.finish();
+        if !self.mode.prints_lines() {
             return;
         }
         let how = match outcome {
             Some(CacheOutcome::Compiled) => {
-                format!("compiled in {:.1}s", self.started.elapsed().as_secs_f64())
+                format!("compiled in {:.1}s", elapsed.as_secs_f64())
             }
             Some(CacheOutcome::Hit) => "already compiled".to_string(),
             None => "refused".to_string(),
@@ -1175,9 +1268,15 @@ impl ProgressShown {
     }
 }
 
-/// A request in plain words, one capability per line, indented.
-pub fn describe_request(manifest: &Manifest) -> String {
-    let mut text = describe_capabilities(&manifest.capabilities);
+/// A request in plain words, one capability per line, indented; each
+/// absolute folder of `folders` that is another folder is named too.
+pub fn describe_request(manifest: &Manifest, folders: &[(String, PathBuf)]) -> String {
+    let mut text: String = manifest
+        .capabilities
+        .describe_resolved(folders)
+        .iter()
+        .map(|line| format!("  {line}\n"))
+        .collect();
     let mut limits = Vec::new();
     if let Some(memory) = manifest.limits.memory {
         limits.push(format!("memory up to {} MiB", memory >> 20));
@@ -1315,6 +1414,46 @@ mod tests {
         }
         builder.into_inner().unwrap().finish().unwrap();
         file
+    }
+
+    #[test]
+    fn long_names_are_read_up_to_their_cap() {
+        // A long name the tar crate writes as a GNU long-name entry.
+        let long = format!("pkg/{}a.wasm", format!("{}/", "d".repeat(50)).repeat(5));
+        let file = tempfile::Builder::new()
+            .suffix(".tar.gz")
+            .tempfile()
+            .unwrap();
+        let gz = flate2::write::GzEncoder::new(file.reopen().unwrap(), flate2::Compression::fast());
+        let mut builder = tar::Builder::new(gz);
+        let mut header = tar::Header::new_gnu();
+        header.set_size(1);
+        header.set_mode(0o644);
+        builder.append_data(&mut header, &long, &b"y"[..]).unwrap();
+        builder.into_inner().unwrap().finish().unwrap();
+        let into = tempfile::tempdir().unwrap();
+        unpack(file.path(), into.path()).unwrap();
+        assert_eq!(std::fs::read(into.path().join(&long)).unwrap(), b"y");
+
+        // One past the cap is refused before it is read.
+        let bomb = tarball(&[(
+            "././@LongLink",
+            &vec![b'a'; MAX_ARCHIVE_NAME as usize + 1],
+            tar::EntryType::GNULongName,
+        )]);
+        let into = tempfile::tempdir().unwrap();
+        let err = unpack(bomb.path(), into.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("GNU long-name entry of 4097 bytes") && err.contains("at most 4096"),
+            "{err}"
+        );
+        let pax = tarball(&[(
+            "pax",
+            &vec![b'a'; MAX_ARCHIVE_PAX as usize + 1],
+            tar::EntryType::XHeader,
+        )]);
+        let err = unpack(pax.path(), into.path()).unwrap_err().to_string();
+        assert!(err.contains("PAX header of 65537 bytes"), "{err}");
     }
 
     #[test]

@@ -41,9 +41,13 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use crate::grants::{self, Access, Capabilities, EnvGrant, FsRequest, SecretGrant};
+use crate::untrusted_folder::UntrustedFolder;
 
 /// The manifest's file name, at the root of a plugin folder.
 pub const MANIFEST_FILE: &str = "plugin.toml";
+
+/// The largest `plugin.toml` read.
+pub const MAX_MANIFEST: usize = 1 << 20;
 
 /// A validated `plugin.toml`.
 #[derive(Debug, Clone, PartialEq)]
@@ -100,6 +104,15 @@ pub enum ManifestError {
         /// Why.
         source: std::io::Error,
     },
+    /// The file cannot be read safely (a link leading out of the package, a
+    /// FIFO, a file too large).
+    #[error("refusing {}: {reason}", path.display())]
+    Refused {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
     /// The file is not valid: the message names the field and line.
     #[error("invalid {}: {message}", path.display())]
     Invalid {
@@ -154,12 +167,38 @@ fn io_reason(err: &std::io::Error) -> String {
 }
 
 impl Manifest {
-    /// Reads `plugin.toml` from a plugin folder.
+    /// Reads `plugin.toml` from a plugin folder, beneath it: a package is
+    /// someone else's, so a manifest that is a symbolic link leading out of
+    /// it, a FIFO or a device, or larger than [`MAX_MANIFEST`], is refused
+    /// rather than read.
     pub fn load(dir: &Path) -> Result<Self, ManifestError> {
         let path = dir.join(MANIFEST_FILE);
-        let text = std::fs::read_to_string(&path).map_err(|source| ManifestError::Unreadable {
+        let refused = |reason: String| ManifestError::Refused {
             path: path.clone(),
-            source,
+            reason,
+        };
+        let folder = UntrustedFolder::open(dir)
+            .map_err(|e| refused(e.to_string()))?
+            .ok_or_else(|| ManifestError::Unreadable {
+                path: path.clone(),
+                source: std::io::ErrorKind::NotFound.into(),
+            })?;
+        let read = folder
+            .read(Path::new(MANIFEST_FILE), MAX_MANIFEST)
+            .map_err(|e| refused(e.to_string()))?
+            .ok_or_else(|| ManifestError::Unreadable {
+                path: path.clone(),
+                source: std::io::ErrorKind::NotFound.into(),
+            })?;
+        if read.more {
+            return Err(refused(format!(
+                "it is larger than {} KiB",
+                MAX_MANIFEST / 1024
+            )));
+        }
+        let text = String::from_utf8(read.bytes).map_err(|_| ManifestError::Unreadable {
+            path: path.clone(),
+            source: std::io::ErrorKind::InvalidData.into(),
         })?;
         Self::parse(&text, &path)
     }
@@ -1277,5 +1316,26 @@ timeout = "20s"
             err.starts_with("invalid /p/plugin.toml: unknown key `netw`"),
             "{err}"
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_manifest_leading_out_of_its_package_or_a_fifo_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let package = dir.path().join("pkg");
+        std::fs::create_dir(&package).unwrap();
+        std::fs::write(dir.path().join("elsewhere.toml"), WEATHER).unwrap();
+        std::os::unix::fs::symlink("../elsewhere.toml", package.join(MANIFEST_FILE)).unwrap();
+        let err = Manifest::load(&package).unwrap_err();
+        assert!(matches!(err, ManifestError::Refused { .. }), "{err}");
+        assert!(err.to_string().contains("leads outside"), "{err}");
+        std::fs::remove_file(package.join(MANIFEST_FILE)).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(package.join(MANIFEST_FILE))
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let err = Manifest::load(&package).unwrap_err();
+        assert!(err.to_string().contains("a FIFO"), "{err}");
     }
 }

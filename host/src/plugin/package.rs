@@ -10,9 +10,12 @@
 //! - the files its `[package] include` patterns name.
 //!
 //! Of the skills and included files, these are left out: hidden files and
-//! folders (`.git/`, `.capstan/`, ...), the folders `target/`,
-//! `node_modules/` and `__pycache__/` anywhere, whatever a `.gitignore` in
-//! the folder (or a subfolder) ignores, and what `[package] exclude` names.
+//! folders (`.git/`, `.capstan/`, `.pytest_cache/`, `.venv/`, ...), the
+//! folders `target/`, `node_modules/` and `__pycache__/` anywhere, Python
+//! virtual environments (a folder holding `pyvenv.cfg`) whatever their
+//! name, compiled Python files (`*.pyc`, `*.pyo`), whatever a `.gitignore`
+//! in the folder (or a subfolder) ignores, and what `[package] exclude`
+//! names.
 //! Links and special files are refused only where they would be packaged;
 //! elsewhere (cargo's `target/`, a virtual environment) they are passed by.
 
@@ -27,6 +30,27 @@ use crate::skills::claude_plugin::IMPORT_NOTES;
 /// Folders never packaged (unless they hold a listed component): build
 /// outputs, dependencies and caches.
 pub const SKIPPED_FOLDERS: [&str; 4] = ["target", "node_modules", "__pycache__", ".capstan"];
+
+/// Endings of files never packaged: compiled Python, which the interpreter
+/// rebuilds (and which differs between Python versions).
+pub const SKIPPED_FILE_ENDINGS: [&str; 2] = [".pyc", ".pyo"];
+
+/// The file that marks a folder as a Python virtual environment (`python3
+/// -m venv`), which is never packaged whatever the folder is called.
+const VIRTUALENV_MARKER: &str = "pyvenv.cfg";
+
+/// Whether the folder `name` at `path` is never packaged: a build output,
+/// dependencies, a cache or a virtual environment.
+fn is_skipped_folder(name: &str, path: &Path) -> bool {
+    SKIPPED_FOLDERS.contains(&name) || path.join(VIRTUALENV_MARKER).is_file()
+}
+
+/// Whether the file `name` is never packaged.
+fn is_skipped_file(name: &str) -> bool {
+    SKIPPED_FILE_ENDINGS
+        .iter()
+        .any(|ending| name.ends_with(ending))
+}
 
 /// Whether `rel` (a `/`-separated path inside a package) lies in a folder
 /// that is never packaged.
@@ -292,7 +316,10 @@ fn walk(
         }
         let path = entry.path();
         let kind = entry.file_type().map_err(io("inspect", &path))?;
-        if kind.is_dir() && SKIPPED_FOLDERS.contains(&name.as_str()) {
+        if kind.is_dir() && is_skipped_folder(&name, &path) {
+            return Ok(());
+        }
+        if !kind.is_dir() && is_skipped_file(&name) {
             return Ok(());
         }
         let child = if rel.is_empty() {
@@ -391,6 +418,8 @@ mod tests {
         write(root, "Cargo.toml", "[package]");
         write(root, "skills/tidy/SKILL.md", "skill");
         write(root, "skills/tidy/__pycache__/x.pyc", "cache");
+        write(root, "skills/tidy/old.pyc", "python 2 cache");
+        write(root, "skills/tidy/.pytest_cache/v/cache/lastfailed", "{}");
         write(root, "skills/tidy/scratch.tmp", "ignored");
         write(root, "skills/tidy/notes/keep.tmp", "re-included");
         write(root, ".gitignore", "*.tmp\n!notes/keep.tmp\n");
@@ -398,6 +427,8 @@ mod tests {
         write(root, "node_modules/x/index.js", "dependency");
         write(root, "data/table.csv", "a,b");
         write(root, "data/drafts/old.csv", "old");
+        write(root, "data/env/pyvenv.cfg", "home = /usr/bin");
+        write(root, "data/env/lib/site.py", "a virtual environment");
         write(root, "LICENSE", "license");
         let files = select(
             root,

@@ -37,6 +37,7 @@ use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -97,7 +98,8 @@ pub enum AuditError {
     },
 }
 
-/// Who caused a record: a plugin's call.
+/// Who caused a record: a plugin's call. Clones share the call's allowance
+/// of [`MAX_RECORDS_PER_CALL`] records.
 #[derive(Debug, Clone)]
 pub struct AuditScope {
     /// Where records go.
@@ -108,6 +110,20 @@ pub struct AuditScope {
     pub call_id: String,
     /// The agent session, if the call was made in one.
     pub session_id: Option<String>,
+    /// The call's records: written, and dropped past the allowance.
+    counts: Arc<RecordCounts>,
+}
+
+/// The most records one call may write. A plugin can cause a record per
+/// file it opens or request it tries, thousands a second; past this many
+/// the rest are counted, and [`AuditScope::close`] records how many were
+/// dropped.
+pub const MAX_RECORDS_PER_CALL: u64 = 10_000;
+
+#[derive(Debug, Default)]
+struct RecordCounts {
+    written: AtomicU64,
+    dropped: AtomicU64,
 }
 
 /// One capability decision.
@@ -145,6 +161,20 @@ pub enum AuditEvent {
     EnvRead {
         /// Their names.
         names: Vec<String>,
+    },
+    /// A name lookup (`wasi:sockets/ip-name-lookup`) was refused: plugins
+    /// never resolve names themselves.
+    NameLookupRefused {
+        /// The name the plugin tried to resolve.
+        name: String,
+    },
+    /// The call caused more records than one call may write
+    /// ([`MAX_RECORDS_PER_CALL`]); this many more were not written.
+    RecordsDropped {
+        /// How many records were dropped.
+        dropped: u64,
+        /// How many one call may write.
+        limit: u64,
     },
     /// A secret was added to a request, as a header.
     SecretInjected {
@@ -199,15 +229,11 @@ impl AuditLog {
     /// append.
     pub fn record_refusal(path: &Path, plugin: &str, stage: &str, reason: &str) {
         match Self::open(path) {
-            Ok(log) => AuditScope {
-                log,
-                plugin: plugin.to_string(),
-                call_id: stage.to_string(),
-                session_id: None,
+            Ok(log) => {
+                AuditScope::new(log, plugin, stage, None).record(AuditEvent::PluginRefused {
+                    reason: reason.to_string(),
+                })
             }
-            .record(AuditEvent::PluginRefused {
-                reason: reason.to_string(),
-            }),
             Err(error) => eprintln!("capstan: {error}"),
         }
     }
@@ -219,17 +245,13 @@ impl AuditLog {
     /// this process. A log that cannot be opened is reported on stderr.
     pub fn record_change(path: &Path, plugin: &str, command: &str, change: &str, source: &str) {
         match Self::open(path) {
-            Ok(log) => AuditScope {
-                log,
-                plugin: plugin.to_string(),
-                call_id: command.to_string(),
-                session_id: None,
+            Ok(log) => {
+                AuditScope::new(log, plugin, command, None).record(AuditEvent::PluginChanged {
+                    change: change.to_string(),
+                    source: source.to_string(),
+                    user: current_user(),
+                })
             }
-            .record(AuditEvent::PluginChanged {
-                change: change.to_string(),
-                source: source.to_string(),
-                user: current_user(),
-            }),
             Err(error) => eprintln!("capstan: {error}"),
         }
     }
@@ -550,14 +572,49 @@ impl Drop for Inner {
 }
 
 impl AuditScope {
+    /// The scope of call `call_id` of `plugin`, in agent session
+    /// `session_id` if any, recording into `log`.
+    pub fn new(log: AuditLog, plugin: &str, call_id: &str, session_id: Option<&str>) -> Self {
+        Self {
+            log,
+            plugin: plugin.to_string(),
+            call_id: call_id.to_string(),
+            session_id: session_id.map(str::to_string),
+            counts: Arc::default(),
+        }
+    }
+
     /// Appends one record. Never fails the call: a log that cannot be
-    /// written is reported on stderr (once per log).
+    /// written is reported on stderr (once per log). Past
+    /// [`MAX_RECORDS_PER_CALL`] records of this call, the record is only
+    /// counted; [`AuditScope::close`] records how many were dropped.
     ///
     /// A record is one JSON object per line with `plugin`, `call_id`,
     /// `session_id`, `kind` and the event's own fields at the top level,
     /// plus the chaining fields described in the module documentation.
     pub fn record(&self, event: AuditEvent) {
+        let written = self.counts.written.fetch_add(1, Ordering::Relaxed);
+        if written >= MAX_RECORDS_PER_CALL {
+            self.counts.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
         self.log.append(self, &event);
+    }
+
+    /// Ends the call's records: if some were dropped, one more record says
+    /// how many. Records after this start a new allowance.
+    pub fn close(&self) {
+        let dropped = self.counts.dropped.swap(0, Ordering::Relaxed);
+        self.counts.written.store(0, Ordering::Relaxed);
+        if dropped > 0 {
+            self.log.append(
+                self,
+                &AuditEvent::RecordsDropped {
+                    dropped,
+                    limit: MAX_RECORDS_PER_CALL,
+                },
+            );
+        }
     }
 }
 
@@ -1065,12 +1122,7 @@ mod tests {
     use super::*;
 
     fn scope(log: &AuditLog, plugin: &str, call: &str) -> AuditScope {
-        AuditScope {
-            log: log.clone(),
-            plugin: plugin.into(),
-            call_id: call.into(),
-            session_id: Some("s-1".into()),
-        }
+        AuditScope::new(log.clone(), plugin, call, Some("s-1"))
     }
 
     fn opened(path: &str) -> AuditEvent {

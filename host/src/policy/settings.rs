@@ -27,6 +27,7 @@
 //! api_key_env = "ANTHROPIC_API_KEY"
 //! max_tokens = 8192
 //! context_window = 200000  # when to compact; known for most models
+//! response_timeout = "300s" # how long to wait for a response to start
 //!
 //! [permissions]
 //! mode = "default"
@@ -43,6 +44,7 @@ use serde::Deserialize;
 use super::{Layer, Mode, Rule, RuleKind};
 use crate::home::Home;
 use crate::session::workspace_key;
+use crate::untrusted_folder::UntrustedFolder;
 
 /// The model settings, merged over the layers; `None` where no file set one.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -62,6 +64,11 @@ pub struct ModelSettings {
     /// conversation before it fills up (0 turns that off). By default it is
     /// known from the model's family, else 128k.
     pub context_window: Option<u64>,
+    /// How long to wait, after sending a request, for the server to start
+    /// its response (`300s`, `2m`); a request left unanswered longer is
+    /// retried, then fails. Like `base_url`, only the user's own configs
+    /// set it.
+    pub response_timeout: Option<String>,
 }
 
 impl ModelSettings {
@@ -74,6 +81,7 @@ impl ModelSettings {
             api_key_env,
             max_tokens,
             context_window,
+            response_timeout,
         } = other;
         self.provider = provider.or(self.provider.take());
         self.name = name.or(self.name.take());
@@ -81,6 +89,7 @@ impl ModelSettings {
         self.api_key_env = api_key_env.or(self.api_key_env.take());
         self.max_tokens = max_tokens.or(self.max_tokens.take());
         self.context_window = context_window.or(self.context_window.take());
+        self.response_timeout = response_timeout.or(self.response_timeout.take());
     }
 }
 
@@ -196,7 +205,7 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
     }
 
     let project_path = project_config_file(&workspace);
-    if let Some(file) = read(&project_path)? {
+    if let Some(file) = read_project(&workspace, &project_path, &mut settings.warnings)? {
         let shown = project_path.display();
         let SettingsFile {
             model, permissions, ..
@@ -208,11 +217,13 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
             api_key_env,
             max_tokens,
             context_window,
+            response_timeout,
         } = model;
         let ignored: Vec<&str> = [
             ("provider", provider.is_some()),
             ("base_url", base_url.is_some()),
             ("api_key_env", api_key_env.is_some()),
+            ("response_timeout", response_timeout.is_some()),
         ]
         .into_iter()
         .filter_map(|(key, set)| set.then_some(key))
@@ -340,7 +351,7 @@ pub fn remove_rule(path: &Path, kind: RuleKind, rule: &Rule) -> Result<bool, Set
             })?;
     let Some(rules) = doc
         .get_mut("permissions")
-        .and_then(|permissions| permissions.get_mut(&kind.to_string()))
+        .and_then(|permissions| permissions.get_mut(kind.to_string()))
         .and_then(toml_edit::Item::as_array_mut)
     else {
         return Ok(false);
@@ -380,12 +391,58 @@ fn read(path: &Path) -> Result<Option<SettingsFile>, SettingsError> {
             });
         }
     };
-    toml::from_str(&text)
-        .map(Some)
-        .map_err(|e: toml::de::Error| SettingsError::Parse {
-            path: path.to_path_buf(),
-            message: e.to_string().trim_end().to_string(),
-        })
+    parse(&text, path).map(Some)
+}
+
+/// Parses a settings file's text; `path` names it in errors.
+fn parse(text: &str, path: &Path) -> Result<SettingsFile, SettingsError> {
+    toml::from_str(text).map_err(|e: toml::de::Error| SettingsError::Parse {
+        path: path.to_path_buf(),
+        message: e.to_string().trim_end().to_string(),
+    })
+}
+
+/// The most bytes of a project config read.
+const MAX_PROJECT_CONFIG: usize = 256 * 1024;
+
+/// The project config of `workspace` (at `path`), parsed, or `None` when it
+/// does not exist. A repository is someone else's: the file is read
+/// beneath the workspace ([`UntrustedFolder`]), so one that is a symbolic
+/// link leading out of it, a FIFO or a device, or larger than
+/// [`MAX_PROJECT_CONFIG`], is skipped with a warning in `warnings` rather
+/// than read.
+fn read_project(
+    workspace: &Path,
+    path: &Path,
+    warnings: &mut Vec<String>,
+) -> Result<Option<SettingsFile>, SettingsError> {
+    let rel = path.strip_prefix(workspace).unwrap_or(path);
+    let read = UntrustedFolder::open(workspace)
+        .and_then(|folder| folder.map_or(Ok(None), |f| f.read(rel, MAX_PROJECT_CONFIG)));
+    let read = match read {
+        Ok(Some(read)) => read,
+        Ok(None) => return Ok(None),
+        Err(err) => {
+            warnings.push(format!(
+                "skipped the project config {}: {err}",
+                path.display()
+            ));
+            return Ok(None);
+        }
+    };
+    if read.more {
+        warnings.push(format!(
+            "skipped the project config {}: it is larger than {} KiB",
+            path.display(),
+            MAX_PROJECT_CONFIG / 1024
+        ));
+        return Ok(None);
+    }
+    let text = String::from_utf8(read.bytes).map_err(|_| SettingsError::Parse {
+        path: path.to_path_buf(),
+        message: "it is not UTF-8 text".to_string(),
+    })?;
+    parse(&text, path).map(Some)
 }
 
 fn push_rules(rules: &mut Vec<(RuleKind, Rule, Layer)>, section: PermissionsSection, layer: Layer) {

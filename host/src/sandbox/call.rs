@@ -4,14 +4,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use wasmtime::component::ResourceTable;
+use wasmtime::component::{ResourceTable, ResourceTableError};
 use wasmtime::{Store, Trap, UpdateDeadline};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
-use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+use wasmtime_wasi_http::{FieldMapError, WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use super::error::CallError;
-use super::host_api::{EventSink, LogLevel, PluginEvent};
+use super::host_api::{EventSink, LogLevel, PluginEvent, ReportBudget};
 use super::limits::{Limits, MemoryCap};
 use super::warm::Retirer;
 use crate::grants::Grants;
@@ -29,12 +29,14 @@ const CAPTURE_LIMIT: usize = 64 << 10;
 pub enum FileIo {
     /// On the thread running the call. File operations are short local-disk
     /// calls, and this avoids a hop to another thread per operation, which
-    /// otherwise dominates the cost of a small tool call. The default.
+    /// otherwise dominates the cost of a small tool call. What could block
+    /// for ever — opening a named pipe or a device — is refused before it
+    /// is opened ([`crate::grants::fs::openable`]). The default.
     #[default]
     CurrentThread,
     /// On tokio's blocking pool, one hop per operation. Slower, but a call
-    /// stuck in a file operation (a FIFO, a hung network mount) cannot hold
-    /// up the thread, so its deadline still ends it.
+    /// stuck in a file operation (a hung network mount) cannot hold up the
+    /// thread, so its deadline still ends it.
     BlockingPool,
 }
 
@@ -61,6 +63,8 @@ pub struct CallState {
     pub(super) memory: MemoryCap,
     pub(super) plugin: Arc<str>,
     pub(super) events: Option<EventSink>,
+    /// The log lines and progress reports sent so far.
+    pub(super) reports: ReportBudget,
     /// Where this call's capability decisions are recorded.
     pub(crate) audit: Option<crate::policy::audit::AuditScope>,
     http: WasiHttpCtx,
@@ -78,6 +82,7 @@ impl CallState {
             memory: MemoryCap::new(0),
             plugin: plugin.clone(),
             events: None,
+            reports: ReportBudget::default(),
             audit: None,
             http: WasiHttpCtx::new(),
             net: NetHooks::new(&[], &[]),
@@ -92,7 +97,7 @@ impl CallState {
     }
 
     /// Notes a call into the host.
-    pub(super) fn touch(&mut self) {
+    pub(crate) fn touch(&mut self) {
         self.touched = true;
     }
 
@@ -199,6 +204,9 @@ impl PreparedCall {
         outcome: Result<wasmtime::Result<R>, tokio::time::error::Elapsed>,
     ) -> Result<R, CallError> {
         let result = self.result(outcome);
+        if let Some(audit) = &self.store.data().audit {
+            audit.close();
+        }
         if let Some(retirer) = self.retirer.take() {
             retirer.retire(self.store);
         }
@@ -227,6 +235,25 @@ impl PreparedCall {
                 plugin,
                 limit: self.limits.memory,
             });
+        }
+        // What the host holds for the plugin is bounded too (see
+        // `call_state`); running into those bounds traps.
+        for cause in err.chain() {
+            if let Some(ResourceTableError::Full) = cause.downcast_ref::<ResourceTableError>() {
+                return Err(CallError::HostResources {
+                    plugin,
+                    limit: self.limits.host_resources(),
+                    memory: self.limits.memory,
+                });
+            }
+            if let Some(FieldMapError::TotalSizeTooBig | FieldMapError::TooManyFields) =
+                cause.downcast_ref::<FieldMapError>()
+            {
+                return Err(CallError::HeadersTooLarge {
+                    plugin,
+                    limit: Limits::FIELDS_BYTES,
+                });
+            }
         }
         match err.downcast_ref::<Trap>() {
             Some(Trap::Interrupt) => Err(CallError::Timeout {
@@ -258,6 +285,9 @@ impl PreparedCall {
             return;
         };
         let plugin = &self.store.data().plugin;
+        if let Some(notice) = self.store.data().reports.dropped_notice() {
+            sink(plugin, notice);
+        }
         let stdout = self.stdout.contents();
         for (stream, text) in [
             ("stdout", String::from_utf8_lossy(&stdout).as_ref()),
@@ -287,15 +317,9 @@ fn call_state(
 ) -> Result<(CallState, MemoryOutputPipe, MemoryOutputPipe), CallError> {
     let stdout = MemoryOutputPipe::new(CAPTURE_LIMIT);
     let stderr = MemoryOutputPipe::new(CAPTURE_LIMIT);
-    let audit = options
-        .audit
-        .clone()
-        .map(|log| crate::policy::audit::AuditScope {
-            log,
-            plugin: plugin.to_string(),
-            call_id: call_id.to_string(),
-            session_id: options.session_id.clone(),
-        });
+    let audit = options.audit.clone().map(|log| {
+        crate::policy::audit::AuditScope::new(log, plugin, call_id, options.session_id.as_deref())
+    });
     // Exactly the granted variables that are set now; nothing else.
     let env = options.grants.env_values();
     let mut builder = WasiCtxBuilder::new();
@@ -321,14 +345,21 @@ fn call_state(
             plugin: plugin.to_string(),
             reason: e.to_string(),
         })?;
+    // What the plugin can make the host hold for it is bounded by its
+    // memory limit: so many resources, each HTTP fields object so large.
+    let mut table = ResourceTable::new();
+    table.set_max_capacity(options.limits.host_resources());
+    let mut http = WasiHttpCtx::new();
+    http.set_field_size_limit(Limits::FIELDS_BYTES);
     let state = CallState {
         wasi,
-        table: ResourceTable::new(),
+        table,
         memory: MemoryCap::holding(options.limits.memory, used),
         plugin: plugin.clone(),
         events: options.events.clone(),
+        reports: ReportBudget::default(),
         audit,
-        http: WasiHttpCtx::new(),
+        http,
         net: NetHooks::new(&options.grants.net, &options.grants.secrets),
         touched: false,
     };

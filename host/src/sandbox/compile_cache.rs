@@ -1,16 +1,24 @@
 //! Compiled components on disk, so Cranelift runs once per component.
 //!
-//! An entry is keyed by the component's SHA-256 and the engine fingerprint:
-//! `<sha256>-<engine>.cwasm` holds the artifact exactly as wasmtime wrote
-//! it, so it can be mapped into memory rather than copied, and
-//! `<sha256>-<engine>.cwasm.b3` holds its BLAKE3 digest and the identity of
-//! the file the digest was checked against (device, inode, size and change
-//! time, which every write to the file moves on). A load whose artifact
-//! still has that identity maps it straight away; any other is hashed
-//! first, so a truncated, altered or replaced artifact is recompiled rather
-//! than handed to wasmtime. Both files are written to temporary files and
-//! renamed into place, so readers never see half a file and concurrent
-//! processes can share one cache.
+//! An entry is keyed by the component's SHA-256, the engine fingerprint and
+//! the cache key's id: `<sha256>-<engine>-<key id>.cwasm` holds the artifact
+//! as wasmtime serialized it, followed by a 32-byte keyed BLAKE3 MAC of the
+//! component's hash, the engine fingerprint and the artifact. The key
+//! ([`CacheKey`]) is kept in capstan's data folder, beside the lockfile,
+//! where no grant reaches ([`crate::grants::fs::OwnFolders`]); so a process
+//! that can write the cache folder but not the data folder still cannot
+//! make capstan run an artifact of its own: without the key it cannot
+//! compute the MAC, and an artifact moved under another component's name
+//! fails the MAC, which binds the name's hash.
+//!
+//! A load reads the whole file into memory (at most [`MAX_ARTIFACT`]), checks
+//! the MAC over exactly those bytes, and hands wasmtime the bytes it checked.
+//! Nothing is mapped from the file, so a file truncated or rewritten by
+//! anyone — before, during or after the check — can neither crash capstan
+//! (a mapped file cut short faults with SIGBUS) nor slip in unchecked bytes:
+//! a damaged entry is compiled again. Entries are written to a temporary
+//! file and renamed into place, so readers never see half a file and
+//! concurrent processes can share one cache.
 
 use std::fs;
 use std::io::Write;
@@ -21,6 +29,13 @@ use wasmtime::component::Component;
 
 use super::engine::fingerprint;
 use super::error::LoadError;
+use crate::untrusted_folder::UntrustedFolder;
+
+/// The largest artifact read back (a Python component's is tens of MiB).
+pub const MAX_ARTIFACT: usize = 1 << 30;
+
+/// The length of the MAC after the artifact.
+const MAC_LEN: usize = 32;
 
 /// Where a component came from when loading it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,27 +46,136 @@ pub enum CacheOutcome {
     Compiled,
 }
 
-/// A folder of compiled components for one engine.
+/// The secret key that signs compiled components, and its public id.
+#[derive(Clone)]
+pub struct CacheKey {
+    key: [u8; 32],
+    id: String,
+}
+
+impl std::fmt::Debug for CacheKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CacheKey")
+            .field("id", &self.id)
+            .field("key", &"<secret>")
+            .finish()
+    }
+}
+
+impl CacheKey {
+    /// The key kept in the file at `path`, made (from the system's random
+    /// source, readable by the user alone) if there is none yet.
+    pub fn load_or_create(path: &Path) -> Result<Self, LoadError> {
+        match Self::read(path)? {
+            Some(key) => Ok(key),
+            None => {
+                Self::create(path)?;
+                Self::read(path)?.ok_or_else(|| LoadError::Io {
+                    action: "cannot read the compile cache key",
+                    path: path.to_path_buf(),
+                    source: std::io::ErrorKind::NotFound.into(),
+                })
+            }
+        }
+    }
+
+    fn from_bytes(key: [u8; 32]) -> Self {
+        let id = blake3::derive_key("capstan compile cache key id v1", &key);
+        Self {
+            key,
+            id: blake3::Hash::from(id).to_hex()[..16].to_string(),
+        }
+    }
+
+    fn read(path: &Path) -> Result<Option<Self>, LoadError> {
+        let text = match fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(LoadError::Io {
+                    action: "cannot read the compile cache key",
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        let key = blake3::Hash::from_hex(text.trim()).map_err(|_| LoadError::Io {
+            action: "the compile cache key is damaged (delete it: capstan makes a new one and compiles components again)",
+            path: path.to_path_buf(),
+            source: std::io::ErrorKind::InvalidData.into(),
+        })?;
+        Ok(Some(Self::from_bytes(*key.as_bytes())))
+    }
+
+    /// Writes a fresh key, unless another process got there first.
+    fn create(path: &Path) -> Result<(), LoadError> {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).map_err(|e| LoadError::Io {
+            action: "cannot make a compile cache key",
+            path: path.to_path_buf(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let io = |action| {
+            move |source| LoadError::Io {
+                action,
+                path: path.to_path_buf(),
+                source,
+            }
+        };
+        fs::create_dir_all(dir).map_err(io("cannot create the folder of"))?;
+        // A temporary file is made readable by its owner alone.
+        let mut temp = tempfile::Builder::new()
+            .tempfile_in(dir)
+            .map_err(io("cannot write"))?;
+        writeln!(temp, "{}", blake3::Hash::from(key).to_hex()).map_err(io("cannot write"))?;
+        match temp.persist_noclobber(path) {
+            Ok(_) => Ok(()),
+            // Another process made it first: use theirs.
+            Err(e) if e.error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(io("cannot store")(e.error)),
+        }
+    }
+}
+
+/// A folder of compiled components for one engine, signed with one key.
 #[derive(Debug, Clone)]
 pub struct CompileCache {
     dir: PathBuf,
     engine_key: String,
+    key: CacheKey,
 }
 
 impl CompileCache {
-    /// A cache in `dir` for artifacts of `engine`. The folder is created on
-    /// first write.
-    pub fn new(dir: PathBuf, engine: &Engine) -> Self {
+    /// A cache in `dir` for artifacts of `engine`, signed with `key`. The
+    /// folder is created on first write.
+    pub fn new(dir: PathBuf, engine: &Engine, key: CacheKey) -> Self {
         Self {
             dir,
             engine_key: fingerprint(engine),
+            key,
         }
     }
 
     /// The file holding the artifact of the component with this hash.
     pub fn entry_path(&self, component_sha256: &str) -> PathBuf {
-        self.dir
-            .join(format!("{component_sha256}-{}.cwasm", self.engine_key))
+        self.dir.join(format!(
+            "{component_sha256}-{}-{}.cwasm",
+            self.engine_key, self.key.id
+        ))
+    }
+
+    /// The MAC of `artifact` as the compiled form of component `sha256`.
+    fn mac(&self, sha256: &str, artifact: &[u8]) -> blake3::Hash {
+        let mut hasher = blake3::Hasher::new_keyed(&self.key.key);
+        hasher.update(b"capstan compile cache v1\0");
+        hasher.update(sha256.as_bytes());
+        hasher.update(b"\0");
+        hasher.update(self.engine_key.as_bytes());
+        hasher.update(b"\0");
+        // Large (Python, JavaScript) artifacts are hashed on every core.
+        hasher.update_rayon(artifact);
+        hasher.finalize()
     }
 
     /// Loads the compiled form of `wasm` (whose SHA-256 is `sha256`),
@@ -64,20 +188,52 @@ impl CompileCache {
         sha256: &str,
         origin: &str,
     ) -> Result<(Component, CacheOutcome), LoadError> {
-        let path = self.entry_path(sha256);
-        if let Some(component) = read_entry(engine, &path) {
+        if let Some(component) = self.read_entry(engine, sha256) {
             return Ok((component, CacheOutcome::Hit));
         }
         let component = compile(engine, wasm, origin)?;
         // A cache that cannot be written only costs time; say so and go on.
-        if let Err(err) = self.write_entry(&path, &component) {
+        if let Err(err) = self.write_entry(sha256, &component) {
             eprintln!("capstan: warning: {err}; the component will be compiled again next time");
         }
         Ok((component, CacheOutcome::Compiled))
     }
 
-    fn write_entry(&self, path: &Path, component: &Component) -> Result<(), LoadError> {
-        let artifact = component.serialize().map_err(|e| {
+    /// Reads and checks the entry of component `sha256`. Anything wrong
+    /// with it (missing, not a regular file, too large, truncated, altered,
+    /// signed with another key, built by another engine) means "not
+    /// cached".
+    fn read_entry(&self, engine: &Engine, sha256: &str) -> Option<Component> {
+        let path = self.entry_path(sha256);
+        let folder = UntrustedFolder::open(&self.dir).ok()??;
+        let read = folder
+            .read(Path::new(path.file_name()?), MAX_ARTIFACT + MAC_LEN)
+            .ok()??;
+        if read.more || read.bytes.len() < MAC_LEN {
+            return None;
+        }
+        let (artifact, mac) = read.bytes.split_at(read.bytes.len() - MAC_LEN);
+        let mac: [u8; MAC_LEN] = mac.try_into().ok()?;
+        // `Hash` compares in constant time.
+        if self.mac(sha256, artifact) != blake3::Hash::from(mac) {
+            return None;
+        }
+        // SAFETY: wasmtime requires that deserialized bytes were produced by
+        // `Component::serialize` of a compatible engine. These bytes carry a
+        // MAC made with a key only capstan holds (in its data folder, which
+        // no grant reaches) and only `write_entry` uses, over the output of
+        // `Component::serialize` for this component hash and this engine
+        // fingerprint; and they are the very bytes checked just above, in
+        // capstan's memory, so no change to the file after the check can
+        // reach wasmtime. wasmtime also checks the engine compatibility
+        // header and returns an error (not UB) on a mismatch.
+        #[allow(unsafe_code)]
+        let component = unsafe { Component::deserialize(engine, artifact) };
+        component.ok()
+    }
+
+    fn write_entry(&self, sha256: &str, component: &Component) -> Result<(), LoadError> {
+        let mut artifact = component.serialize().map_err(|e| {
             LoadError::Engine(format!("cannot serialize a compiled component: {e:#}"))
         })?;
         fs::create_dir_all(&self.dir).map_err(|source| LoadError::Io {
@@ -85,153 +241,31 @@ impl CompileCache {
             path: self.dir.clone(),
             source,
         })?;
-        let digest = blake3::hash(&artifact).to_hex();
-        // The artifact first: a digest never names an artifact not yet there.
-        write_atomically(&self.dir, path, &artifact)?;
-        // Just written: too new to be trusted by identity (see `SETTLED`);
-        // the first load after it has settled hashes it and records it.
-        let record = Record {
-            digest: digest.to_string(),
-            identity: None,
-        };
-        write_atomically(&self.dir, &digest_path(path), record.to_text().as_bytes())
+        let mac = self.mac(sha256, &artifact);
+        artifact.extend_from_slice(mac.as_bytes());
+        write_atomically(&self.dir, &self.entry_path(sha256), &artifact)
     }
 
-    /// Removes the entry for a component, if there is one.
+    /// Removes every entry for a component (whatever the engine or key that
+    /// made it), if there is one.
     pub fn remove(&self, component_sha256: &str) -> std::io::Result<()> {
-        let path = self.entry_path(component_sha256);
-        for file in [digest_path(&path), path] {
-            match fs::remove_file(file) {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let prefix = format!("{component_sha256}-");
+        for entry in entries.flatten() {
+            if !entry.file_name().to_string_lossy().starts_with(&prefix) {
+                continue;
+            }
+            match fs::remove_file(entry.path()) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
                 _ => {}
             }
         }
         Ok(())
     }
-}
-
-/// The file holding an artifact's digest.
-fn digest_path(artifact: &Path) -> PathBuf {
-    let mut name = artifact.as_os_str().to_owned();
-    name.push(".b3");
-    PathBuf::from(name)
-}
-
-/// What the `.b3` file beside an artifact says of it.
-#[derive(Debug, PartialEq, Eq)]
-struct Record {
-    /// The artifact's BLAKE3 digest, in hexadecimal.
-    digest: String,
-    /// The identity of the file the digest was last checked against.
-    identity: Option<String>,
-}
-
-impl Record {
-    /// Parses `DIGEST` or `DIGEST\nIDENTITY`.
-    fn parse(text: &str) -> Option<Self> {
-        let mut lines = text.lines();
-        let digest = lines.next()?.trim();
-        if digest.len() != 64 || !digest.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return None;
-        }
-        let identity = lines.next().map(str::trim).filter(|s| !s.is_empty());
-        Some(Self {
-            digest: digest.to_string(),
-            identity: identity.map(str::to_string),
-        })
-    }
-
-    fn to_text(&self) -> String {
-        match &self.identity {
-            Some(identity) => format!("{}\n{identity}\n", self.digest),
-            None => format!("{}\n", self.digest),
-        }
-    }
-}
-
-/// How old a file's last change must be before its identity is recorded as
-/// checked. File times come from a coarse clock (a few milliseconds, a
-/// second on some file systems), so a write landing in the same tick as the
-/// check could leave every field as it was; only an identity older than
-/// that is trusted.
-const SETTLED: std::time::Duration = std::time::Duration::from_secs(2);
-
-/// The file's identity — its device, inode, size and change time: any write
-/// to it, a truncation, or another file renamed into its place changes one
-/// of them — and how long ago it last changed. None where the platform does
-/// not say.
-fn identity_and_age(path: &Path) -> Option<(String, std::time::Duration)> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let meta = fs::metadata(path).ok()?;
-        let changed = std::time::UNIX_EPOCH
-            + std::time::Duration::new(
-                u64::try_from(meta.ctime()).ok()?,
-                u32::try_from(meta.ctime_nsec()).ok()?,
-            );
-        let age = std::time::SystemTime::now()
-            .duration_since(changed)
-            .unwrap_or_default();
-        let identity = format!(
-            "{} {} {} {}.{:09}",
-            meta.dev(),
-            meta.ino(),
-            meta.size(),
-            meta.ctime(),
-            meta.ctime_nsec()
-        );
-        Some((identity, age))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = path;
-        None
-    }
-}
-
-/// Reads and checks an entry. Anything wrong with it (missing, damaged,
-/// built by another engine) means "not cached".
-fn read_entry(engine: &Engine, path: &Path) -> Option<Component> {
-    let record = Record::parse(&fs::read_to_string(digest_path(path)).ok()?)?;
-    let now = identity_and_age(path);
-    let unchanged =
-        matches!((&now, &record.identity), (Some((now, _)), Some(checked)) if now == checked);
-    if !unchanged {
-        // Recorded only if it has settled (see `SETTLED`).
-        let now = now
-            .filter(|(_, age)| *age >= SETTLED)
-            .map(|(identity, _)| identity);
-        // Hashed from a mapping of the file, in parallel: no copy of an
-        // artifact that can be tens of megabytes.
-        let mut hasher = blake3::Hasher::new();
-        hasher.update_mmap_rayon(path).ok()?;
-        if hasher.finalize().to_hex().as_str() != record.digest {
-            return None;
-        }
-        // Checked: remember against which file, so the next load need not
-        // hash it again. A cache that cannot be written only costs time.
-        if let (Some(dir), Some(_)) = (path.parent(), &now) {
-            let checked = Record {
-                digest: record.digest,
-                identity: now,
-            };
-            let _ = write_atomically(dir, &digest_path(path), checked.to_text().as_bytes());
-        }
-    }
-    // SAFETY: wasmtime requires that a deserialized file was produced by
-    // `Component::serialize` of a compatible engine. Only `write_entry`
-    // writes these files, from `Component::serialize`; the name carries the
-    // engine fingerprint; and the file holds the bytes whose BLAKE3 digest
-    // was recorded when they were written: either it was hashed just above,
-    // or it is the very file that was last hashed, unwritten since (its
-    // change time moves on with any write). Replacing it between the check
-    // and the mapping takes write access to the user's own cache folder.
-    // wasmtime also checks the engine compatibility header and returns an
-    // error (not UB) on a mismatch.
-    #[allow(unsafe_code)]
-    let component = unsafe { Component::deserialize_file(engine, path) };
-    component.ok()
 }
 
 /// Writes `bytes` to `path` through a temporary file in `dir`.
@@ -286,68 +320,135 @@ pub fn compile(engine: &Engine, wasm: &[u8], origin: &str) -> Result<Component, 
 mod tests {
     use super::*;
 
-    fn identity(path: &Path) -> Option<String> {
-        identity_and_age(path).map(|(identity, _)| identity)
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        engine: Engine,
+        cache: CompileCache,
     }
 
-    #[test]
-    fn records_read_back_what_they_wrote() {
-        let digest = "ab".repeat(32);
-        for identity in [None, Some("1 2 3 4.000000005".to_string())] {
-            let record = Record {
-                digest: digest.clone(),
-                identity,
-            };
-            assert_eq!(Record::parse(&record.to_text()), Some(record));
-        }
-        // The format before identities: a digest alone.
-        assert_eq!(
-            Record::parse(&format!("{digest}\n")).map(|r| r.identity),
-            Some(None)
-        );
-        assert_eq!(Record::parse("not a digest"), None);
-        assert_eq!(Record::parse(""), None);
-    }
-
-    #[test]
-    fn an_artifact_is_hashed_until_its_identity_has_settled_and_again_once_changed() {
+    fn fixture() -> Fixture {
         let dir = tempfile::tempdir().unwrap();
         let engine = super::super::engine::build_engine().unwrap();
-        let cache = CompileCache::new(dir.path().to_path_buf(), &engine);
-        let fs_plugin = crate::plugin::builtin::find("fs").unwrap();
-        let load = || {
-            cache
-                .load(&engine, fs_plugin.wasm, fs_plugin.sha256, "fs")
-                .unwrap()
-                .1
-        };
-        let entry = cache.entry_path(fs_plugin.sha256);
-        let recorded = || Record::parse(&fs::read_to_string(digest_path(&entry)).unwrap()).unwrap();
-        assert_eq!(load(), CacheOutcome::Compiled);
-        assert_eq!(
-            recorded().identity,
-            None,
-            "just written: not trusted by identity"
-        );
-        assert_eq!(load(), CacheOutcome::Hit);
-        if identity(&entry).is_none() {
-            return; // no file identities here: every load hashes
+        let key = CacheKey::load_or_create(&dir.path().join("data/key")).unwrap();
+        let cache = CompileCache::new(dir.path().join("compiled"), &engine, key);
+        Fixture {
+            _dir: dir,
+            engine,
+            cache,
         }
-        std::thread::sleep(SETTLED + std::time::Duration::from_millis(100));
-        assert_eq!(load(), CacheOutcome::Hit);
-        assert_eq!(
-            recorded().identity,
-            identity(&entry),
-            "hashed once settled, and recorded"
-        );
-        assert_eq!(load(), CacheOutcome::Hit);
+    }
 
-        // Any write moves the change time on: hashed again, and refused.
-        let mut bytes = fs::read(&entry).unwrap();
-        let middle = bytes.len() / 2;
-        bytes[middle] ^= 0xff;
-        fs::write(&entry, &bytes).unwrap();
-        assert_ne!(recorded().identity, identity(&entry));
-        assert_eq!(load(), CacheOutcome::Compiled);
+    fn load(f: &Fixture) -> CacheOutcome {
+        let fs_plugin = crate::plugin::builtin::find("fs").unwrap();
+        f.cache
+            .load(&f.engine, fs_plugin.wasm, fs_plugin.sha256, "fs")
+            .unwrap()
+            .1
+    }
+
+    #[test]
+    fn keys_are_made_once_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key");
+        let first = CacheKey::load_or_create(&path).unwrap();
+        let again = CacheKey::load_or_create(&path).unwrap();
+        assert_eq!(first.key, again.key);
+        assert_eq!(first.id, again.id);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o077, 0, "readable by its owner alone");
+        }
+        let other = CacheKey::load_or_create(&dir.path().join("other")).unwrap();
+        assert_ne!(first.key, other.key);
+        assert!(
+            !format!("{first:?}").contains(&blake3::Hash::from(first.key).to_hex().to_string())
+        );
+        fs::write(&path, "not a key").unwrap();
+        let err = CacheKey::load_or_create(&path).unwrap_err();
+        assert!(err.to_string().contains("damaged"), "{err}");
+    }
+
+    #[test]
+    fn entries_are_read_back_and_any_change_is_compiled_again() {
+        let f = fixture();
+        let fs_plugin = crate::plugin::builtin::find("fs").unwrap();
+        let entry = f.cache.entry_path(fs_plugin.sha256);
+        assert_eq!(load(&f), CacheOutcome::Compiled);
+        assert_eq!(load(&f), CacheOutcome::Hit);
+
+        // Cut short while a component loaded from it is in use: the
+        // component holds its own copy of the checked bytes, so touching all
+        // of its code (which faulted with SIGBUS when it was mapped from the
+        // file) is fine.
+        let good = fs::read(&entry).unwrap();
+        let (loaded, outcome) = f
+            .cache
+            .load(&f.engine, fs_plugin.wasm, fs_plugin.sha256, "fs")
+            .unwrap();
+        assert_eq!(outcome, CacheOutcome::Hit);
+        fs::write(&entry, b"").unwrap();
+        assert!(loaded.serialize().unwrap().len() > good.len() / 2);
+        assert_eq!(load(&f), CacheOutcome::Compiled);
+
+        // A flipped byte, a truncation, a lost MAC: compiled again.
+        let mut flipped = good.clone();
+        flipped[good.len() / 2] ^= 0xff;
+        for bad in [
+            flipped,
+            good[..good.len() / 2].to_vec(),
+            good[..10].to_vec(),
+        ] {
+            fs::write(&entry, &bad).unwrap();
+            assert_eq!(load(&f), CacheOutcome::Compiled);
+            assert_eq!(load(&f), CacheOutcome::Hit);
+        }
+    }
+
+    #[test]
+    fn an_artifact_signed_without_the_key_is_never_loaded() {
+        let f = fixture();
+        let fs_plugin = crate::plugin::builtin::find("fs").unwrap();
+        assert_eq!(load(&f), CacheOutcome::Compiled);
+        let entry = f.cache.entry_path(fs_plugin.sha256);
+        let good = fs::read(&entry).unwrap();
+        let artifact = &good[..good.len() - MAC_LEN];
+        // Signed with another key: refused.
+        let other = CompileCache::new(
+            f.cache.dir.clone(),
+            &f.engine,
+            CacheKey::from_bytes([7; 32]),
+        );
+        let mut forged = artifact.to_vec();
+        forged.extend_from_slice(other.mac(fs_plugin.sha256, artifact).as_bytes());
+        fs::write(&entry, &forged).unwrap();
+        assert_eq!(load(&f), CacheOutcome::Compiled);
+        // An unkeyed digest: refused.
+        let mut unkeyed = artifact.to_vec();
+        unkeyed.extend_from_slice(blake3::hash(artifact).as_bytes());
+        fs::write(&entry, &unkeyed).unwrap();
+        assert_eq!(load(&f), CacheOutcome::Compiled);
+        // Another component's genuine entry moved under this name: its MAC
+        // binds its own hash, so it is refused.
+        let elsewhere = f.cache.entry_path(&"0".repeat(64));
+        let mut moved = artifact.to_vec();
+        moved.extend_from_slice(f.cache.mac(&"0".repeat(64), artifact).as_bytes());
+        fs::write(&elsewhere, &moved).unwrap();
+        fs::rename(&elsewhere, &entry).unwrap();
+        assert_eq!(load(&f), CacheOutcome::Compiled);
+    }
+
+    #[test]
+    fn remove_takes_every_entry_of_a_component() {
+        let f = fixture();
+        let fs_plugin = crate::plugin::builtin::find("fs").unwrap();
+        assert_eq!(load(&f), CacheOutcome::Compiled);
+        let stale = f.cache.dir.join(format!("{}-old.cwasm", fs_plugin.sha256));
+        fs::write(&stale, "x").unwrap();
+        f.cache.remove(fs_plugin.sha256).unwrap();
+        assert!(!stale.exists());
+        assert!(!f.cache.entry_path(fs_plugin.sha256).exists());
+        f.cache.remove(fs_plugin.sha256).unwrap();
     }
 }

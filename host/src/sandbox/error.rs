@@ -90,6 +90,28 @@ pub enum CallError {
         /// The limit in bytes.
         limit: u64,
     },
+    /// The call held more resources in the host at once (open files,
+    /// streams, HTTP headers and requests) than its memory limit allows
+    /// ([`super::Limits::host_resources`]), and was stopped.
+    #[error("plugin {plugin} was stopped: it held more than {limit} resources in the host at once (files, streams, HTTP headers and requests), as many as its {} memory limit allows", human_size(*memory))]
+    HostResources {
+        /// The plugin.
+        plugin: String,
+        /// How many resources it may hold.
+        limit: usize,
+        /// Its memory limit in bytes, from which that follows.
+        memory: u64,
+    },
+    /// The call built an HTTP header set (the headers or trailers of a
+    /// request or response) larger than the host holds
+    /// ([`super::Limits::FIELDS_BYTES`]), and was stopped.
+    #[error("plugin {plugin} was stopped: it built a set of HTTP headers over the {} the host holds for one request or response", human_size(*limit as u64))]
+    HeadersTooLarge {
+        /// The plugin.
+        plugin: String,
+        /// The most one set may hold, in bytes.
+        limit: usize,
+    },
     /// The call returned more than the result-size cap.
     #[error("plugin {plugin} returned {} of output, more than the {} allowed", human_size(*size), human_size(*limit))]
     OutputTooLarge {
@@ -128,6 +150,8 @@ impl CallError {
             self,
             Self::Timeout { .. }
                 | Self::MemoryLimit { .. }
+                | Self::HostResources { .. }
+                | Self::HeadersTooLarge { .. }
                 | Self::OutputTooLarge { .. }
                 | Self::Crashed { .. }
         )

@@ -8,6 +8,12 @@
 //! through the call's [`AuditScope`](crate::policy::audit::AuditScope).
 //! Calls without an audit log pay one `Option` check.
 //!
+//! Before the open, the path is looked at (a stat through wasmtime-wasi,
+//! beneath the same folder): what [`crate::grants::fs::openable`] refuses
+//! — a named pipe, a device — is never opened, since the open could block
+//! the thread serving the call past any deadline. The plugin gets
+//! `unsupported`.
+//!
 //! The recorded path is relative to the granted folder it lies in. Plugins
 //! built on wasi-libc (Rust's `std::fs` included) open every path from the
 //! granted folder itself, and the path they pass is recorded as it is. A
@@ -70,21 +76,34 @@ fn open_at(
             Some(folder) => format!("{folder}/{path}"),
             None => format!("?/{path}"),
         });
-        let opened = match HostDescriptor::open_at(
-            &mut view, dir, path_flags, path, open_flags, flags,
+        let looked_at = HostDescriptor::stat_at(
+            &mut view,
+            Resource::new_borrow(dir.rep()),
+            path_flags,
+            path.clone(),
         )
-        .await
-        {
-            Ok(descriptor) => Ok(descriptor),
-            // A trap (a bad handle) stays a trap; an error code goes back
-            // to the plugin.
-            Err(err) => Err(types::Host::convert_error_code(&mut view, err)?),
+        .await;
+        let refused = match looked_at {
+            Ok(stat) => crate::grants::fs::openable(stat.type_).is_err(),
+            // Missing (to be created) or unreachable: the open decides.
+            Err(_) => false,
+        };
+        let opened = if refused {
+            Err(ErrorCode::Unsupported)
+        } else {
+            match HostDescriptor::open_at(&mut view, dir, path_flags, path, open_flags, flags).await
+            {
+                Ok(descriptor) => Ok(descriptor),
+                // A trap (a bad handle) stays a trap; an error code goes
+                // back to the plugin.
+                Err(err) => Err(types::Host::convert_error_code(&mut view, err)?),
+            }
         };
         if let (Some(path), Some(scope)) = (named, &state.audit) {
             scope.record(AuditEvent::FileOpened {
                 path,
                 mode: mode(open_flags, flags),
-                allowed: !matches!(&opened, Err(code) if is_refusal(code)),
+                allowed: !refused && !matches!(&opened, Err(code) if is_refusal(code)),
             });
         }
         Ok((opened,))

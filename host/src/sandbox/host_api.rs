@@ -48,6 +48,56 @@ pub type EventSink = Arc<dyn Fn(&str, PluginEvent) + Send + Sync>;
 /// The longest log or progress message kept; longer ones are cut.
 const MAX_MESSAGE: usize = 4096;
 
+/// The most log lines and progress reports one call may send; later ones
+/// are counted and dropped.
+pub const MAX_REPORTS_PER_CALL: u64 = 1000;
+
+/// The most bytes of log and progress messages one call may send.
+pub const MAX_REPORT_BYTES_PER_CALL: u64 = 256 << 10;
+
+/// What one call has sent through [`host::Host`], against its allowance
+/// ([`MAX_REPORTS_PER_CALL`], [`MAX_REPORT_BYTES_PER_CALL`]): a plugin that
+/// logs in a loop cannot flood the terminal or the host's memory.
+#[derive(Debug, Default)]
+pub(super) struct ReportBudget {
+    sent: u64,
+    bytes: u64,
+    dropped: u64,
+    dropped_bytes: u64,
+}
+
+impl ReportBudget {
+    /// Whether a message of `len` bytes may still be sent; counts it either
+    /// way.
+    fn admit(&mut self, len: usize) -> bool {
+        let len = u64::try_from(len).unwrap_or(u64::MAX);
+        if self.sent < MAX_REPORTS_PER_CALL
+            && self.bytes.saturating_add(len) <= MAX_REPORT_BYTES_PER_CALL
+        {
+            self.sent += 1;
+            self.bytes += len;
+            true
+        } else {
+            self.dropped += 1;
+            self.dropped_bytes = self.dropped_bytes.saturating_add(len);
+            false
+        }
+    }
+
+    /// The line saying what was dropped, if anything was.
+    pub(super) fn dropped_notice(&self) -> Option<PluginEvent> {
+        (self.dropped > 0).then(|| PluginEvent::Log {
+            level: LogLevel::Warn,
+            message: format!(
+                "{} more log lines and progress reports ({} bytes) were dropped: a call may send at most {MAX_REPORTS_PER_CALL} ({} KiB)",
+                self.dropped,
+                self.dropped_bytes,
+                MAX_REPORT_BYTES_PER_CALL >> 10
+            ),
+        })
+    }
+}
+
 fn bounded(mut message: String) -> String {
     if message.len() > MAX_MESSAGE {
         let mut end = MAX_MESSAGE;
@@ -63,6 +113,14 @@ fn bounded(mut message: String) -> String {
 impl CallState {
     fn report(&mut self, event: PluginEvent) {
         self.touch();
+        let len = match &event {
+            PluginEvent::Log { message, .. } | PluginEvent::Progress { message, .. } => {
+                message.len()
+            }
+        };
+        if !self.reports.admit(len) {
+            return;
+        }
         if let Some(sink) = &self.events {
             sink(&self.plugin, event);
         }

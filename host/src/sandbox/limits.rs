@@ -18,6 +18,31 @@ impl Limits {
     /// The largest memory cap a plugin may be given (the pool reserves this
     /// much address space per instance).
     pub const MAX_MEMORY: u64 = 4 << 30;
+
+    /// The most a `wasi:http` fields object (the headers or trailers of a
+    /// request or response) may hold in the host, in wasmtime-wasi-http's
+    /// measure (names and values plus their bookkeeping): 32 KiB, four
+    /// times what HTTP servers commonly accept. A guest setting more is
+    /// stopped (wasmtime-wasi-http traps), which the call reports as
+    /// `CallError::HeadersTooLarge`.
+    pub const FIELDS_BYTES: usize = 32 << 10;
+
+    /// The fewest resources (open files, streams, pollables, HTTP fields and
+    /// requests, ...) a call may hold in the host at once, whatever its
+    /// memory limit.
+    pub const MIN_HOST_RESOURCES: usize = 256;
+
+    /// How many resources the call may hold in the host at once: its
+    /// memory limit divided by [`Limits::FIELDS_BYTES`], so that what a
+    /// plugin makes the host keep for it (each resource at most about a
+    /// full fields object) is bounded by the same limit as its own memory
+    /// (2,048 at 64 MiB, 8,192 at 256 MiB).
+    pub fn host_resources(&self) -> usize {
+        let per_memory = self.memory / Self::FIELDS_BYTES as u64;
+        usize::try_from(per_memory)
+            .unwrap_or(usize::MAX)
+            .max(Self::MIN_HOST_RESOURCES)
+    }
 }
 
 impl Default for Limits {
@@ -160,6 +185,17 @@ mod tests {
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
         assert_eq!(parse_duration("7").unwrap(), Duration::from_secs(7));
         assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn host_resources_follow_the_memory_limit() {
+        let limits = |memory: u64| Limits {
+            memory,
+            ..Limits::default()
+        };
+        assert_eq!(limits(64 << 20).host_resources(), 2048);
+        assert_eq!(Limits::default().host_resources(), 8192);
+        assert_eq!(limits(1 << 20).host_resources(), Limits::MIN_HOST_RESOURCES);
     }
 
     #[test]

@@ -20,18 +20,20 @@ pub mod skill;
 pub mod tool;
 mod warm;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use wasmtime::Engine;
+
+use crate::grants::OwnFolders;
+use crate::home::Home;
 use wasmtime::component::{HasSelf, Linker};
 
 use bindings::hook_world::{HookPlugin, HookPluginPre};
 use bindings::{ToolPlugin, ToolPluginPre};
 pub use call::{CallOptions, CallState, EPOCH_TICK, FileIo};
-pub use compile_cache::{CacheOutcome, CompileCache};
+pub use compile_cache::{CacheKey, CacheOutcome, CompileCache};
 pub use error::{CallError, LoadError};
 pub use host_api::{EventSink, LogLevel, PluginEvent};
 pub use limits::Limits;
@@ -94,23 +96,28 @@ pub struct Sandbox {
     engine: Engine,
     linker: Linker<CallState>,
     cache: CompileCache,
+    own: OwnFolders,
     file_io: FileIo,
     warmer: Warmer,
     _ticker: EpochTicker,
 }
 
 impl Sandbox {
-    /// Sets up the engine, with compiled components cached in `cache_dir`.
-    pub fn new(cache_dir: PathBuf) -> Result<Self, LoadError> {
+    /// Sets up the engine for `home`: compiled components cached in its
+    /// compile cache, and no grant allowed to reach its folders.
+    pub fn new(home: &Home) -> Result<Self, LoadError> {
+        let cache_dir = home.compile_cache_dir();
         let engine = engine::build_engine()?;
         let mut linker = Linker::new(&engine);
         let link_error = |e: wasmtime::Error| LoadError::Engine(format!("{e:#}"));
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(link_error)?;
         fs_audit::add_to_linker(&mut linker).map_err(link_error)?;
+        crate::grants::net::lookup::add_to_linker(&mut linker).map_err(link_error)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(link_error)?;
         ToolPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(link_error)?;
-        let cache = CompileCache::new(cache_dir, &engine);
+        let key = CacheKey::load_or_create(&home.compile_cache_key())?;
+        let cache = CompileCache::new(cache_dir, &engine, key);
         let ticker = EpochTicker::start(engine.clone())
             .map_err(|e| LoadError::Engine(format!("cannot start the deadline clock: {e}")))?;
         let warmer = Warmer::start()
@@ -119,6 +126,7 @@ impl Sandbox {
             engine,
             linker,
             cache,
+            own: OwnFolders::of(home),
             file_io: FileIo::default(),
             warmer,
             _ticker: ticker,
@@ -138,6 +146,11 @@ impl Sandbox {
     /// The compile cache.
     pub fn compile_cache(&self) -> &CompileCache {
         &self.cache
+    }
+
+    /// capstan's folders, which no grant made for this sandbox may reach.
+    pub fn own_folders(&self) -> &OwnFolders {
+        &self.own
     }
 
     /// Loads a plugin component that offers tools from its bytes: from the

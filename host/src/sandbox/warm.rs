@@ -254,7 +254,7 @@ mod tests {
 
     fn in_workspace(dir: &std::path::Path) -> CallOptions {
         CallOptions {
-            grants: Grants::workspace(dir, false).unwrap(),
+            grants: Grants::workspace(dir, false, &crate::grants::OwnFolders::default()).unwrap(),
             ..CallOptions::default()
         }
     }
@@ -267,7 +267,11 @@ mod tests {
         std::fs::create_dir_all(&b).unwrap();
         std::fs::write(a.join("in-a.txt"), "from a\n").unwrap();
         std::fs::write(b.join("in-b.txt"), "from b\n").unwrap();
-        let sandbox = Sandbox::new(dir.path().join("cache")).unwrap();
+        let sandbox = Sandbox::new(&crate::home::Home::at(
+            dir.path().join("home"),
+            dir.path().join("cache"),
+        ))
+        .unwrap();
         let fs = builtin::find("fs").unwrap();
         let component = sandbox.load("fs", fs.wasm, Some(fs.sha256), "fs").unwrap();
         assert!(
@@ -313,7 +317,11 @@ mod tests {
     #[tokio::test]
     async fn a_call_whose_memory_limit_the_instance_made_ahead_exceeds_makes_its_own() {
         let dir = tempfile::tempdir().unwrap();
-        let sandbox = Sandbox::new(dir.path().join("cache")).unwrap();
+        let sandbox = Sandbox::new(&crate::home::Home::at(
+            dir.path().join("home"),
+            dir.path().join("cache"),
+        ))
+        .unwrap();
         let fs = builtin::find("fs").unwrap();
         let component = sandbox.load("fs", fs.wasm, Some(fs.sha256), "fs").unwrap();
         std::fs::write(dir.path().join("x.txt"), "x\n").unwrap();

@@ -34,6 +34,12 @@ pub struct BuildConfig {
 const BUILD_KEYS: &[&str] = &["lang", "source", "exports"];
 
 impl BuildConfig {
+    /// Reads `[build]` from the `plugin.toml` of the project in `dir`.
+    pub fn read(dir: &Path) -> Result<Self, ProjectError> {
+        let path = dir.join(MANIFEST_FILE);
+        Self::parse(&super::read(&path)?, &path)
+    }
+
     /// Reads `[build]` from the manifest's text.
     pub fn parse(text: &str, path: &Path) -> Result<Self, ProjectError> {
         let config = |message: String| ProjectError::Config {

@@ -161,7 +161,9 @@ fn read(path: &Path) -> Result<String, ProjectError> {
 }
 
 /// Writes a file atomically (a temporary file in the same folder, then a
-/// rename), creating its folder.
+/// rename), creating its folder. The file gets the permissions of any new
+/// file the user makes (0644 under the usual umask 022), not the
+/// owner-only ones of a temporary file.
 fn write(path: &Path, contents: &[u8]) -> Result<(), ProjectError> {
     let io = |action: &'static str, source: std::io::Error| ProjectError::Io {
         action,
@@ -170,7 +172,11 @@ fn write(path: &Path, contents: &[u8]) -> Result<(), ProjectError> {
     };
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| io("create the folder of", e))?;
-    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(|e| io("write", e))?;
+    let mut builder = tempfile::Builder::new();
+    // Read and write for all, less the umask, as `open` does for any new file.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let mut temp = builder.tempfile_in(dir).map_err(|e| io("write", e))?;
     std::io::Write::write_all(&mut temp, contents).map_err(|e| io("write", e))?;
     temp.persist(path).map_err(|e| io("write", e.error))?;
     Ok(())

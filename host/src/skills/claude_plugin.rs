@@ -18,6 +18,7 @@ use serde_json::Value;
 use super::front_matter;
 use crate::plugin::manifest::{MANIFEST_FILE, MAX_DESCRIPTION, check_semver};
 use crate::sandbox::tool::valid_tool_name;
+use crate::untrusted_folder::UntrustedFolder;
 
 /// The Claude Code manifest, relative to the plugin's root.
 pub const CLAUDE_MANIFEST: &str = ".claude-plugin/plugin.json";
@@ -120,9 +121,9 @@ pub fn import(root: &Path, staging: &Path) -> Result<Imported, String> {
             continue;
         }
         let skill_md = folder.join("SKILL.md");
-        let text = match std::fs::read_to_string(&skill_md) {
-            Ok(text) => text,
-            Err(_) => {
+        let text = match read_text(root, &skill_md) {
+            Ok(Some(text)) => text,
+            Ok(None) | Err(_) => {
                 refused.push(format!(
                     "skills/{rel_name}/: no readable SKILL.md; not a skill, skipped"
                 ));
@@ -162,7 +163,7 @@ pub fn import(root: &Path, staging: &Path) -> Result<Imported, String> {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let text = read_text(root, &file).ok().flatten().unwrap_or_default();
         match front_matter::parse(&text, &stem) {
             Ok(parsed) => {
                 copy_file(&file, &out.join(&rel), &rel, &mut refused)?;
@@ -272,12 +273,31 @@ pub fn import(root: &Path, staging: &Path) -> Result<Imported, String> {
     })
 }
 
+/// The text of the package file `path` (inside `root`), read beneath the
+/// package's root ([`UntrustedFolder`]: no symbolic link leading out, no
+/// FIFO or device, at most [`MAX_FILE`] bytes); `None` when there is none.
+fn read_text(root: &Path, path: &Path) -> Result<Option<String>, String> {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    let Some(folder) = UntrustedFolder::open(root).map_err(|e| e.to_string())? else {
+        return Ok(None);
+    };
+    let cap = usize::try_from(MAX_FILE).unwrap_or(usize::MAX);
+    match folder.read(rel, cap).map_err(|e| e.to_string())? {
+        Some(read) if read.more => Err(format!(
+            "{} is larger than {} MiB",
+            path.display(),
+            MAX_FILE >> 20
+        )),
+        Some(read) => Ok(Some(read.text())),
+        None => Ok(None),
+    }
+}
+
 fn read_manifest(root: &Path) -> Result<Value, String> {
     let path = root.join(CLAUDE_MANIFEST);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Value::Null),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    let text = match read_text(root, &path)? {
+        Some(text) => text,
+        None => return Ok(Value::Null),
     };
     let value: Value = serde_json::from_str(&text).map_err(|e| {
         format!(
@@ -302,8 +322,9 @@ fn refuse_hooks(root: &Path, manifest: &Value) -> Vec<String> {
     let mut sources: Vec<(String, Value)> = Vec::new();
     let file = root.join("hooks/hooks.json");
     if file.is_file() {
-        match std::fs::read_to_string(&file)
+        match read_text(root, &file)
             .ok()
+            .flatten()
             .and_then(|t| serde_json::from_str::<Value>(&t).ok())
         {
             Some(v) => sources.push(("hooks/hooks.json".to_string(), v)),
@@ -387,8 +408,9 @@ fn refuse_mcp(root: &Path, manifest: &Value) -> Vec<String> {
     let mut lines = Vec::new();
     let file = root.join(".mcp.json");
     if file.is_file() {
-        match std::fs::read_to_string(&file)
+        match read_text(root, &file)
             .ok()
+            .flatten()
             .and_then(|t| serde_json::from_str::<Value>(&t).ok())
         {
             Some(v) => lines.extend(describe_mcp(".mcp.json", &v)),
@@ -486,6 +508,10 @@ fn copy_file(from: &Path, to: &Path, rel: &str, refused: &mut Vec<String>) -> Re
         .map_err(|e| format!("cannot read {}: {e}", from.display()))?;
     if meta.file_type().is_symlink() {
         refused.push(format!("{rel}: a symbolic link; not copied"));
+        return Ok(());
+    }
+    if !meta.is_file() {
+        refused.push(format!("{rel}: not a regular file; not copied"));
         return Ok(());
     }
     if meta.len() > MAX_FILE {

@@ -25,6 +25,7 @@ use super::{LockedFiles, Origin, Skill, Source};
 use crate::home::Home;
 use crate::plugin::lock::Lockfile;
 use crate::plugin::store::PluginStore;
+use crate::untrusted_folder::{Refused, UntrustedFolder};
 
 /// The largest `SKILL.md` read.
 pub const MAX_SKILL_FILE: u64 = 512 * 1024;
@@ -80,14 +81,14 @@ impl Discovery {
         found.add_installed_plugins(home);
         let project = project_roots(workspace);
         for root in &project {
-            found.add_folder(&root.join(".capstan/skills"), &Source::Project);
+            found.add_folder(root, ".capstan/skills", &Source::Project);
         }
-        found.add_folder(&home.config_dir().join("skills"), &Source::User);
+        found.add_folder(home.config_dir(), "skills", &Source::User);
         for root in &project {
-            found.add_folder(&root.join(".claude/skills"), &Source::ClaudeProject);
+            found.add_folder(root, ".claude/skills", &Source::ClaudeProject);
         }
         if let Some(claude) = claude_home {
-            found.add_folder(&claude.join("skills"), &Source::ClaudeUser);
+            found.add_folder(claude, "skills", &Source::ClaudeUser);
         }
         found
     }
@@ -121,60 +122,77 @@ impl Discovery {
         }
     }
 
-    /// Every `NAME/SKILL.md` in `dir`, sorted by folder name.
-    fn add_folder(&mut self, dir: &Path, source: &Source) {
-        let entries = match std::fs::read_dir(dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+    /// Every `NAME/SKILL.md` in the folder `rel` of `root`, sorted by
+    /// folder name.
+    ///
+    /// A project's skills are someone else's files: the skills folder, each
+    /// skill's folder and its `SKILL.md` are resolved beneath `root` (the
+    /// workspace or the repository root; see [`UntrustedFolder`]), so a
+    /// symbolic link leading out of it — or a skill folder leading out of
+    /// the skills folder — is skipped with a warning, as is a `SKILL.md`
+    /// that is a FIFO or a device. The user's own skill folders may be
+    /// links to anywhere (dotfiles); their files are read beneath them.
+    fn add_folder(&mut self, root: &Path, rel: &str, source: &Source) {
+        let project = matches!(source, Source::Project | Source::ClaudeProject);
+        let dir = root.join(rel);
+        let skills = if project {
+            UntrustedFolder::open(root).and_then(|root_folder| match root_folder {
+                Some(root_folder) => root_folder.subfolder(Path::new(rel)),
+                None => Ok(None),
+            })
+        } else {
+            UntrustedFolder::open(&dir)
+        };
+        let skills = match skills {
+            Ok(Some(skills)) => skills,
+            Ok(None) => return,
             Err(e) => {
-                self.warnings.push(format!(
-                    "cannot read the skills folder {}: {e}; its skills were skipped",
-                    dir.display()
-                ));
+                self.warnings
+                    .push(format!("skipped the skills in {}: {e}", dir.display()));
                 return;
             }
         };
-        let mut folders: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.join("SKILL.md").is_file())
-            .collect();
-        folders.sort();
-        // A repository's skill folder must really be inside it: a symbolic
-        // link could otherwise make the skill tool serve files from
-        // anywhere the link points.
-        let project = matches!(source, Source::Project | Source::ClaudeProject);
-        let root = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-        for folder in folders {
-            if project
-                && !folder
-                    .canonicalize()
-                    .is_ok_and(|real| real.starts_with(&root) && real != root)
-            {
-                self.warnings.push(format!(
-                    "skipped the skill in {}: it is a symbolic link leading outside {}; a project's skills must be inside the project",
-                    folder.display(),
-                    dir.display()
-                ));
-                continue;
+        let names = match skills.entry_names() {
+            Ok(names) => names,
+            Err(e) => {
+                self.warnings
+                    .push(format!("skipped the skills in {}: {e}", dir.display()));
+                return;
             }
-            let file = folder.join("SKILL.md");
-            let folder_name = folder
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let text = match read_capped(&file) {
-                Ok(text) => text,
+        };
+        for name in names {
+            let folder = dir.join(&name);
+            // A project's skill folder stays inside the skills folder; the
+            // user's own may be a link to anywhere.
+            let (skill_root, opened) = if project {
+                (root.to_path_buf(), skills.subfolder(Path::new(&name)))
+            } else {
+                (folder.clone(), UntrustedFolder::open(&folder))
+            };
+            let skill_folder = match opened {
+                Ok(Some(f)) => f,
+                Ok(None) | Err(Refused::WrongKind { .. }) => continue,
+                Err(e) => {
+                    self.warnings
+                        .push(format!("skipped the skill in {}: {e}", folder.display()));
+                    continue;
+                }
+            };
+            let file = folder.join(SKILL_FILE);
+            let text = match read_skill_file(&skill_folder, &file) {
+                Ok(Some(text)) => text,
+                Ok(None) => continue,
                 Err(message) => {
                     self.warnings.push(message);
                     continue;
                 }
             };
-            if let Some(skill) = self.parse(&text, &folder_name, &file, source) {
+            if let Some(skill) = self.parse(&text, &name, &file, source) {
                 self.candidates.push(Skill {
                     meta: skill.0,
                     source: source.clone(),
                     origin: Origin::File {
+                        root: skill_root,
                         dir: folder.clone(),
                         file,
                         body: skill.1,
@@ -246,6 +264,7 @@ impl Discovery {
                         meta,
                         source: source.clone(),
                         origin: Origin::File {
+                            root: locked.root.clone(),
                             dir: locked.root.join(&folder_rel),
                             file,
                             body,
@@ -291,20 +310,27 @@ pub fn claude_home() -> Option<PathBuf> {
         .map(|h| PathBuf::from(h).join(".claude"))
 }
 
-fn read_capped(file: &Path) -> Result<String, String> {
-    let meta = std::fs::metadata(file)
-        .map_err(|e| format!("cannot read the skill {}: {e}; skipped it", file.display()))?;
-    if meta.len() > MAX_SKILL_FILE {
+/// The name of a skill's file in its folder.
+const SKILL_FILE: &str = "SKILL.md";
+
+/// Reads a skill folder's `SKILL.md` (at most [`MAX_SKILL_FILE`] bytes),
+/// `None` when the folder has none; `file` names it in messages.
+fn read_skill_file(folder: &UntrustedFolder, file: &Path) -> Result<Option<String>, String> {
+    let cap = usize::try_from(MAX_SKILL_FILE).unwrap_or(usize::MAX);
+    let read = folder
+        .read(Path::new(SKILL_FILE), cap)
+        .map_err(|e| format!("skipped the skill {}: {e}", file.display()))?;
+    let Some(read) = read else {
+        return Ok(None);
+    };
+    if read.more {
         return Err(format!(
-            "skipped the skill {}: it is {} KiB, more than the {} KiB a SKILL.md may have; move detail into supporting files",
+            "skipped the skill {}: it is more than the {} KiB a SKILL.md may have; move detail into supporting files",
             file.display(),
-            meta.len() / 1024,
             MAX_SKILL_FILE / 1024
         ));
     }
-    let bytes = std::fs::read(file)
-        .map_err(|e| format!("cannot read the skill {}: {e}; skipped it", file.display()))?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
+    Ok(Some(read.text()))
 }
 
 impl SkillSet {
@@ -414,7 +440,7 @@ mod tests {
         assert!(
             set.warnings()
                 .iter()
-                .any(|w| w.contains("symbolic link leading outside")),
+                .any(|w| w.contains("outside") && w.contains("leads outside")),
             "{:?}",
             set.warnings()
         );

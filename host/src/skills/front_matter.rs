@@ -9,7 +9,11 @@
 //! tolerated and ignored. A file without front matter is a skill named after
 //! its folder, described by its first paragraph, as in Claude Code.
 
-use yaml_rust2::{Yaml, YamlLoader};
+use std::collections::HashMap;
+
+use yaml_rust2::parser::{MarkedEventReceiver, Parser};
+use yaml_rust2::scanner::Marker;
+use yaml_rust2::{Event, Yaml, YamlLoader};
 
 /// The longest skill name (the Agent Skills limit).
 pub const MAX_NAME: usize = 64;
@@ -90,6 +94,7 @@ pub fn parse(text: &str, folder_name: &str) -> Result<SkillFile, FrontMatterErro
     let mut name = None;
     let mut description = None;
     if let Some(yaml) = yaml {
+        check_alias_expansion(yaml)?;
         let docs = YamlLoader::load_from_str(yaml).map_err(|e| {
             // The front matter starts on line 2, after the opening `---`.
             let line = e.marker().line().max(1) + 1;
@@ -166,6 +171,95 @@ pub fn parse(text: &str, folder_name: &str) -> Result<SkillFile, FrontMatterErro
         meta,
         body: body.to_string(),
     })
+}
+
+/// How much YAML aliases may add to the front matter, counted as one per
+/// node plus the bytes of each scalar they repeat. Each alias is a copy of
+/// what its anchor names, so nested aliases multiply: 356 bytes can stand
+/// for gigabytes. A real front matter has no use for more than a few small
+/// repeats.
+pub const MAX_ALIAS_EXPANSION: u64 = 64 << 10;
+
+/// Refuses front matter whose aliases would expand past
+/// [`MAX_ALIAS_EXPANSION`], before any document is built: the parser's
+/// events are counted (each node's size, with an alias counting as the size
+/// of the node its anchor names), which takes time and memory in
+/// proportion to the text, not to its expansion.
+fn check_alias_expansion(yaml: &str) -> Result<(), FrontMatterError> {
+    let mut counter = AliasExpansion::default();
+    // A syntax error is reported by the loader that follows.
+    if Parser::new_from_str(yaml)
+        .load(&mut counter, false)
+        .is_err()
+    {
+        return Ok(());
+    }
+    match counter.exceeded_at {
+        None => Ok(()),
+        // Lines count from the front matter's; it starts on line 2.
+        Some(line) => Err(FrontMatterError::at(
+            line.max(1) + 1,
+            format!(
+                "the front matter's YAML aliases (`*name`) expand to more than {} KiB; \
+                 write the values out instead of repeating anchors",
+                MAX_ALIAS_EXPANSION >> 10
+            ),
+        )),
+    }
+}
+
+/// Sizes of YAML nodes as their events arrive; see
+/// [`check_alias_expansion`].
+#[derive(Default)]
+struct AliasExpansion {
+    /// The size of each anchored node, by anchor id.
+    anchors: HashMap<usize, u64>,
+    /// The open sequences and mappings: size so far and anchor id.
+    open: Vec<(u64, usize)>,
+    /// What aliases have added so far.
+    expanded: u64,
+    /// The line where the expansion passed the budget, if it did.
+    exceeded_at: Option<usize>,
+}
+
+impl AliasExpansion {
+    /// A node of `size` ended (its anchor `anchor`, 0 for none).
+    fn node(&mut self, size: u64, anchor: usize) {
+        if anchor > 0 {
+            self.anchors.insert(anchor, size);
+        }
+        if let Some((open, _)) = self.open.last_mut() {
+            *open = open.saturating_add(size);
+        }
+    }
+}
+
+impl MarkedEventReceiver for AliasExpansion {
+    fn on_event(&mut self, event: Event, mark: Marker) {
+        match event {
+            Event::Scalar(value, _, anchor, _) => {
+                let size = 1 + u64::try_from(value.len()).unwrap_or(u64::MAX);
+                self.node(size, anchor);
+            }
+            Event::Alias(anchor) => {
+                let size = self.anchors.get(&anchor).copied().unwrap_or(1);
+                self.expanded = self.expanded.saturating_add(size);
+                if self.expanded > MAX_ALIAS_EXPANSION && self.exceeded_at.is_none() {
+                    self.exceeded_at = Some(mark.line());
+                }
+                self.node(size, 0);
+            }
+            Event::SequenceStart(anchor, _) | Event::MappingStart(anchor, _) => {
+                self.open.push((1, anchor));
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                if let Some((size, anchor)) = self.open.pop() {
+                    self.node(size, anchor);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// Splits the front matter (without its `---` lines) from the body, and
@@ -364,6 +458,30 @@ pub fn clip(text: String, limit: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The classic alias bomb: each level repeats the one before nine times.
+    fn alias_bomb(levels: usize) -> String {
+        let mut yaml = String::from(
+            "---\nname: bomb\ndescription: boom\na0: &a0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+        );
+        for level in 1..levels {
+            let prev = format!("*a{}", level - 1);
+            let items = [prev.as_str(); 9].join(",");
+            yaml.push_str(&format!("a{level}: &a{level} [{items}]\n"));
+        }
+        yaml.push_str("---\nbody\n");
+        yaml
+    }
+
+    #[test]
+    fn an_alias_bomb_is_refused_before_it_expands() {
+        let err = parse(&alias_bomb(10), "bomb").unwrap_err();
+        assert!(err.message.contains("aliases"), "{err:?}");
+        assert!(err.line >= 4, "{err:?}");
+        // A few small repeats are fine.
+        let parsed = parse(&alias_bomb(3), "bomb").unwrap();
+        assert_eq!(parsed.meta.name, "bomb");
+    }
 
     #[test]
     fn reads_the_agent_skills_and_claude_code_fields() {

@@ -125,6 +125,11 @@ impl LockedFiles {
 pub enum Origin {
     /// A `SKILL.md` (or a Claude Code command file) in a folder.
     File {
+        /// The folder the skill's folder must stay inside: the project root
+        /// for a project's skill (its supporting files are read beneath it,
+        /// then beneath the skill's folder), the skill's folder itself for
+        /// the user's own, the plugin's store folder for a plugin's.
+        root: PathBuf,
         /// The skill's folder: supporting files are relative to it.
         dir: PathBuf,
         /// The file itself.

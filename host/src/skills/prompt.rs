@@ -142,6 +142,7 @@ mod tests {
             },
             source,
             origin: Origin::File {
+                root: PathBuf::from("/x"),
                 dir: PathBuf::from("/x"),
                 file: PathBuf::from("/x/SKILL.md"),
                 body: String::new(),

@@ -14,7 +14,7 @@
 //! pattern such as `Read(src/**)` allows the tool as a whole; entries with
 //! no capstan counterpart (`Bash(...)`, `WebFetch`) allow nothing.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Component, Path};
 use std::sync::Mutex;
 
 use serde_json::{Value, json};
@@ -28,6 +28,7 @@ use crate::plugin::catalog::InstalledPlugin;
 use crate::plugin::lock::Lockfile;
 use crate::plugin::store::PluginStore;
 use crate::sandbox::{CallError, CallOptions, Limits, Sandbox, SkillComponent, ToolSpec};
+use crate::untrusted_folder::{Refused, UntrustedFolder};
 
 /// The name of the tool, for the model and in permission rules.
 pub const TOOL_NAME: &str = "skill";
@@ -109,7 +110,7 @@ impl Skills {
                         source: entry.source.clone(),
                     };
                     let installed = InstalledPlugin::new(home, &name, entry);
-                    let options = match installed.grants(workspace, false) {
+                    let options = match installed.grants(workspace, false, sandbox.own_folders()) {
                         Ok(grants) => CallOptions {
                             grants,
                             limits: installed.limits(limits),
@@ -414,7 +415,7 @@ impl Skills {
                 }
                 locked.read(&full).map_err(CallError::Failed)?
             }
-            Origin::File { dir, .. } => read_inside(dir, &rel)?,
+            Origin::File { root, dir, .. } => read_inside(root, dir, &rel)?,
             Origin::Component { index } => {
                 let runtime = self.component(*index)?;
                 sandbox
@@ -424,8 +425,7 @@ impl Skills {
         };
         if bytes.len() > MAX_RESOURCE {
             return Err(CallError::Failed(format!(
-                "{rel} is {} KiB; the skill tool returns files up to {} KiB",
-                bytes.len() / 1024,
+                "{rel} is more than {} KiB, the most the skill tool returns",
                 MAX_RESOURCE / 1024
             )));
         }
@@ -578,32 +578,51 @@ fn clean_relative(path: &str) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("/"))
 }
 
-/// Reads `rel` inside `dir`, refusing anything whose real path (symbolic
-/// links resolved) is outside the folder.
-fn read_inside(dir: &Path, rel: &str) -> Result<Vec<u8>, CallError> {
-    let root = dir.canonicalize().map_err(|e| {
-        CallError::Failed(format!(
-            "cannot open the skill's folder {}: {e}",
-            dir.display()
-        ))
-    })?;
-    let path: PathBuf = root.join(rel);
-    let real = path.canonicalize().map_err(|_| {
+/// Reads `rel` inside the skill folder `dir`, which must be inside `root`:
+/// both are resolved beneath their folder ([`UntrustedFolder`]), so no
+/// symbolic link can lead out of the skill's folder, and no more than
+/// [`MAX_RESOURCE`] bytes (and one more, to tell a file that is too large)
+/// of a regular file are read.
+fn read_inside(root: &Path, dir: &Path, rel: &str) -> Result<Vec<u8>, CallError> {
+    let refused = |e: Refused| match e {
+        Refused::LeadsOutside { .. } => CallError::Denied(format!(
+            "{e}; only files inside the skill's folder can be read"
+        )),
+        other => CallError::Failed(other.to_string()),
+    };
+    let missing = || {
         CallError::Failed(format!(
             "the skill has no file {rel} (in {})",
-            root.display()
+            dir.display()
         ))
-    })?;
-    if !real.starts_with(&root) {
-        return Err(CallError::Denied(format!(
-            "{rel} leads outside the skill's folder {}; only files inside it can be read",
-            root.display()
-        )));
+    };
+    let root_folder = UntrustedFolder::open(root)
+        .map_err(refused)?
+        .ok_or_else(missing)?;
+    let folder = match dir.strip_prefix(root) {
+        Ok(inner) if inner.as_os_str().is_empty() => root_folder,
+        Ok(inner) => root_folder
+            .subfolder(inner)
+            .map_err(refused)?
+            .ok_or_else(missing)?,
+        Err(_) => {
+            return Err(CallError::Denied(format!(
+                "the skill's folder {} is not inside {}",
+                dir.display(),
+                root.display()
+            )));
+        }
+    };
+    let read = folder
+        .read(Path::new(rel), MAX_RESOURCE)
+        .map_err(refused)?
+        .ok_or_else(missing)?;
+    let mut bytes = read.bytes;
+    if read.more {
+        // One byte over the cap: the caller reports the file as too large.
+        bytes.push(0);
     }
-    if !real.is_file() {
-        return Err(CallError::Failed(format!("{rel} is not a file")));
-    }
-    std::fs::read(&real).map_err(|e| CallError::Failed(format!("cannot read {rel}: {e}")))
+    Ok(bytes)
 }
 
 #[cfg(test)]
@@ -699,10 +718,11 @@ mod tests {
         std::fs::write(skill.join("ok.md"), "fine").unwrap();
         #[cfg(unix)]
         std::os::unix::fs::symlink(dir.path().join("secret.txt"), skill.join("link.md")).unwrap();
-        assert_eq!(read_inside(&skill, "ok.md").unwrap(), b"fine");
+        assert_eq!(read_inside(&skill, &skill, "ok.md").unwrap(), b"fine");
+        assert_eq!(read_inside(dir.path(), &skill, "ok.md").unwrap(), b"fine");
         #[cfg(unix)]
         assert!(matches!(
-            read_inside(&skill, "link.md"),
+            read_inside(&skill, &skill, "link.md"),
             Err(CallError::Denied(_))
         ));
     }

@@ -116,6 +116,9 @@ fn grep(input: GrepInput, ctx: &Context) -> Result<String, ToolError> {
                 )));
             }
             Err(LoadError::Folder) => {}
+            Err(LoadError::NotRegular(what)) => {
+                return Err(ToolError::failed(format!("{} is {what}", root.shown)));
+            }
             Err(LoadError::Io(err)) => {
                 return Err(ToolError::from_io(
                     &err,

@@ -3,6 +3,7 @@
 use std::fs::{self, DirEntry};
 use std::io;
 
+use capstan_sdk::fs::Kind;
 use capstan_sdk::prelude::*;
 
 use crate::workspace_path;
@@ -31,20 +32,23 @@ pub fn tool() -> Tool {
 fn ls(input: LsInput, ctx: &Context) -> Result<String, ToolError> {
     let folder = workspace_path::resolve(ctx, "path", input.path.as_deref().unwrap_or("."))?;
     let shown = &folder.shown;
-    let entries = match fs::read_dir(&folder.path) {
-        Ok(entries) => entries,
-        Err(err) => {
-            let is_file = err.kind() == io::ErrorKind::NotADirectory
-                || fs::metadata(&folder.path).is_ok_and(|meta| !meta.is_dir());
-            return Err(if is_file {
-                ToolError::failed(format!(
-                    "{shown} is a file, not a folder; use fs.read to see it"
-                ))
-            } else {
-                ToolError::from_io(&err, format!("cannot list {shown}"))
-            });
+    // Looked at before it is opened: opening a named pipe waits for a writer.
+    match capstan_sdk::fs::kind(&folder.path) {
+        Ok(Kind::Folder) => {}
+        Ok(Kind::File) => {
+            return Err(ToolError::failed(format!(
+                "{shown} is a file, not a folder; use fs.read to see it"
+            )));
         }
-    };
+        Ok(Kind::Special(what)) => {
+            return Err(ToolError::failed(format!(
+                "{shown} is {what}, not a folder; fs.ls lists folders only"
+            )));
+        }
+        Err(err) => return Err(ToolError::from_io(&err, format!("cannot list {shown}"))),
+    }
+    let entries = fs::read_dir(&folder.path)
+        .map_err(|err| ToolError::from_io(&err, format!("cannot list {shown}")))?;
     let mut listed: Vec<(String, String)> = Vec::new();
     let mut unreadable = 0;
     for entry in entries {

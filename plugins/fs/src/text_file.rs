@@ -31,6 +31,10 @@ pub enum Contents {
 pub enum LoadError {
     /// The path is a folder.
     Folder,
+    /// The path is neither a file nor a folder (a named pipe, a socket, a
+    /// device), and was not opened; the text says what it is and why it
+    /// was refused.
+    NotRegular(String),
     /// Opening or reading failed.
     Io(io::Error),
 }
@@ -61,6 +65,7 @@ pub fn load_text(target: &InputPath, refusals: &Refusals) -> Result<String, Tool
             "{shown} is a folder; {}",
             refusals.folder
         ))),
+        Err(LoadError::NotRegular(what)) => Err(ToolError::failed(format!("{shown} is {what}"))),
         Err(LoadError::Io(err)) => match refusals.missing {
             Some(advice) if err.kind() == io::ErrorKind::NotFound => Err(ToolError::failed(
                 format!("{shown} does not exist; {advice}"),
@@ -93,6 +98,7 @@ pub fn classify(bytes: Vec<u8>) -> Contents {
 fn read_whole(path: &Path) -> Result<Vec<u8>, LoadError> {
     capstan_sdk::fs::read(path).map_err(|err| match err.kind() {
         io::ErrorKind::IsADirectory => LoadError::Folder,
+        io::ErrorKind::Unsupported => LoadError::NotRegular(err.to_string()),
         _ => LoadError::Io(err),
     })
 }
@@ -139,6 +145,27 @@ mod tests {
     fn loading_a_folder_says_so() {
         let dir = tempfile::tempdir().unwrap();
         assert!(matches!(load(dir.path()), Err(LoadError::Folder)));
+    }
+
+    #[test]
+    fn a_named_pipe_is_refused_without_being_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // Opening it would wait for a writer that never comes.
+        match load(&fifo) {
+            Err(LoadError::NotRegular(what)) => {
+                assert!(
+                    what.starts_with("a named pipe (FIFO), not a regular file"),
+                    "{what}"
+                );
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use std::fs;
 use std::io;
 
+use capstan_sdk::fs::Kind;
 use capstan_sdk::prelude::*;
 
 use crate::atomic;
@@ -34,13 +35,18 @@ pub fn tool() -> Tool {
 fn write(input: WriteInput, ctx: &Context) -> Result<String, ToolError> {
     let target = workspace_path::resolve(ctx, "path", &input.path)?;
     let shown = &target.shown;
-    let existed = match fs::metadata(&target.path) {
-        Ok(meta) if meta.is_dir() => {
+    let existed = match capstan_sdk::fs::kind(&target.path) {
+        Ok(Kind::Folder) => {
             return Err(ToolError::failed(format!(
                 "{shown} is a folder; give the path of a file to write"
             )));
         }
-        Ok(_) => true,
+        Ok(Kind::Special(what)) => {
+            return Err(ToolError::failed(format!(
+                "{shown} is {what}, not a regular file; fs.write replaces regular files only"
+            )));
+        }
+        Ok(Kind::File) => true,
         Err(err) if err.kind() == io::ErrorKind::NotFound => false,
         Err(err) => return Err(ToolError::from_io(&err, format!("cannot write {shown}"))),
     };

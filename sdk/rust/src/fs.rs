@@ -6,15 +6,53 @@
 //! one read. On other targets (native unit tests) it is `std::fs::read`.
 //! Either way the whole file ends up in memory, so the plugin's memory
 //! limit bounds the size of a file it can read.
+//!
+//! Only regular files are read. A named pipe, a socket or a device in a
+//! granted folder is refused (capstan's sandbox does not open one at all):
+//! opening or reading one can wait forever for another program.
 
 use std::io;
 use std::path::Path;
 
+/// What a path leads to, symbolic links followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A regular file.
+    File,
+    /// A folder.
+    Folder,
+    /// Anything else: a named pipe, a socket, a device. Tools should refuse
+    /// it, since opening or reading one can wait forever. Holds what it is,
+    /// in words ("a named pipe (FIFO)").
+    Special(&'static str),
+}
+
+/// What a path that is neither a file, a folder nor a known kind of special
+/// file is called; capstan's sandbox reports named pipes and sockets so.
+const SPECIAL_FILE: &str = "a special file (such as a named pipe or a socket)";
+
+/// What `path` leads to, symbolic links followed, without opening it.
+pub fn kind(path: &Path) -> io::Result<Kind> {
+    imp::kind(path)
+}
+
 /// Reads a whole file, following symbolic links that stay inside the
 /// granted folders. Errors have the usual [`io::ErrorKind`]s: `NotFound`,
-/// `PermissionDenied` (outside the grants), `IsADirectory`.
+/// `PermissionDenied` (outside the grants), `IsADirectory`; a path that is
+/// neither a file nor a folder is not opened, and is `Unsupported`, with a
+/// message such as "a named pipe (FIFO), not a regular file: ...".
 pub fn read(path: &Path) -> io::Result<Vec<u8>> {
     imp::read(path)
+}
+
+/// The error for a path that is not a regular file.
+fn not_regular(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!(
+            "{what}, not a regular file: reading one can wait forever for another program, so only regular files are read"
+        ),
+    )
 }
 
 /// The folders this call was granted, as the plugin sees them (for a
@@ -32,11 +70,38 @@ mod imp {
         Vec::new()
     }
 
+    pub fn kind(path: &Path) -> io::Result<Kind> {
+        let file_type = std::fs::metadata(path)?.file_type();
+        if file_type.is_file() {
+            return Ok(Kind::File);
+        }
+        if file_type.is_dir() {
+            return Ok(Kind::Folder);
+        }
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if file_type.is_fifo() {
+                return Ok(Kind::Special("a named pipe (FIFO)"));
+            }
+            if file_type.is_socket() {
+                return Ok(Kind::Special("a socket"));
+            }
+            if file_type.is_char_device() {
+                return Ok(Kind::Special("a character device"));
+            }
+            if file_type.is_block_device() {
+                return Ok(Kind::Special("a block device"));
+            }
+        }
+        Ok(Kind::Special(SPECIAL_FILE))
+    }
+
     pub fn read(path: &Path) -> io::Result<Vec<u8>> {
-        let bytes = std::fs::read(path);
-        match bytes {
-            Err(err) if path.is_dir() => Err(io::Error::new(io::ErrorKind::IsADirectory, err)),
-            other => other,
+        match kind(path)? {
+            Kind::File => std::fs::read(path),
+            Kind::Folder => Err(io::Error::new(io::ErrorKind::IsADirectory, "is a folder")),
+            Kind::Special(what) => Err(not_regular(what)),
         }
     }
 }
@@ -65,17 +130,50 @@ mod imp {
             .collect()
     }
 
-    pub fn read(path: &Path) -> io::Result<Vec<u8>> {
+    /// What `relative` in the granted folder `dir` leads to.
+    fn kind_at(dir: &Descriptor, relative: &str) -> io::Result<Kind> {
+        let stat = dir
+            .stat_at(PathFlags::SYMLINK_FOLLOW, relative)
+            .map_err(to_io)?;
+        Ok(match stat.type_ {
+            DescriptorType::RegularFile => Kind::File,
+            DescriptorType::Directory => Kind::Folder,
+            DescriptorType::Fifo => Kind::Special("a named pipe (FIFO)"),
+            DescriptorType::Socket => Kind::Special("a socket"),
+            DescriptorType::CharacterDevice => Kind::Special("a character device"),
+            DescriptorType::BlockDevice => Kind::Special("a block device"),
+            // How wasmtime reports a named pipe or a socket.
+            DescriptorType::SymbolicLink | DescriptorType::Unknown => Kind::Special(SPECIAL_FILE),
+        })
+    }
+
+    /// The granted folder holding `path`, and the rest of the path.
+    fn locate<'a>(
+        preopens: &'a [(Descriptor, String)],
+        path: &'a Path,
+    ) -> io::Result<(&'a Descriptor, &'a str)> {
         let text = path
             .to_str()
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path is not UTF-8"))?;
-        let preopens = get_directories();
-        let (dir, relative) = preopen_for(&preopens, text).ok_or_else(|| {
+        preopen_for(preopens, text).ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::PermissionDenied,
                 "outside the folders this plugin was granted",
             )
-        })?;
+        })
+    }
+
+    pub fn kind(path: &Path) -> io::Result<Kind> {
+        let preopens = get_directories();
+        let (dir, relative) = locate(&preopens, path)?;
+        kind_at(dir, relative)
+    }
+
+    pub fn read(path: &Path) -> io::Result<Vec<u8>> {
+        let preopens = get_directories();
+        let (dir, relative) = locate(&preopens, path)?;
+        // No stat first: the host refuses to open what is not a file or a
+        // folder, and only then is the path looked at, to say what it is.
         let file = dir
             .open_at(
                 PathFlags::SYMLINK_FOLLOW,
@@ -83,10 +181,17 @@ mod imp {
                 OpenFlags::empty(),
                 DescriptorFlags::READ,
             )
-            .map_err(to_io)?;
-        // No stat first: a short first read means the whole file is in, and
-        // a folder is recognised when reading it fails. That saves a call
-        // per file. A longer file is read on until the host reports its end.
+            .map_err(|code| {
+                if matches!(code, ErrorCode::Unsupported)
+                    && let Ok(Kind::Special(what)) = kind_at(dir, relative)
+                {
+                    return not_regular(what);
+                }
+                to_io(code)
+            })?;
+        // A short first read means the whole file is in, and a folder is
+        // recognised when reading it fails; that saves a call per file. A
+        // longer file is read on until the host reports its end.
         let (first, end) = file.read(FIRST_READ, 0).map_err(|e| read_error(&file, e))?;
         if end || (first.len() as u64) < FIRST_READ {
             return Ok(first);

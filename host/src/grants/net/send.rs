@@ -545,12 +545,12 @@ mod tests {
     use crate::policy::audit::AuditLog;
 
     fn scope(dir: &tempfile::TempDir) -> AuditScope {
-        AuditScope {
-            log: AuditLog::open(&dir.path().join("audit.jsonl")).unwrap(),
-            plugin: "p".into(),
-            call_id: "c".into(),
-            session_id: None,
-        }
+        AuditScope::new(
+            AuditLog::open(&dir.path().join("audit.jsonl")).unwrap(),
+            "p",
+            "c",
+            None,
+        )
     }
 
     fn records(dir: &tempfile::TempDir) -> Vec<serde_json::Value> {
