@@ -158,6 +158,7 @@ fn main() {
             at_rest = Some(measure_at_rest(
                 &built.component,
                 &sha256,
+                &dir.path().join("home"),
                 &dir.path().join("cache"),
                 &ws,
             ));
@@ -301,10 +302,13 @@ impl AtRest {
 
 /// Runs the idle session in a process of its own, so its memory is a
 /// session's and not this benchmark's (which compiled the components).
-fn measure_at_rest(component: &Path, sha256: &str, cache: &Path, ws: &Path) -> AtRest {
+fn measure_at_rest(component: &Path, sha256: &str, home: &Path, cache: &Path, ws: &Path) -> AtRest {
+    // The same data folder (its compile-cache key) and cache as this
+    // process, so the session loads what was compiled here.
     let spec = [
         component.display().to_string(),
         sha256.to_string(),
+        home.display().to_string(),
         cache.display().to_string(),
         ws.display().to_string(),
     ]
@@ -339,7 +343,7 @@ fn measure_at_rest(component: &Path, sha256: &str, cache: &Path, ws: &Path) -> A
 /// `name value` lines.
 fn idle_session(spec: &str) {
     let parts: Vec<&str> = spec.split('\n').collect();
-    let [component, sha256, cache, ws] = parts[..] else {
+    let [component, sha256, home, cache, ws] = parts[..] else {
         panic!("bad {IDLE_SESSION}: {spec}");
     };
     let rounds: usize = std::env::var("BENCH_IDLE_ROUNDS")
@@ -350,9 +354,13 @@ fn idle_session(spec: &str) {
         .enable_all()
         .build()
         .unwrap();
-    let sandbox = Sandbox::new(Path::new(cache).to_path_buf()).unwrap();
+    let sandbox = Sandbox::new(&capstan::home::Home::at(
+        Path::new(home).to_path_buf(),
+        Path::new(cache).to_path_buf(),
+    ))
+    .unwrap();
     let options = CallOptions {
-        grants: Grants::workspace(Path::new(ws), false).unwrap(),
+        grants: Grants::workspace(Path::new(ws), false, sandbox.own_folders()).unwrap(),
         ..CallOptions::default()
     };
     let call = |component: &LoadedComponent, tool: &str, input: &str| {
