@@ -5,6 +5,7 @@
 //! Colours and the spinner appear only on a terminal, and never with
 //! `NO_COLOR` set.
 
+use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -121,6 +122,8 @@ pub struct TerminalFrontend {
     interactive: bool,
     at_line_start: bool,
     verbose: bool,
+    /// Why calls were refused, by call id, until their one line is shown.
+    refusals: HashMap<String, String>,
 }
 
 impl TerminalFrontend {
@@ -135,6 +138,7 @@ impl TerminalFrontend {
             interactive,
             at_line_start: true,
             verbose,
+            refusals: HashMap::new(),
         }
     }
 
@@ -208,19 +212,15 @@ impl Frontend for TerminalFrontend {
                 self.start_spinner("waiting to retry");
             }
             AgentEvent::Answer(_) => self.finish_line(),
-            AgentEvent::Permission { tool, decision, .. } => {
-                if decision.outcome != Outcome::Allow || self.verbose {
-                    let verb = match decision.outcome {
-                        Outcome::Allow => "allowed",
-                        Outcome::Ask | Outcome::Deny => "denied",
-                    };
-                    let text = format!("  {verb} {tool}: {}", decision.reason);
-                    let styled = if decision.outcome == Outcome::Allow {
-                        self.err.dim(&text)
-                    } else {
-                        self.err.yellow(&text)
-                    };
-                    self.line(&styled);
+            AgentEvent::Permission { id, tool, decision } => {
+                if decision.outcome != Outcome::Allow {
+                    // Shown on the call's own line when it finishes, so a
+                    // refusal is one line, with the whole reason.
+                    self.refusals
+                        .insert(id.to_string(), decision.reason.clone());
+                } else if self.verbose {
+                    let text = format!("  allowed {tool}: {}", decision.reason);
+                    self.line(&self.err.dim(&text));
                 }
             }
             AgentEvent::ToolStarted { tool, input, .. } => {
@@ -229,12 +229,12 @@ impl Frontend for TerminalFrontend {
                 self.start_spinner(label.trim_end());
             }
             AgentEvent::ToolFinished {
+                id,
                 tool,
                 input,
                 is_error,
                 output,
                 duration,
-                ..
             } => {
                 let mark = if is_error {
                     self.err.red("✗")
@@ -242,6 +242,16 @@ impl Frontend for TerminalFrontend {
                     self.err.green("✓")
                 };
                 let argument = key_argument(input);
+                if let Some(reason) = self.refusals.remove(id) {
+                    let text = format!(
+                        "{mark} {} {} {}",
+                        self.err.bold(tool),
+                        self.err.cyan(&argument),
+                        self.err.yellow(&format!("· denied: {reason}"))
+                    );
+                    self.line(&text);
+                    return;
+                }
                 let summary = summarise_output(output, is_error);
                 let text = format!(
                     "{mark} {} {} {}",
@@ -252,7 +262,14 @@ impl Frontend for TerminalFrontend {
                 );
                 self.line(&text);
             }
-            AgentEvent::ToolResults(_) => {}
+            AgentEvent::ToolResults(_) => {
+                // Refusals whose call line never came still get said.
+                let mut left: Vec<(String, String)> = self.refusals.drain().collect();
+                left.sort();
+                for (_, reason) in left {
+                    self.line(&self.err.yellow(&format!("  denied: {reason}")));
+                }
+            }
             AgentEvent::Usage(usage) => {
                 if self.verbose {
                     let text = format!(

@@ -126,9 +126,9 @@ pub struct Decision {
 
 impl Decision {
     /// For runs that cannot prompt (`-p`, no terminal): an `Ask` becomes a
-    /// `Deny` whose reason says how to grant the permission; `Allow` and
-    /// `Deny` are unchanged.
-    pub fn without_prompt(self) -> Decision {
+    /// `Deny` whose reason says how to grant the permission for `tool`;
+    /// `Allow` and `Deny` are unchanged.
+    pub fn without_prompt(self, tool: &str) -> Decision {
         if self.outcome != Outcome::Ask {
             return self;
         }
@@ -138,7 +138,7 @@ impl Decision {
             reason: format!(
                 "{} — but this run cannot ask for permission, so the call was denied. \
                  To let it run, pass `--permission-mode accept-edits` (edits inside the workspace) \
-                 or an allow rule such as `--allow 'fs.write(src/**)'`, \
+                 or an allow rule such as `--allow '{tool}'`, \
                  or add the rule to `allow` under [permissions] in the config",
                 self.reason
             ),

@@ -228,7 +228,7 @@ fn without_prompt_turns_ask_into_deny() {
     let policy = Policy::new(Mode::Default, Vec::new());
     let asked = decide(&policy, "fs.write", Kind::Writing);
     assert_eq!(asked.outcome, Outcome::Ask);
-    let d = asked.without_prompt();
+    let d = asked.without_prompt("fs.write");
     assert_eq!(d.outcome, Outcome::Deny);
     assert_eq!(d.source, DecisionSource::NonInteractive);
     assert!(d.reason.contains("`fs.write`"), "{}", d.reason);
@@ -237,16 +237,18 @@ fn without_prompt_turns_ask_into_deny() {
         "{}",
         d.reason
     );
-    assert!(d.reason.contains("--allow"), "{}", d.reason);
+    assert!(d.reason.contains("--allow 'fs.write'"), "{}", d.reason);
+    let edit = decide(&policy, "fs.edit", Kind::Writing).without_prompt("fs.edit");
+    assert!(edit.reason.contains("--allow 'fs.edit'"), "{}", edit.reason);
 
     let allowed = decide(&policy, "fs.read", Kind::ReadOnly);
-    assert_eq!(allowed.clone().without_prompt(), allowed);
+    assert_eq!(allowed.clone().without_prompt("fs.read"), allowed);
     let denied = decide(
         &Policy::new(Mode::Plan, Vec::new()),
         "fs.write",
         Kind::Writing,
     );
-    assert_eq!(denied.clone().without_prompt(), denied);
+    assert_eq!(denied.clone().without_prompt("fs.write"), denied);
 }
 
 #[test]
