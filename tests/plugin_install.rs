@@ -1072,6 +1072,8 @@ fn a_duplicate_install_is_refused_before_anything_is_compiled() {
     let asked = err.find("files 0.1.0 (unsigned) wants:").unwrap();
     let compiled = err.find("component [1/1] tool.wasm").unwrap();
     assert!(asked < compiled, "{err}");
+    // A plugin without hooks is not said to have any.
+    assert!(!err.contains("  hooks "), "{err}");
 
     let newer = package(env.outside.path(), "0.2.0", &fs_component(), READ_ONLY);
     let started = std::time::Instant::now();

@@ -155,6 +155,7 @@ async fn execute(command: PluginCommand) -> Result<Exit, Failure> {
             let asker = Asker::new(yes);
             let outcome = installer
                 .install(&source, &mut |request| asker.ask(request))
+                .await
                 .map_err(|e| asker.explain(e))?;
             report(&outcome);
             Ok(Exit::Success)
