@@ -1294,6 +1294,61 @@ fn scripted_demo_in_print_mode_is_refused_once_and_says_so_truthfully() {
     );
 }
 
+// 14c
+#[test]
+fn claude_code_rules_apply_and_a_rule_naming_no_tool_is_warned_about() {
+    let env = Env::new();
+    let script = env.outside.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"turns": [
+            {"text": "Writing.", "tool_calls": [
+                {"tool": "fs.write", "input": {"path": "docs/a.md", "content": "doc"}},
+                {"tool": "fs.write", "input": {"path": "src/b.rs", "content": "code"}}]},
+            {"text": "Done."}]}"#,
+    )
+    .unwrap();
+    let mut cmd = env.capstan();
+    for var in MODEL_VARS {
+        cmd.env_remove(var);
+    }
+    cmd.env("NO_COLOR", "1")
+        .args(["-p", "write the files", "--model"])
+        .arg(format!("scripted:{}", script.display()))
+        .args([
+            "--allow",
+            "Write(docs/**)",
+            "--allow",
+            "fs.wirte",
+            "--deny",
+            "Bash(rm:*)",
+        ])
+        .timeout(RUN_TIMEOUT);
+    let output = run(&mut cmd);
+    assert_exit(&output, 0);
+    // Claude Code's `Write(docs/**)` allowed the write under docs/ only.
+    assert_eq!(env.read("docs/a.md"), "doc");
+    assert!(!env.ws.path().join("src/b.rs").exists());
+    let err = stderr(&output);
+    assert!(
+        err.contains("warning: the allow rule `fs.wirte` in the command line matches no tool in this session; did you mean `fs.write`?"),
+        "{err}"
+    );
+    assert!(
+        err.contains("note: the deny rule `Bash(rm:*)` in the command line is for exec.run, which capstan does not have yet"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("`Write(docs/**)` in the command line matches no tool"),
+        "{err}"
+    );
+    let all = records(&only_transcript(&env));
+    let permissions = of_type(&all, "permission");
+    assert_eq!(permissions[0]["outcome"], "allow", "{permissions:?}");
+    assert_eq!(permissions[0]["rule"], "Write(docs/**)", "{permissions:?}");
+    assert_eq!(permissions[1]["outcome"], "deny", "{permissions:?}");
+}
+
 // 15
 #[test]
 fn json_output_is_one_result_object() {
