@@ -208,6 +208,11 @@ fn watch_ctrl_c(interrupt: Interrupt) {
     });
 }
 
+/// Time since the process started (or since first asked, in tests).
+pub(crate) fn since_start() -> std::time::Duration {
+    PROCESS_START.get_or_init(Instant::now).elapsed()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,9 +244,4 @@ mod tests {
             assert_eq!(moved(args), args);
         }
     }
-}
-
-/// Time since the process started (or since first asked, in tests).
-pub(crate) fn since_start() -> std::time::Duration {
-    PROCESS_START.get_or_init(Instant::now).elapsed()
 }
