@@ -466,6 +466,13 @@ impl<'a> Installer<'a> {
                 path: path.clone(),
                 source,
             })?;
+            if sha256_hex(&wasm) != *sha256 {
+                return Err(InstallError::Io {
+                    action: "read",
+                    path,
+                    source: std::io::Error::other("the file changed while it was being installed"),
+                });
+            }
             if !inspect::exports_hook(&wasm) {
                 continue;
             }
