@@ -393,14 +393,7 @@ impl<'a> Installer<'a> {
             return Err(InstallError::ConsentRefused { name });
         }
         let components = self.compile(&prepared)?;
-        if let Some(component) = components
-            .iter()
-            .find(|c| c.exports.iter().any(|e| e == "hook") && !hooks.described(&c.path))
-        {
-            return Err(InstallError::UndeclaredHook {
-                component: component.path.clone(),
-            });
-        }
+        undeclared_hook(&components, &hooks)?;
         let mut locked = Lockfile::modify(&self.store.lock_path())?;
         // Another capstan may have installed it while this one compiled.
         if let Some(entry) = locked.lock.plugins.get(&name).cloned() {
@@ -494,8 +487,9 @@ impl<'a> Installer<'a> {
     }
 
     /// Replaces an installed plugin with the one at `source`, asking
-    /// `consent` only if it requests more than the user agreed to before.
-    pub fn update(
+    /// `consent` only if it requests more than the user agreed to before
+    /// (wider capabilities, or hooks where it had none).
+    pub async fn update(
         &self,
         source: &Path,
         consent: &mut dyn FnMut(&ConsentRequest) -> bool,
@@ -516,12 +510,18 @@ impl<'a> Installer<'a> {
         }
         let requested = prepared.manifest.capabilities.clone();
         let changes = old.consented.diff(&requested);
-        let widened = !requested.is_within(&old.consented);
+        let hooks = self.hook_subscriptions(&prepared).await?;
+        let gains_hooks = !hooks.components.is_empty() && old.hook_components().next().is_none();
+        let widened = !requested.is_within(&old.consented) || gains_hooks;
         if widened {
-            let text = format!(
+            let mut text = format!(
                 "{} {} -> {} ({}) asks for more than you granted:\n{changes}",
                 name, old.version, prepared.manifest.version, prepared.signer,
             );
+            if gains_hooks {
+                text.push_str("  it now has hooks, which it did not have before:\n");
+                text.push_str(&describe_hooks(&hooks));
+            }
             let request = ConsentRequest {
                 name: name.clone(),
                 version: prepared.manifest.version.clone(),
@@ -532,6 +532,7 @@ impl<'a> Installer<'a> {
             }
         }
         let components = self.compile(&prepared)?;
+        undeclared_hook(&components, &hooks)?;
         let mut locked = Lockfile::modify(&self.store.lock_path())?;
         // What was agreed to must still be what is installed.
         if locked.lock.plugins.get(&name) != Some(&old) {
@@ -1012,6 +1013,19 @@ impl HookReach {
     /// Whether the component at `path` was asked for its subscriptions.
     fn described(&self, path: &str) -> bool {
         self.components.iter().any(|(p, _)| p == path)
+    }
+}
+
+/// Refuses components that export hooks the question did not describe.
+fn undeclared_hook(components: &[LockComponent], hooks: &HookReach) -> Result<(), InstallError> {
+    match components
+        .iter()
+        .find(|c| c.exports.iter().any(|e| e == "hook") && !hooks.described(&c.path))
+    {
+        Some(component) => Err(InstallError::UndeclaredHook {
+            component: component.path.clone(),
+        }),
+        None => Ok(()),
     }
 }
 
