@@ -89,22 +89,27 @@ bench: setup
     cargo bench -p capstan --bench languages
 
 # An agent session on a sample project with the offline scripted model (no
-# API key needed), then the tools called directly.
+# API key needed): refused in print mode, then asked at a terminal (a
+# pseudo-terminal that docs/demo/interactive.py answers); then the tools
+# called directly.
 demo: build
     #!/usr/bin/env bash
     set -euo pipefail
     capstan="$PWD/target/release/capstan"
     script="$PWD/docs/demo/script.json"
+    interactive="$PWD/docs/demo/interactive.py"
     export CAPSTAN_HOME="$(mktemp -d)"
     project="$(mktemp -d)"
     trap 'rm -rf "$CAPSTAN_HOME" "$project"' EXIT
     cp -R docs/demo/project/. "$project/"
     cd "$project"
     run() { printf '\n\033[1m$ capstan %s\033[0m\n' "$*"; "$capstan" "$@" || echo "(exit code $?)"; }
-    echo "# An agent session. Print mode cannot ask, so the edit is refused and the model is told how to allow it:"
+    echo "# An agent session. Print mode cannot ask, so the edit is refused; the model is told how to allow it, and says so:"
     run -p "Rename greet to welcome" --model "scripted:$script"
-    echo; echo "# With edits accepted, the same session renames the function:"
-    run -p "Rename greet to welcome" --model "scripted:$script" --permission-mode accept-edits
+    echo; echo "# The same session at a terminal asks before the edit. Nobody is at this one: docs/demo/interactive.py"
+    echo "# runs it in a pseudo-terminal, types y at the question, then /exit:"
+    printf '\n\033[1m$ capstan "Rename greet to welcome" --model scripted:%s\033[0m\n' "$script"
+    python3 "$interactive" y "$capstan" "Rename greet to welcome" --model "scripted:$script" || echo "(exit code $?)"
     run session list
     echo; echo "# Tools can be called directly too; each call is a fresh sandbox that sees only the workspace:"
     run tool list

@@ -1304,6 +1304,136 @@ fn scripted_demo_renames_and_is_listed_as_a_session() {
     assert_eq!(sessions[0]["first_prompt"], "rename");
 }
 
+// 14b
+#[test]
+fn scripted_demo_in_print_mode_is_refused_once_and_says_so_truthfully() {
+    let env = Env::new();
+    let project = env.outside.path().join("project");
+    copy_tree(&repo_root().join("docs/demo/project"), &project);
+    let script = repo_root().join("docs/demo/script.json");
+    let before = std::fs::read_to_string(project.join("src/main.rs")).unwrap();
+
+    // The demo's first run: print mode, default mode, text output.
+    let mut cmd = env.capstan();
+    for var in MODEL_VARS {
+        cmd.env_remove(var);
+    }
+    cmd.env("NO_COLOR", "1")
+        .args(["-p", "Rename greet to welcome", "--model"])
+        .arg(format!("scripted:{}", script.display()))
+        .arg("-w")
+        .arg(&project)
+        .timeout(RUN_TIMEOUT);
+    let output = run(&mut cmd);
+    assert_exit(&output, 0);
+    let after = std::fs::read_to_string(project.join("src/main.rs")).unwrap();
+    assert_eq!(after, before, "the refused edit changed the file");
+
+    // The model says what happened, not what it had planned.
+    let answer = stdout(&output);
+    assert!(
+        answer.contains("The edit was refused, so `greet` was not renamed"),
+        "{answer}"
+    );
+    assert!(!answer.contains("is now `welcome`"), "{answer}");
+    assert!(!answer.contains("Checking the result"), "{answer}");
+
+    // The refusal is one line: the call, its argument and the whole reason
+    // (with the rule that would allow it), said once.
+    let err = stderr(&output);
+    assert_eq!(err.matches("needs permission").count(), 1, "{err}");
+    let line = err
+        .lines()
+        .find(|line| line.contains("needs permission"))
+        .unwrap();
+    assert!(
+        line.starts_with("✗ fs.edit src/main.rs · denied: `fs.edit` needs permission"),
+        "{err}"
+    );
+    assert!(line.contains("--allow 'fs.edit'"), "{err}");
+    assert!(!err.contains("Permission denied"), "{err}");
+
+    // The demo's second run renames (here with edits accepted; the demo
+    // answers a question instead, which print mode never asks).
+    let mut cmd = env.capstan();
+    for var in MODEL_VARS {
+        cmd.env_remove(var);
+    }
+    cmd.env("NO_COLOR", "1")
+        .args(["-p", "Rename greet to welcome", "--model"])
+        .arg(format!("scripted:{}", script.display()))
+        .args(["--permission-mode", "accept-edits", "-w"])
+        .arg(&project)
+        .timeout(RUN_TIMEOUT);
+    let output = run(&mut cmd);
+    assert_exit(&output, 0);
+    assert!(
+        stdout(&output).contains("Done: `greet` is now `welcome`"),
+        "{}",
+        stdout(&output)
+    );
+    let after = std::fs::read_to_string(project.join("src/main.rs")).unwrap();
+    assert!(
+        after.contains("welcome(") && !after.contains("greet("),
+        "{after}"
+    );
+}
+
+// 14c
+#[test]
+fn claude_code_rules_apply_and_a_rule_naming_no_tool_is_warned_about() {
+    let env = Env::new();
+    let script = env.outside.path().join("script.json");
+    std::fs::write(
+        &script,
+        r#"{"turns": [
+            {"text": "Writing.", "tool_calls": [
+                {"tool": "fs.write", "input": {"path": "docs/a.md", "content": "doc"}},
+                {"tool": "fs.write", "input": {"path": "src/b.rs", "content": "code"}}]},
+            {"text": "Done."}]}"#,
+    )
+    .unwrap();
+    let mut cmd = env.capstan();
+    for var in MODEL_VARS {
+        cmd.env_remove(var);
+    }
+    cmd.env("NO_COLOR", "1")
+        .args(["-p", "write the files", "--model"])
+        .arg(format!("scripted:{}", script.display()))
+        .args([
+            "--allow",
+            "Write(docs/**)",
+            "--allow",
+            "fs.wirte",
+            "--deny",
+            "Bash(rm:*)",
+        ])
+        .timeout(RUN_TIMEOUT);
+    let output = run(&mut cmd);
+    assert_exit(&output, 0);
+    // Claude Code's `Write(docs/**)` allowed the write under docs/ only.
+    assert_eq!(env.read("docs/a.md"), "doc");
+    assert!(!env.ws.path().join("src/b.rs").exists());
+    let err = stderr(&output);
+    assert!(
+        err.contains("warning: the allow rule `fs.wirte` in the command line matches no tool in this session; did you mean `fs.write`?"),
+        "{err}"
+    );
+    assert!(
+        err.contains("note: the deny rule `Bash(rm:*)` in the command line is for exec.run, which capstan does not have yet"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("`Write(docs/**)` in the command line matches no tool"),
+        "{err}"
+    );
+    let all = records(&only_transcript(&env));
+    let permissions = of_type(&all, "permission");
+    assert_eq!(permissions[0]["outcome"], "allow", "{permissions:?}");
+    assert_eq!(permissions[0]["rule"], "Write(docs/**)", "{permissions:?}");
+    assert_eq!(permissions[1]["outcome"], "deny", "{permissions:?}");
+}
+
 // 15
 #[test]
 fn json_output_is_one_result_object() {

@@ -359,6 +359,15 @@ fn an_edited_record_fails_verification() {
     let err = stderr(&out);
     assert!(err.contains("line 2 (record 2): edited"), "{err}");
     assert!(err.contains("1 intact record precedes it"), "{err}");
+    // Its help states the code it exits with.
+    let help = audit(&env, &["verify", "--help"]);
+    assert_exit(&help, 0);
+    let code = out.status.code().unwrap();
+    assert!(
+        stdout(&help).contains(&format!("Exits with {code} if not")),
+        "{}",
+        stdout(&help)
+    );
 }
 
 #[test]

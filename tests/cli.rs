@@ -94,6 +94,44 @@ fn help_describes_the_session_flags_the_commands_and_the_exit_codes() {
 }
 
 #[test]
+fn verbose_works_before_or_after_the_subcommand() {
+    let env = Env::new();
+    env.write("a.txt", "hello\n");
+    for args in [
+        &["-v", "tool", "call", "fs.read", r#"{"path":"a.txt"}"#][..],
+        &["tool", "-v", "call", "fs.read", r#"{"path":"a.txt"}"#],
+        &["tool", "call", "fs.read", r#"{"path":"a.txt"}"#, "-v"],
+        &[
+            "--verbose",
+            "tool",
+            "call",
+            "fs.read",
+            r#"{"path":"a.txt"}"#,
+        ],
+    ] {
+        let out = capstan(&env, args);
+        assert_exit(&out, 0);
+        assert!(stdout(&out).contains("hello"), "{args:?}: {}", stdout(&out));
+        // Verbose output: where the component came from, and timings.
+        assert!(
+            stderr(&out).contains("capstan: plugin fs"),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+    }
+    let quiet = capstan(&env, &["tool", "call", "fs.read", r#"{"path":"a.txt"}"#]);
+    assert_exit(&quiet, 0);
+    assert!(
+        !stderr(&quiet).contains("capstan: plugin fs"),
+        "{}",
+        stderr(&quiet)
+    );
+    // Session options still cannot be mixed with a subcommand.
+    let out = capstan(&env, &["-p", "tool", "list"]);
+    assert_ne!(out.status.code(), Some(0), "{}", stdout(&out));
+}
+
+#[test]
 fn without_a_terminal_or_a_prompt_it_says_what_to_do() {
     let env = Env::new();
     let out = env

@@ -749,3 +749,118 @@ fn a_hook_granted_the_workspace_read_write_still_cannot_write() {
         "the hook saw no workspace: {context}"
     );
 }
+
+#[test]
+fn installing_a_hook_plugin_says_which_events_and_tools_it_sees_and_what_it_may_do() {
+    let env = Env::new();
+    // No terminal and no --yes: the question is shown, consent is not given.
+    let out = env
+        .capstan()
+        .args(["plugin", "install"])
+        .arg(echo_package(&env, ""))
+        .output()
+        .unwrap();
+    assert_exit(&out, 9);
+    let asked = stderr(&out);
+    assert!(
+        asked.contains("hook-echo 0.1.0 (unsigned) wants:"),
+        "{asked}"
+    );
+    assert!(
+        asked.contains(
+            "hooks    runs on every matching event of every session, and sees what it carries:"
+        ),
+        "{asked}"
+    );
+    for event in [
+        "SessionStart",
+        "SessionEnd",
+        "UserPromptSubmit",
+        "PostToolUse for every tool",
+        "PostToolUseFailure for every tool",
+        "Stop",
+        "SubagentStart",
+        "SubagentStop",
+        "PreCompact",
+        "PostCompact",
+        "Notification",
+    ] {
+        assert!(
+            asked.contains(&format!("             {event}")),
+            "no {event} in {asked}"
+        );
+    }
+    assert!(
+        asked.contains(
+            "PreToolUse for every tool: sees each call's input before it runs; may deny the call, change its input"
+        ),
+        "{asked}"
+    );
+    assert!(
+        asked.contains("PermissionRequest for every tool: sees each permission question before you do; may answer it for you"),
+        "{asked}"
+    );
+    assert!(
+        asked.contains("UserPromptSubmit: sees every prompt you send; may block it"),
+        "{asked}"
+    );
+    // Nothing was installed.
+    let list = env.capstan().args(["plugin", "list"]).output().unwrap();
+    assert!(!stdout(&list).contains("hook-echo"), "{}", stdout(&list));
+    let hooks = installed_hooks(&env);
+    assert!(hooks.is_empty(), "{hooks:?}");
+
+    // A hook with a matcher: the tools it sees, and no other event.
+    let out = env
+        .capstan()
+        .args(["plugin", "install"])
+        .arg(packaged("protect-paths"))
+        .arg("--yes")
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    let asked = stderr(&out);
+    let hook_lines: Vec<&str> = asked
+        .lines()
+        .skip_while(|line| !line.starts_with("  hooks "))
+        .take_while(|line| line.starts_with("  hooks ") || line.starts_with("             "))
+        .collect();
+    assert_eq!(hook_lines.len(), 2, "{asked}");
+    assert!(
+        hook_lines[1]
+            .trim_start()
+            .starts_with("PreToolUse for tools matching `fs\\.(?:write|edit)|"),
+        "{asked}"
+    );
+    assert!(
+        hook_lines[1].ends_with(
+            "may deny the call, change its input, ask you first, or let it run without asking you"
+        ),
+        "{asked}"
+    );
+    assert!(asked.contains("files    "), "{asked}");
+
+    // A hook without a matcher sees every tool.
+    let out = env
+        .capstan()
+        .args(["plugin", "install"])
+        .arg(packaged("guard-secrets"))
+        .arg("--yes")
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    assert!(
+        stderr(&out).contains("PreToolUse for every tool:"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// The hooks a session with `env`'s installed plugins would run, from
+/// `stream-json`'s `init` event.
+fn installed_hooks(env: &Env) -> Vec<Value> {
+    let mock = MockModel::start(vec![sse(Answer::text("ok"))]);
+    let output = session(env, &mock, "hi", &["--output-format", "stream-json"]);
+    let init: Value = serde_json::from_str(stdout(&output).lines().next().unwrap()).unwrap();
+    init["hooks"].as_array().cloned().unwrap_or_default()
+}

@@ -1079,6 +1079,15 @@ fn the_js_npm_example_uses_the_network_and_files_only_as_granted() {
     let out = run(&["tool", "call", "npm.latest", r#"{"name":"left-pad"}"#]);
     assert!(!out.status.success(), "{}", stdout(&out));
     assert_eq!(server.requests().len(), before);
+    // JavaScript's fetch says only "NetworkError"; the host adds why, as
+    // the Python SDK says it.
+    let err = stderr(&out);
+    assert!(err.contains("NetworkError"), "{err}");
+    assert!(
+        err.contains("[the sandbox refused a network request: GET "),
+        "{err}"
+    );
+    assert!(err.contains("not granted"), "{err}");
 }
 
 #[test]

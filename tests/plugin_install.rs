@@ -1143,6 +1143,8 @@ fn a_duplicate_install_is_refused_before_anything_is_compiled() {
     let asked = err.find("files 0.1.0 (unsigned) wants:").unwrap();
     let compiled = err.find("component [1/1] tool.wasm").unwrap();
     assert!(asked < compiled, "{err}");
+    // A plugin without hooks is not said to have any.
+    assert!(!err.contains("  hooks "), "{err}");
 
     let newer = package(env.outside.path(), "0.2.0", &fs_component(), READ_ONLY);
     let started = std::time::Instant::now();
@@ -1308,4 +1310,42 @@ fn concurrent_installs_and_removes_keep_every_effect() {
         "{}",
         stdout(&out)
     );
+}
+
+#[test]
+fn an_update_that_adds_hooks_needs_consent_again_and_says_what_they_see() {
+    let env = Env::new();
+    let v1 = package(env.outside.path(), "0.1.0", &fs_component(), READ_ONLY);
+    install(&env, &v1);
+    // The same capabilities, plus a hook component.
+    let v2 = package(env.outside.path(), "0.2.0", &fs_component(), READ_ONLY);
+    std::fs::copy(fixture("hook-echo"), v2.join("hook.wasm")).unwrap();
+    let manifest = std::fs::read_to_string(v2.join("plugin.toml"))
+        .unwrap()
+        .replace(
+            "components = [\"tool.wasm\"]",
+            "components = [\"tool.wasm\", \"hook.wasm\"]",
+        );
+    std::fs::write(v2.join("plugin.toml"), manifest).unwrap();
+
+    let out = plugin(&env, &["update", v2.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(9), "{}", stderr(&out));
+    let asked = stderr(&out);
+    assert!(
+        asked.contains("files 0.1.0 -> 0.2.0 (unsigned) asks for more than you granted"),
+        "{asked}"
+    );
+    assert!(
+        asked.contains("it now has hooks, which it did not have before"),
+        "{asked}"
+    );
+    assert!(
+        asked.contains("PreToolUse for every tool: sees each call's input before it runs; may deny the call, change its input"),
+        "{asked}"
+    );
+    assert!(lock(&env).contains("version = \"0.1.0\""), "{}", lock(&env));
+
+    let out = plugin(&env, &["update", v2.to_str().unwrap(), "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(lock(&env).contains("version = \"0.2.0\""), "{}", lock(&env));
 }

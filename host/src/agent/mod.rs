@@ -54,6 +54,10 @@ pub use toolbox::{AgentTool, Toolbox, ToolboxError};
 /// How many times per prompt a Stop hook can make the model keep going.
 pub const MAX_STOP_CONTINUES: u32 = 3;
 
+/// How the result of a call that was not allowed to run begins (refused by
+/// a rule, the mode, a hook or the user); what follows says why.
+pub const REFUSAL_PREFIX: &str = "Permission denied:";
+
 /// The result given for a tool call the user interrupted.
 pub const INTERRUPTED_RESULT: &str = "The user interrupted this tool call before it finished; it may not have run at all. Wait for the user's next instruction.";
 
@@ -1497,7 +1501,7 @@ impl Agent {
                 let answer = frontend.ask(&request);
                 self.apply_answer(&tool, answer, frontend, interrupt)
             } else {
-                decision.without_prompt()
+                decision.without_prompt(&tool.name)
             };
         }
         let (source, rule) = describe_source(&decision.source);
@@ -1522,7 +1526,7 @@ impl Agent {
         Ok(match decision.outcome {
             Outcome::Allow => Ok(Authorized { tool, input, notes }),
             Outcome::Ask | Outcome::Deny => Err(format!(
-                "Permission denied: {} Do not retry the same call; adapt, or ask the user.",
+                "{REFUSAL_PREFIX} {} Do not retry the same call; adapt, or ask the user.",
                 decision.reason
             )),
         })

@@ -19,7 +19,7 @@ pub enum AuditCommand {
     /// environment variables read, secrets injected (most recent last).
     Show(ShowArgs),
     /// Check that the log is intact: every record's hash, the chain between
-    /// them, and that nothing was cut off the end. Exits with 9 if not.
+    /// them, and that nothing was cut off the end. Exits with 11 if not.
     Verify,
 }
 

@@ -111,3 +111,39 @@ Exit codes:
     };
 }
 pub(crate) use exit_codes_help;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [Exit; 14] = [
+        Exit::Success,
+        Exit::Error,
+        Exit::Usage,
+        Exit::InvalidInput,
+        Exit::Denied,
+        Exit::ToolFailed,
+        Exit::PluginCrashed,
+        Exit::Model,
+        Exit::MaxTurns,
+        Exit::Refused,
+        Exit::Integrity,
+        Exit::AuditDamaged,
+        Exit::Interrupted,
+        Exit::OutputClosed,
+    ];
+
+    #[test]
+    fn the_help_table_has_one_row_per_code() {
+        let table = exit_codes_help!();
+        let codes: Vec<u8> = table
+            .lines()
+            .skip(1)
+            .map(|line| line.split_whitespace().next().unwrap().parse().unwrap())
+            .collect();
+        let expected: Vec<u8> = ALL.iter().map(|exit| *exit as u8).collect();
+        assert_eq!(codes, expected);
+        assert!(table.contains("\n  11  the audit log is damaged"));
+        assert!(table.contains("\n  9  refused: consent"));
+    }
+}

@@ -17,12 +17,13 @@ mod skill;
 mod tool;
 pub mod turn_keys;
 
+use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 pub use exit::Exit;
 
@@ -94,7 +95,7 @@ static PROCESS_START: OnceLock<Instant> = OnceLock::new();
 pub fn main() -> ExitCode {
     PROCESS_START.get_or_init(Instant::now);
     end_quietly_on_closed_output();
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_from(verbose_after_subcommand(std::env::args_os().collect())) {
         Ok(cli) => cli,
         Err(err) => {
             let _ = err.print();
@@ -154,6 +155,27 @@ pub fn main() -> ExitCode {
     exit.into()
 }
 
+/// Moves `-v`/`--verbose` given before a subcommand (`capstan -v tool call
+/// ...`) to just after the subcommand's name, where clap takes it (the flag
+/// is global). Before a subcommand clap would count it as a session option,
+/// which cannot be combined with a subcommand. Anything else is left as it
+/// is.
+fn verbose_after_subcommand(mut args: Vec<OsString>) -> Vec<OsString> {
+    let leading = args
+        .iter()
+        .skip(1)
+        .take_while(|arg| *arg == "-v" || *arg == "--verbose")
+        .count();
+    let names_subcommand = args
+        .get(1 + leading)
+        .and_then(|arg| arg.to_str())
+        .is_some_and(|name| Cli::command().find_subcommand(name).is_some());
+    if leading > 0 && names_subcommand {
+        args[1..=1 + leading].rotate_left(leading);
+    }
+    args
+}
+
 /// Makes a write to a closed pipe (`capstan plugin info x | head -3`) end the
 /// process quietly with [`Exit::OutputClosed`], as SIGPIPE ends other
 /// command-line programs, instead of reporting the failed `println!` as an
@@ -192,4 +214,37 @@ fn watch_ctrl_c(interrupt: Interrupt) {
 /// Time since the process started (or since first asked, in tests).
 pub(crate) fn since_start() -> std::time::Duration {
     PROCESS_START.get_or_init(Instant::now).elapsed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn moved(args: &[&str]) -> Vec<String> {
+        verbose_after_subcommand(args.iter().map(OsString::from).collect())
+            .into_iter()
+            .map(|arg| arg.into_string().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn verbose_before_a_subcommand_moves_after_its_name() {
+        assert_eq!(
+            moved(&["capstan", "-v", "tool", "call", "fs.read", "{}"]),
+            ["capstan", "tool", "-v", "call", "fs.read", "{}"]
+        );
+        assert_eq!(
+            moved(&["capstan", "--verbose", "-v", "plugin", "list"]),
+            ["capstan", "plugin", "--verbose", "-v", "list"]
+        );
+        // A prompt, a session flag first, or nothing after: unchanged.
+        for args in [
+            &["capstan", "-v", "rename foo"][..],
+            &["capstan", "-p", "-v", "tool"],
+            &["capstan", "-v"],
+            &["capstan", "tool", "-v", "list"],
+        ] {
+            assert_eq!(moved(args), args);
+        }
+    }
 }

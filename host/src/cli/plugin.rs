@@ -164,6 +164,7 @@ async fn execute(command: PluginCommand) -> Result<Exit, Failure> {
             let asker = Asker::new(yes);
             let outcome = installer
                 .install(&source, &mut |request| asker.ask(request))
+                .await
                 .map_err(|e| asker.explain(e))?;
             report(&outcome);
             Ok(Exit::Success)
@@ -174,6 +175,7 @@ async fn execute(command: PluginCommand) -> Result<Exit, Failure> {
             let asker = Asker::new(yes);
             let outcome = installer
                 .update(&source, &mut |request| asker.ask(request))
+                .await
                 .map_err(|e| asker.explain(e))?;
             report(&outcome);
             Ok(Exit::Success)

@@ -5,6 +5,7 @@
 //! Colours and the spinner appear only on a terminal, and never with
 //! `NO_COLOR` set.
 
+use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -152,6 +153,8 @@ pub struct TerminalFrontend {
     /// The text of the answer in progress, or of the last complete answer
     /// without tool calls, not yet shown (with [`TextOutput::AnswerOnly`]).
     held: String,
+    /// Why calls were refused, by call id, until their one line is shown.
+    refusals: HashMap<String, String>,
 }
 
 impl TerminalFrontend {
@@ -170,6 +173,7 @@ impl TerminalFrontend {
             text_output: TextOutput::Streamed,
             held: String::new(),
             keys: None,
+            refusals: HashMap::new(),
         }
     }
 
@@ -294,23 +298,19 @@ impl Frontend for TerminalFrontend {
                 }
                 self.finish_line();
             }
-            AgentEvent::Permission { tool, decision, .. } => {
-                if decision.outcome != Outcome::Allow || self.verbose {
-                    let verb = match decision.outcome {
-                        Outcome::Allow => "allowed",
-                        Outcome::Ask | Outcome::Deny => "denied",
-                    };
+            AgentEvent::Permission { id, tool, decision } => {
+                if decision.outcome != Outcome::Allow {
+                    // Shown on the call's own line when it finishes, so a
+                    // refusal is one line, with the whole reason.
+                    self.refusals
+                        .insert(id.to_string(), decision.reason.clone());
+                } else if self.verbose {
                     let text = format!(
-                        "  {verb} {}: {}",
+                        "  allowed {}: {}",
                         escape::line(tool),
                         escape::line(&decision.reason)
                     );
-                    let styled = if decision.outcome == Outcome::Allow {
-                        self.err.dim(&text)
-                    } else {
-                        self.err.yellow(&text)
-                    };
-                    self.line(&styled);
+                    self.line(&self.err.dim(&text));
                 }
             }
             AgentEvent::ToolStarted { tool, input, .. } => {
@@ -319,12 +319,12 @@ impl Frontend for TerminalFrontend {
                 self.start_spinner(label.trim_end());
             }
             AgentEvent::ToolFinished {
+                id,
                 tool,
                 input,
                 is_error,
                 output,
                 duration,
-                ..
             } => {
                 let mark = if is_error {
                     self.err.red("✗")
@@ -332,6 +332,17 @@ impl Frontend for TerminalFrontend {
                     self.err.green("✓")
                 };
                 let argument = key_argument(input);
+                if let Some(reason) = self.refusals.remove(id) {
+                    let text = format!(
+                        "{mark} {} {} {}",
+                        self.err.bold(&escape::line(tool)),
+                        self.err.cyan(&argument),
+                        self.err
+                            .yellow(&format!("· denied: {}", escape::line(&reason)))
+                    );
+                    self.line(&text);
+                    return;
+                }
                 let summary = summarise_output(output, is_error);
                 let text = format!(
                     "{mark} {} {} {}",
@@ -342,7 +353,15 @@ impl Frontend for TerminalFrontend {
                 );
                 self.line(&text);
             }
-            AgentEvent::ToolResults(_) => {}
+            AgentEvent::ToolResults(_) => {
+                // Refusals whose call line never came still get said.
+                let mut left: Vec<(String, String)> = self.refusals.drain().collect();
+                left.sort();
+                for (_, reason) in left {
+                    let text = format!("  denied: {}", escape::line(&reason));
+                    self.line(&self.err.yellow(&text));
+                }
+            }
             AgentEvent::Usage(usage) => {
                 if self.verbose {
                     let text = format!(

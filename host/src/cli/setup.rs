@@ -45,12 +45,17 @@ pub struct SessionArgs {
     #[arg(long, value_name = "MODE")]
     pub permission_mode: Option<Mode>,
 
-    /// Allow a tool without asking, e.g. fs.write or 'fs.edit(src/**)'
-    /// (repeatable).
+    /// Allow a tool without asking, e.g. fs.write, 'fs.edit(src/**)' or
+    /// Claude Code's 'Edit(src/**)' (repeatable).
     #[arg(long = "allow", value_name = "RULE")]
     pub allow: Vec<Rule>,
 
-    /// Never run a tool, e.g. 'fs.write(.env)' (repeatable).
+    /// Ask before a tool runs, even where the mode would not, e.g.
+    /// 'web.fetch' or 'Write(docs/**)' (repeatable).
+    #[arg(long = "ask", value_name = "RULE")]
+    pub ask: Vec<Rule>,
+
+    /// Never run a tool, e.g. 'fs.write(.env)' or 'Read(.env)' (repeatable).
     #[arg(long = "deny", value_name = "RULE")]
     pub deny: Vec<Rule>,
 
@@ -195,6 +200,8 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
     toolbox.enable_subagents();
 
     let policy = build_policy(&settings, args);
+    let offered: Vec<&str> = toolbox.tools().iter().map(|t| t.name.as_str()).collect();
+    notices.extend(policy.unmatched_rule_warnings(&offered));
 
     let instructions = context::discover_instructions(Some(home.config_dir()), &workspace);
     notices.extend(instructions.warnings.iter().cloned());
@@ -304,6 +311,11 @@ fn build_policy(settings: &Settings, args: &SessionArgs) -> Policy {
         settings
             .rules
             .push((RuleKind::Allow, rule.clone(), Layer::CommandLine));
+    }
+    for rule in &args.ask {
+        settings
+            .rules
+            .push((RuleKind::Ask, rule.clone(), Layer::CommandLine));
     }
     for rule in &args.deny {
         settings

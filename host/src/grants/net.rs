@@ -17,7 +17,9 @@ pub mod send;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-pub use send::{NetHooks, REQUEST_BODY_LIMIT, RESPONSE_BODY_LIMIT, socket_refusal};
+pub use send::{
+    NetHooks, REQUEST_BODY_LIMIT, RESPONSE_BODY_LIMIT, Refusal, refusal_note, socket_refusal,
+};
 
 /// A correct grant, shown in every syntax error.
 const EXAMPLE: &str =

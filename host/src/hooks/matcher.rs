@@ -8,9 +8,10 @@
 //! of names (`fs.write|fs.edit`), or else a regular expression that must
 //! match the whole name (`fs\..*`). A tool is known by three names, and a
 //! matcher may use any of them: the name users see (`fs.write`), the name
-//! the model sees (`fs__write`) and, for the built-in file tools, Claude
-//! Code's (`Write`, `Edit`, `MultiEdit`, `Read`, `Glob`, `Grep`, `LS`), so a
-//! matcher written for Claude Code (`Write|Edit`) works unchanged.
+//! the model sees (`fs__write`) and, for the tools Claude Code has too,
+//! Claude Code's (`Write`, `Edit`, `MultiEdit`, `Read`, `Glob`, `Grep`, `LS`,
+//! `WebFetch`; see [`crate::policy::claude_code`]), so a matcher written for
+//! Claude Code (`Write|Edit`) works unchanged.
 
 use regex::Regex;
 
@@ -80,23 +81,11 @@ impl Matcher {
     }
 }
 
-/// Claude Code's names for the built-in file tools.
-const CLAUDE_CODE_NAMES: &[(&str, &[&str])] = &[
-    ("fs.read", &["Read"]),
-    ("fs.write", &["Write"]),
-    ("fs.edit", &["Edit", "MultiEdit"]),
-    ("fs.glob", &["Glob"]),
-    ("fs.grep", &["Grep"]),
-    ("fs.ls", &["LS"]),
-];
-
 /// Every name a tool answers to in matchers: `fs.write`, `fs__write`, and
-/// Claude Code's names for the built-in file tools.
+/// Claude Code's names for it ([`crate::policy::claude_code`]).
 pub fn tool_names(name: &str) -> Vec<String> {
     let mut names = vec![name.to_string(), name.replacen('.', "__", 1)];
-    if let Some((_, aliases)) = CLAUDE_CODE_NAMES.iter().find(|(n, _)| *n == name) {
-        names.extend(aliases.iter().map(|a| a.to_string()));
-    }
+    names.extend(crate::policy::claude_code::names_of(name).map(str::to_string));
     names
 }
 

@@ -109,6 +109,38 @@ impl HookEvent {
         Self::ALL.into_iter().find(|e| e.name() == name)
     }
 
+    /// What a hook subscribed to the event sees and what its answer can
+    /// do, in plain words, for the question asked before installing it.
+    pub fn reach(self) -> &'static str {
+        match self {
+            Self::SessionStart => "sees each session start; may add text for the model",
+            Self::SessionEnd => "sees each session end",
+            Self::UserPromptSubmit => {
+                "sees every prompt you send; may block it or add text for the model"
+            }
+            Self::PreToolUse => {
+                "sees each call's input before it runs; may deny the call, change its input, ask you first, or let it run without asking you"
+            }
+            Self::PostToolUse => {
+                "sees each call's input and result; may add notes to the result for the model"
+            }
+            Self::PostToolUseFailure => {
+                "sees each failed call's input and error; may add notes for the model"
+            }
+            Self::PermissionRequest => {
+                "sees each permission question before you do; may answer it for you, yes or no"
+            }
+            Self::Stop => "sees the model's answer each time it stops; may make it keep going",
+            Self::SubagentStart => "sees each sub-agent's task as it starts",
+            Self::SubagentStop => {
+                "sees each sub-agent's answer when it stops; may make it keep going"
+            }
+            Self::PreCompact => "sees each summary request before the conversation is compacted",
+            Self::PostCompact => "sees each summary that replaces the conversation",
+            Self::Notification => "sees the notifications capstan gives you",
+        }
+    }
+
     /// Whether the event concerns one tool, so matchers apply to it.
     pub fn concerns_tool(self) -> bool {
         matches!(
@@ -130,6 +162,31 @@ pub struct Subscription {
     pub event: HookEvent,
     /// Which tools, for tool events.
     pub matcher: Option<String>,
+}
+
+impl Subscription {
+    /// The subscription in plain words: the event, what it matches (which
+    /// tools, for tool events) and what a hook on it sees and may do.
+    pub fn describe(&self) -> String {
+        let event = self.event.name();
+        let reach = self.event.reach();
+        let matcher = self.matcher.as_deref().map(str::trim).unwrap_or_default();
+        let subject = match matcher::Matcher::parse(Some(matcher)) {
+            Err(why) => format!(" (its matcher cannot be used: {why})"),
+            Ok(matcher::Matcher::Any) if self.event.concerns_tool() => {
+                " for every tool".to_string()
+            }
+            Ok(matcher::Matcher::Any) => String::new(),
+            Ok(matcher::Matcher::Names(names)) if self.event.concerns_tool() => {
+                format!(" for {}", names.join(", "))
+            }
+            Ok(matcher::Matcher::Pattern(_)) if self.event.concerns_tool() => {
+                format!(" for tools matching `{matcher}`")
+            }
+            Ok(_) => format!(" matching `{matcher}`"),
+        };
+        format!("{event}{subject}: {reach}")
+    }
 }
 
 /// What a hook wants to happen.
@@ -239,4 +296,50 @@ pub fn payload(
         object.extend(fields);
     }
     serde_json::Value::Object(object)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn on(event: HookEvent, matcher: Option<&str>) -> String {
+        Subscription {
+            event,
+            matcher: matcher.map(str::to_string),
+        }
+        .describe()
+    }
+
+    #[test]
+    fn subscriptions_say_which_tools_and_what_the_hook_may_do() {
+        assert_eq!(
+            on(HookEvent::PreToolUse, None),
+            "PreToolUse for every tool: sees each call's input before it runs; may deny the call, change its input, ask you first, or let it run without asking you"
+        );
+        assert!(on(HookEvent::PreToolUse, Some("*")).starts_with("PreToolUse for every tool:"));
+        assert!(
+            on(HookEvent::PostToolUse, Some("fs.write|Edit"))
+                .starts_with("PostToolUse for fs.write, Edit: sees each call's input and result")
+        );
+        assert!(
+            on(HookEvent::PermissionRequest, Some(r"fs\..*"))
+                .starts_with(r"PermissionRequest for tools matching `fs\..*`: ")
+        );
+        assert_eq!(
+            on(HookEvent::UserPromptSubmit, None),
+            "UserPromptSubmit: sees every prompt you send; may block it or add text for the model"
+        );
+        assert!(
+            on(HookEvent::SessionStart, Some("resume"))
+                .starts_with("SessionStart matching `resume`: ")
+        );
+        assert!(
+            on(HookEvent::PreToolUse, Some("(")).contains("its matcher cannot be used"),
+            "{}",
+            on(HookEvent::PreToolUse, Some("("))
+        );
+        for event in HookEvent::ALL {
+            assert!(!event.reach().is_empty());
+        }
+    }
 }

@@ -21,7 +21,25 @@
 //!
 //! The turn played is the number of assistant messages already in the
 //! request, so the provider keeps no state and a resumed session continues
-//! where it left off. A request to summarize the conversation (compaction)
+//! where it left off.
+//!
+//! A turn can answer what happened to the previous turn's tool calls, so a
+//! script stays true when a call is refused or fails:
+//!
+//! ```json
+//! { "text": "Checking the result:",
+//!   "tool_calls": [ { "tool": "fs.read", "input": { "path": "src/lib.rs" } } ],
+//!   "if_refused": { "text": "The edit was not allowed, so nothing changed." },
+//!   "if_error": { "text": "The edit failed; src/lib.rs is as it was." } }
+//! ```
+//!
+//! `if_refused` is played instead of the turn when a result the request
+//! ends with is a refusal (the call was not allowed to run: a rule, the
+//! mode, a hook or the user said no); `if_error` when one is any error,
+//! refusals included, and the turn has no `if_refused`. An alternative has
+//! `text`, `tool_calls` and `delay_ms` like a turn, but no alternatives of
+//! its own. It stands in for the turn, so the script goes on with the next
+//! turn either way; an alternative without tool calls ends the answer. A request to summarize the conversation (compaction)
 //! is answered with a plain account of it — the user's prompts and the
 //! tools called — that also records how many turns were played, so the
 //! script goes on from the right turn after the summary.
@@ -36,6 +54,7 @@ use super::{
     Block, EventSink, ModelFuture, Provider, Request, Response, Role, StopReason, StreamEvent,
     Usage,
 };
+use crate::agent::REFUSAL_PREFIX;
 use crate::agent::compact::SUMMARY_REQUEST_MARKER;
 use crate::sandbox::tool::valid_tool_name;
 
@@ -107,23 +126,46 @@ impl TryFrom<Vec<Turn>> for Turns {
         if turns.is_empty() {
             return Err("`turns` is empty; add at least one turn".to_string());
         }
-        if let Some(index) = turns
-            .iter()
-            .position(|turn| turn.text.trim().is_empty() && turn.tool_calls.is_empty())
-        {
-            return Err(format!(
-                "turn {} (counting from 1) has neither `text` nor `tool_calls`; give it at least one",
-                index + 1
-            ));
+        for (index, turn) in turns.iter().enumerate() {
+            let number = index + 1;
+            if turn.reply.is_empty() {
+                return Err(format!(
+                    "turn {number} (counting from 1) has neither `text` nor `tool_calls`; give it at least one"
+                ));
+            }
+            for (key, alternative) in [
+                ("if_refused", &turn.if_refused),
+                ("if_error", &turn.if_error),
+            ] {
+                if alternative.as_ref().is_some_and(Reply::is_empty) {
+                    return Err(format!(
+                        "`{key}` of turn {number} (counting from 1) has neither `text` nor `tool_calls`; give it at least one"
+                    ));
+                }
+            }
         }
         Ok(Self(turns))
     }
 }
 
-/// One answer of the model: text, tool calls, or both.
+/// One answer of the model, with what it says instead when the previous
+/// turn's tool calls were refused or failed.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "TurnFile")]
 struct Turn {
+    /// What the model says when nothing went wrong.
+    reply: Reply,
+    /// What it says when a previous call was refused.
+    if_refused: Option<Reply>,
+    /// What it says when a previous call failed (or was refused, without
+    /// `if_refused`).
+    if_error: Option<Reply>,
+}
+
+/// A turn as written: a reply's fields beside the alternatives.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TurnFile {
     /// The text; empty for none.
     #[serde(default)]
     text: String,
@@ -133,6 +175,99 @@ struct Turn {
     /// The pause before the answer streams, in milliseconds.
     #[serde(default)]
     delay_ms: u64,
+    /// Played instead when a previous call was refused.
+    #[serde(default)]
+    if_refused: Option<Reply>,
+    /// Played instead when a previous call failed.
+    #[serde(default)]
+    if_error: Option<Reply>,
+}
+
+impl From<TurnFile> for Turn {
+    fn from(file: TurnFile) -> Self {
+        Self {
+            reply: Reply {
+                text: file.text,
+                tool_calls: file.tool_calls,
+                delay_ms: file.delay_ms,
+            },
+            if_refused: file.if_refused,
+            if_error: file.if_error,
+        }
+    }
+}
+
+impl Turn {
+    /// The reply to play after `previous`, the results the request ends with.
+    fn reply_after(&self, previous: PreviousResults) -> &Reply {
+        let alternative = match previous {
+            PreviousResults::Refused => self.if_refused.as_ref().or(self.if_error.as_ref()),
+            PreviousResults::Failed => self.if_error.as_ref(),
+            PreviousResults::Fine => None,
+        };
+        alternative.unwrap_or(&self.reply)
+    }
+}
+
+/// What the model says in one turn: text, tool calls, or both.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Reply {
+    /// The text; empty for none.
+    #[serde(default)]
+    text: String,
+    /// The tool calls, in order.
+    #[serde(default)]
+    tool_calls: Vec<ToolCall>,
+    /// The pause before the answer streams, in milliseconds.
+    #[serde(default)]
+    delay_ms: u64,
+}
+
+impl Reply {
+    /// Whether it says nothing and calls nothing.
+    fn is_empty(&self) -> bool {
+        self.text.trim().is_empty() && self.tool_calls.is_empty()
+    }
+}
+
+/// How the tool results a request ends with went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PreviousResults {
+    /// No results, or all succeeded.
+    Fine,
+    /// At least one failed, none was refused.
+    Failed,
+    /// At least one was refused.
+    Refused,
+}
+
+impl PreviousResults {
+    /// Reads the tool results in the request's last message.
+    fn of(request: &Request) -> Self {
+        let Some(last) = request
+            .messages
+            .last()
+            .filter(|message| message.role == Role::User)
+        else {
+            return Self::Fine;
+        };
+        let mut outcome = Self::Fine;
+        for block in &last.content {
+            if let Block::ToolResult {
+                content, is_error, ..
+            } = block
+            {
+                if *is_error && content.starts_with(REFUSAL_PREFIX) {
+                    return Self::Refused;
+                }
+                if *is_error {
+                    outcome = Self::Failed;
+                }
+            }
+        }
+        outcome
+    }
 }
 
 /// One tool call in a turn.
@@ -239,7 +374,10 @@ impl Provider for ScriptedProvider {
                 (&summary, &[], 0)
             } else {
                 match self.turns.get(played) {
-                    Some(turn) => (&turn.text, &turn.tool_calls, turn.delay_ms),
+                    Some(turn) => {
+                        let reply = turn.reply_after(PreviousResults::of(request));
+                        (&reply.text, &reply.tool_calls, reply.delay_ms)
+                    }
                     None => (END_OF_SCRIPT, &[], 0),
                 }
             };
@@ -801,6 +939,139 @@ mod tests {
         );
         let (again, _) = play(&provider, &request(7, vec![])).await;
         assert_eq!(again.content, response.content);
+    }
+
+    /// A script whose second turn answers a refused or failed first call.
+    const BRANCHING: &str = r#"{"turns": [
+        {"text": "Editing.", "tool_calls": [{"tool": "fs.edit", "input": {"path": "a.rs"}}]},
+        {"text": "Checking.", "tool_calls": [{"tool": "fs.read", "input": {"path": "a.rs"}}],
+         "if_refused": {"text": "The edit was refused; a.rs is unchanged."},
+         "if_error": {"text": "The edit failed.", "tool_calls": [{"tool": "fs.read", "input": {"path": "a.rs"}}]}},
+        {"text": "Done.", "if_error": {"text": "Something else failed."}}
+    ]}"#;
+
+    /// A request after one assistant turn whose calls got `results`
+    /// (content, is_error).
+    fn after_results(results: &[(&str, bool)]) -> Request {
+        let mut request = request(0, vec![tool("fs__read"), tool("fs__edit")]);
+        request.messages.push(message(Role::Assistant, "Editing."));
+        request.messages.push(Message {
+            role: Role::User,
+            content: results
+                .iter()
+                .enumerate()
+                .map(|(index, (content, is_error))| Block::ToolResult {
+                    tool_use_id: format!("toolu_{index}"),
+                    content: (*content).to_string(),
+                    is_error: *is_error,
+                })
+                .collect(),
+        });
+        request
+    }
+
+    async fn text_of(provider: &ScriptedProvider, request: &Request) -> (String, StopReason) {
+        let (response, _) = play(provider, request).await;
+        let text = match &response.content[0] {
+            Block::Text { text } => text.clone(),
+            other => panic!("the answer starts with {other:?}"),
+        };
+        (text, response.stop_reason)
+    }
+
+    #[tokio::test]
+    async fn a_turn_branches_on_how_the_previous_calls_went() {
+        let provider = ScriptedProvider::from_json(BRANCHING, "x").unwrap();
+        let refusal = format!("{REFUSAL_PREFIX} `fs.edit` needs permission.");
+
+        let fine = after_results(&[("Replaced 1 occurrence", false)]);
+        assert_eq!(
+            text_of(&provider, &fine).await,
+            ("Checking.".to_string(), StopReason::ToolUse)
+        );
+        let refused = after_results(&[("Replaced 1 occurrence", false), (&refusal, true)]);
+        assert_eq!(
+            text_of(&provider, &refused).await,
+            (
+                "The edit was refused; a.rs is unchanged.".to_string(),
+                StopReason::EndTurn
+            )
+        );
+        let failed = after_results(&[("a.rs: no such file", true)]);
+        assert_eq!(
+            text_of(&provider, &failed).await,
+            ("The edit failed.".to_string(), StopReason::ToolUse)
+        );
+        // A refusal is an error too: without `if_refused`, `if_error` plays.
+        let mut third = after_results(&[(&refusal, true)]);
+        third
+            .messages
+            .insert(1, message(Role::Assistant, "Checking."));
+        third.messages.insert(2, message(Role::User, "ok"));
+        assert_eq!(
+            text_of(&provider, &third).await,
+            ("Something else failed.".to_string(), StopReason::EndTurn)
+        );
+        // Successful output that merely starts like a refusal is no refusal.
+        let lookalike = after_results(&[(&refusal, false)]);
+        assert_eq!(text_of(&provider, &lookalike).await.0, "Checking.");
+    }
+
+    #[tokio::test]
+    async fn a_new_prompt_after_a_refusal_plays_the_turn_itself() {
+        let provider = ScriptedProvider::from_json(BRANCHING, "x").unwrap();
+        let refusal = format!("{REFUSAL_PREFIX} no.");
+        let mut request = after_results(&[(&refusal, true)]);
+        request.messages.push(message(Role::Assistant, "Checking."));
+        request.messages.push(message(Role::User, "Try again."));
+        assert_eq!(text_of(&provider, &request).await.0, "Done.");
+    }
+
+    #[test]
+    fn alternatives_are_checked_like_turns() {
+        let (_, _, message) = invalid(r#"{"turns": [{"text": "a", "if_refused": {"text": " "}}]}"#);
+        assert!(
+            message.contains("`if_refused` of turn 1 (counting from 1) has neither"),
+            "{message}"
+        );
+        let (_, _, message) =
+            invalid(r#"{"turns": [{"text": "a", "if_error": {"text": "b", "if_refused": {}}}]}"#);
+        assert!(message.contains("unknown field `if_refused`"), "{message}");
+        let (_, _, message) = invalid(r#"{"turns": [{"text": "a", "if_denied": {"text": "b"}}]}"#);
+        assert!(message.contains("unknown field `if_denied`"), "{message}");
+        let (_, _, message) = invalid(
+            r#"{"turns": [{"text": "a", "if_refused": {"tool_calls": [{"tool": "nodot"}]}}]}"#,
+        );
+        assert!(
+            message.contains("not of the form `plugin.tool`"),
+            "{message}"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_demo_script_tells_the_truth_after_a_refused_edit() {
+        let script = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/demo/script.json"),
+        )
+        .unwrap();
+        let provider = ScriptedProvider::from_json(&script, "docs/demo/script.json").unwrap();
+        let refusal = format!("{REFUSAL_PREFIX} `fs.edit` needs permission.");
+        let mut request = after_results(&[("1:fn greet", false)]);
+        request
+            .messages
+            .push(message(Role::Assistant, "Renaming both:"));
+        request.messages.push(Message {
+            role: Role::User,
+            content: vec![Block::ToolResult {
+                tool_use_id: "toolu_edit".to_string(),
+                content: refusal,
+                is_error: true,
+            }],
+        });
+        let (text, stop) = text_of(&provider, &request).await;
+        assert_eq!(stop, StopReason::EndTurn);
+        assert!(!text.contains("is now `welcome`"), "{text}");
+        assert!(text.contains("not renamed"), "{text}");
     }
 
     #[tokio::test]

@@ -208,6 +208,23 @@ fn plugin_export(name: &str) -> Option<&'static str> {
     }
 }
 
+/// Whether a component's world exports the hook interface, read from its
+/// bytes without compiling it. Bytes that cannot be decoded say no; the
+/// compile that follows refuses them.
+pub fn exports_hook(wasm: &[u8]) -> bool {
+    let Ok(wit_component::DecodedWasm::Component(resolve, world)) = wit_component::decode(wasm)
+    else {
+        return false;
+    };
+    resolve.worlds[world].exports.keys().any(|key| {
+        let name = match key {
+            wit_parser::WorldKey::Name(name) => Some(name.clone()),
+            wit_parser::WorldKey::Interface(id) => resolve.id_of(*id),
+        };
+        name.is_some_and(|name| plugin_export(&name) == Some("hook"))
+    })
+}
+
 /// Compiles a component through the sandbox's compile cache (so the
 /// compiled form is ready for its first call) and checks its interfaces.
 /// `component` names the file in messages; `requested` is what the

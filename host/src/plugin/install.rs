@@ -5,10 +5,13 @@
 //!   first: `plugin.toml` (name, version), that the name is neither a
 //!   built-in plugin's nor installed with other content, the environment it
 //!   asks for, the package's files (only those [`super::package`] selects)
-//!   and the signature if there is one. It then shows what the plugin
-//!   requests in plain words and asks for consent, and only then compiles
-//!   the components into the compile cache, decoding their imports and
-//!   exports (see [`super::inspect`]), copies the package into the store and
+//!   and the signature if there is one. A component that exports the hook
+//!   interface (read from its bytes) is compiled and asked, with no grants
+//!   at all, which events it subscribes to, so the question can say what
+//!   it will see and what it may do. It then shows what the plugin requests
+//!   in plain words and asks for consent, and only then compiles the other
+//!   components into the compile cache, decoding their imports and exports
+//!   (see [`super::inspect`]), copies the package into the store and
 //!   records the lock entry. Installing content that is already installed
 //!   changes nothing (or repairs a damaged store folder).
 //! - **update** does the same for a plugin already installed, showing what
@@ -44,6 +47,7 @@ use super::store::{
 use super::{package, signature};
 use crate::grants::{Capabilities, CapabilityDiff, CapabilityRef, CapabilityRefError, OwnFolders};
 use crate::home::Home;
+use crate::hooks::Subscription;
 use crate::policy::audit::AuditLog;
 use crate::progress::Step;
 use crate::sandbox::engine::sha256_hex;
@@ -94,6 +98,25 @@ pub enum InstallError {
     /// A component cannot be installed.
     #[error(transparent)]
     Inspect(#[from] InspectError),
+    /// A hook component could not say which events it wants.
+    #[error(
+        "the hook component {component} could not list its subscriptions: {source}; the plugin was not installed"
+    )]
+    Subscriptions {
+        /// The component's path in the package.
+        component: String,
+        /// What went wrong.
+        source: crate::sandbox::CallError,
+    },
+    /// A component exports the hook interface although its bytes did not
+    /// say so before the question was asked.
+    #[error(
+        "{component} turned out to export the hook interface after consent was asked without it; the plugin was not installed"
+    )]
+    UndeclaredHook {
+        /// The component's path in the package.
+        component: String,
+    },
     /// The package's files could not be read or stored.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -333,7 +356,7 @@ impl<'a> Installer<'a> {
     /// Installs the plugin at `source` (a folder or a `.tar.gz`): checks its
     /// name, version and conflicts with what is installed, asks `consent`,
     /// and only then compiles its components and records it.
-    pub fn install(
+    pub async fn install(
         &self,
         source: &Path,
         consent: &mut dyn FnMut(&ConsentRequest) -> bool,
@@ -343,6 +366,7 @@ impl<'a> Installer<'a> {
         if let Some(entry) = self.lockfile()?.plugins.get(&name) {
             return self.already_installed(&prepared, entry, source);
         }
+        let hooks = self.hook_subscriptions(&prepared).await?;
         let requested = prepared.manifest.capabilities.clone();
         let mut text = format!(
             "{} {} ({}) wants:\n{}",
@@ -351,6 +375,7 @@ impl<'a> Installer<'a> {
             prepared.signer,
             describe_request(&prepared.manifest, &prepared.folders)
         );
+        text.push_str(&describe_hooks(&hooks));
         text.push_str(&describe_skills(&prepared));
         let request = ConsentRequest {
             name: name.clone(),
@@ -361,6 +386,7 @@ impl<'a> Installer<'a> {
             return Err(InstallError::ConsentRefused { name });
         }
         let components = self.compile(&prepared)?;
+        undeclared_hook(&components, &hooks)?;
         let mut locked = Lockfile::modify(&self.store.lock_path())?;
         // Another capstan may have installed it while this one compiled.
         if let Some(entry) = locked.lock.plugins.get(&name).cloned() {
@@ -407,9 +433,56 @@ impl<'a> Installer<'a> {
         })
     }
 
+    /// What the package's hook components subscribe to: each component
+    /// whose bytes say it exports the hook interface is compiled (into the
+    /// compile cache, which the install then uses) and asked, with no
+    /// grants, for its subscriptions.
+    async fn hook_subscriptions(&self, prepared: &Prepared) -> Result<HookReach, InstallError> {
+        let mut reach = HookReach::default();
+        for listed in &prepared.manifest.components {
+            let rel = package::component_path(listed);
+            let Some(sha256) = prepared.files.0.get(&rel) else {
+                return Err(InstallError::MissingComponent {
+                    path: listed.clone(),
+                });
+            };
+            let path = prepared.root.join(&rel);
+            let wasm = std::fs::read(&path).map_err(|source| InstallError::Io {
+                action: "read",
+                path: path.clone(),
+                source,
+            })?;
+            if sha256_hex(&wasm) != *sha256 {
+                return Err(InstallError::Io {
+                    action: "read",
+                    path,
+                    source: std::io::Error::other("the file changed while it was being installed"),
+                });
+            }
+            if !inspect::exports_hook(&wasm) {
+                continue;
+            }
+            let loaded = self
+                .sandbox
+                .load_plugin(&prepared.manifest.name, &wasm, Some(sha256), &rel)
+                .map_err(InspectError::from)?;
+            let subscriptions =
+                self.sandbox
+                    .hook_subscriptions(&loaded)
+                    .await
+                    .map_err(|source| InstallError::Subscriptions {
+                        component: rel.clone(),
+                        source,
+                    })?;
+            reach.components.push((rel, subscriptions));
+        }
+        Ok(reach)
+    }
+
     /// Replaces an installed plugin with the one at `source`, asking
-    /// `consent` only if it requests more than the user agreed to before.
-    pub fn update(
+    /// `consent` only if it requests more than the user agreed to before
+    /// (wider capabilities, or hooks where it had none).
+    pub async fn update(
         &self,
         source: &Path,
         consent: &mut dyn FnMut(&ConsentRequest) -> bool,
@@ -430,12 +503,18 @@ impl<'a> Installer<'a> {
         }
         let requested = prepared.manifest.capabilities.clone();
         let changes = old.consented.diff(&requested);
-        let widened = !requested.is_within(&old.consented);
+        let hooks = self.hook_subscriptions(&prepared).await?;
+        let gains_hooks = !hooks.components.is_empty() && old.hook_components().next().is_none();
+        let widened = !requested.is_within(&old.consented) || gains_hooks;
         if widened {
-            let text = format!(
+            let mut text = format!(
                 "{} {} -> {} ({}) asks for more than you granted:\n{changes}",
                 name, old.version, prepared.manifest.version, prepared.signer,
             );
+            if gains_hooks {
+                text.push_str("  it now has hooks, which it did not have before:\n");
+                text.push_str(&describe_hooks(&hooks));
+            }
             let request = ConsentRequest {
                 name: name.clone(),
                 version: prepared.manifest.version.clone(),
@@ -446,6 +525,7 @@ impl<'a> Installer<'a> {
             }
         }
         let components = self.compile(&prepared)?;
+        undeclared_hook(&components, &hooks)?;
         let mut locked = Lockfile::modify(&self.store.lock_path())?;
         // What was agreed to must still be what is installed.
         if locked.lock.plugins.get(&name) != Some(&old) {
@@ -922,6 +1002,57 @@ fn package_root(dir: &Path) -> Option<PathBuf> {
         [only] if is_package(&only.path()) => Some(only.path()),
         _ => None,
     }
+}
+
+/// What a package's hook components subscribe to, read before consent.
+#[derive(Debug, Default)]
+struct HookReach {
+    /// Each hook component's path in the package, with its subscriptions.
+    components: Vec<(String, Vec<Subscription>)>,
+}
+
+impl HookReach {
+    /// Whether the component at `path` was asked for its subscriptions.
+    fn described(&self, path: &str) -> bool {
+        self.components.iter().any(|(p, _)| p == path)
+    }
+}
+
+/// Refuses components that export hooks the question did not describe.
+fn undeclared_hook(components: &[LockComponent], hooks: &HookReach) -> Result<(), InstallError> {
+    match components
+        .iter()
+        .find(|c| c.exports.iter().any(|e| e == "hook") && !hooks.described(&c.path))
+    {
+        Some(component) => Err(InstallError::UndeclaredHook {
+            component: component.path.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The consent lines about hooks: that the plugin sees every event it
+/// subscribes to, as it happens, and what it may do with each — deny or
+/// change tool calls, answer permission questions, block prompts.
+fn describe_hooks(reach: &HookReach) -> String {
+    if reach.components.is_empty() {
+        return String::new();
+    }
+    let subscriptions: Vec<&Subscription> = reach
+        .components
+        .iter()
+        .flat_map(|(_, subscriptions)| subscriptions)
+        .collect();
+    if subscriptions.is_empty() {
+        return "  hooks    none: its hook component subscribes to no event\n".to_string();
+    }
+    let mut text = String::from(
+        "  hooks    runs on every matching event of every session, and sees what it carries:\n",
+    );
+    for subscription in subscriptions {
+        text.push_str(&format!("             {}\n", subscription.describe()));
+    }
+    text
 }
 
 /// The consent lines about skills: which the package brings, and for a

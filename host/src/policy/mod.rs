@@ -25,6 +25,7 @@
 //! the session; [`Rule`] describes their syntax.
 
 pub mod audit;
+pub mod claude_code;
 pub mod mode;
 pub mod rule;
 pub mod settings;
@@ -128,9 +129,9 @@ pub struct Decision {
 
 impl Decision {
     /// For runs that cannot prompt (`-p`, no terminal): an `Ask` becomes a
-    /// `Deny` whose reason says how to grant the permission; `Allow` and
-    /// `Deny` are unchanged.
-    pub fn without_prompt(self) -> Decision {
+    /// `Deny` whose reason says how to grant the permission for `tool`;
+    /// `Allow` and `Deny` are unchanged.
+    pub fn without_prompt(self, tool: &str) -> Decision {
         if self.outcome != Outcome::Ask {
             return self;
         }
@@ -140,7 +141,7 @@ impl Decision {
             reason: format!(
                 "{} — but this run cannot ask for permission, so the call was denied. \
                  To let it run, pass `--permission-mode accept-edits` (edits inside the workspace) \
-                 or an allow rule such as `--allow 'fs.write(src/**)'`, \
+                 or an allow rule such as `--allow '{tool}'`, \
                  or add the rule to `allow` under [permissions] in the config",
                 self.reason
             ),
@@ -210,6 +211,40 @@ impl Policy {
         self.rules
             .iter()
             .map(|(kind, rule, layer)| (kind, rule, layer))
+    }
+
+    /// A warning for each rule that can never match a tool of this session
+    /// (`offered` holds their names), suggesting the closest tool name. A
+    /// rule for `exec.run` (Claude Code's `Bash`) gets a note instead:
+    /// capstan does not have that tool yet, and the rule is kept for it.
+    pub fn unmatched_rule_warnings(&self, offered: &[&str]) -> Vec<String> {
+        let mut warnings = Vec::new();
+        for (kind, rule, layer) in &self.rules {
+            if offered.iter().any(|tool| rule.names_tool(tool)) {
+                continue;
+            }
+            let covered = rule.covered_tools();
+            if covered.iter().all(|tool| tool == claude_code::EXEC_TOOL) {
+                warnings.push(format!(
+                    "note: the {kind} rule `{rule}` in the {layer} is for {}, which capstan does not have yet; it is kept and applies once it does",
+                    claude_code::EXEC_TOOL
+                ));
+                continue;
+            }
+            let stands_for = if covered.len() == 1 && covered[0] == rule.tool_pattern() {
+                String::new()
+            } else {
+                format!(" (it stands for {})", covered.join(", "))
+            };
+            let hint = match closest_tool(rule.tool_pattern(), covered, offered) {
+                Some(name) => format!("; did you mean `{name}`?"),
+                None => "; `capstan tool list` shows the tools".to_string(),
+            };
+            warnings.push(format!(
+                "warning: the {kind} rule `{rule}` in the {layer} matches no tool in this session{stands_for}{hint}"
+            ));
+        }
+        warnings
     }
 
     /// Whether the call described by `facts` may run; see the module docs
@@ -323,6 +358,41 @@ fn creates_a_file(facts: &ToolFacts) -> bool {
     };
     let full = rule::normalize(&facts.workspace.join(path));
     matches!(std::fs::symlink_metadata(full), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// The offered tool (or `plugin.*` pattern) closest to what a rule names
+/// (as `written`, or the tools it `covers`), if one is close enough to be a
+/// likely typo.
+fn closest_tool(written: &str, covers: &[String], offered: &[&str]) -> Option<String> {
+    let mut candidates: Vec<String> = offered.iter().map(|tool| tool.to_string()).collect();
+    for tool in offered {
+        if let Some((plugin, _)) = tool.split_once('.') {
+            let pattern = format!("{plugin}.*");
+            if !candidates.contains(&pattern) {
+                candidates.push(pattern);
+            }
+        }
+    }
+    let wanted: Vec<String> = std::iter::once(written.to_ascii_lowercase())
+        .chain(covers.iter().map(|tool| tool.to_ascii_lowercase()))
+        .collect();
+    let distance = |candidate: &str| {
+        let lower = candidate.to_ascii_lowercase();
+        let short = lower
+            .split_once('.')
+            .map_or(lower.as_str(), |(_, tool)| tool);
+        wanted
+            .iter()
+            .map(|want| strsim::levenshtein(want, &lower).min(strsim::levenshtein(want, short)))
+            .min()
+            .unwrap_or(usize::MAX)
+    };
+    let (best, score) = candidates
+        .iter()
+        .map(|candidate| (candidate, distance(candidate)))
+        .min_by_key(|(_, score)| *score)?;
+    let allowed = (written.chars().count() / 3).max(2);
+    (score <= allowed).then(|| best.clone())
 }
 
 #[cfg(test)]

@@ -10,12 +10,29 @@
 //! - `web.fetch(domain:example.com)` — the tool, when the host of the input's
 //!   `url` is `example.com`; `domain:*.example.com` matches its subdomains
 //!   (not `example.com` itself).
+//!
+//! Claude Code's rules work too ([`super::claude_code`] maps the names):
+//!
+//! - `Read`, `Write`, `Edit`, `MultiEdit`, `Glob`, `Grep`, `LS`, alone or with
+//!   a path pattern as Claude Code writes it: `Edit(src/**)`, `Read(.env)`.
+//!   A pattern without `/` matches at any depth (`.env` is `**/.env`), as in
+//!   a `.gitignore`; `//abs/path` is an absolute path; `/path` is relative
+//!   to the workspace (Claude Code reads it relative to the settings file,
+//!   which is the project's root for project settings); `~` is not expanded.
+//! - `WebFetch(domain:example.com)`.
+//! - `Bash(npm run test:*)` (the command, or with `:*` every command it
+//!   begins, word by word; `*` elsewhere matches any text) — for `exec.run`,
+//!   which capstan does not have yet: such rules are kept, match the call's
+//!   `command` (or its `argv` joined by spaces), and apply once it exists.
+//! - `mcp__server__tool`, and `mcp__server` for every tool of the server.
 
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 use std::str::FromStr;
 
 use globset::{GlobBuilder, GlobMatcher};
+
+use super::claude_code::{self, SpecifierKind};
 
 /// What a matching rule does to a tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -48,11 +65,15 @@ pub struct RuleError {
     pub problem: String,
 }
 
-/// Which tool calls a rule covers: a tool pattern and, optionally, a path
-/// glob or a domain pattern. Parse one with [`str::parse`].
+/// Which tool calls a rule covers: a tool pattern (or a Claude Code tool
+/// name) and, optionally, a path glob, a domain pattern or a command.
+/// Parse one with [`str::parse`].
 #[derive(Debug, Clone)]
 pub struct Rule {
-    tool: String,
+    /// The tool as written: `fs.write`, `fs.*`, `*`, `Edit`, `mcp__github`.
+    written: String,
+    /// The capstan tool patterns it covers.
+    tools: Vec<String>,
     specifier: Option<Specifier>,
 }
 
@@ -70,6 +91,8 @@ enum Specifier {
     },
     /// A host pattern over the input's `url`, lowercase.
     Domain(String),
+    /// A command pattern over the input's `command` (or `argv`).
+    Command(String),
 }
 
 impl Rule {
@@ -77,19 +100,31 @@ impl Rule {
     /// tool matched by a pattern (`fs.*`, `*`).
     pub fn tool(name: &str) -> Rule {
         Rule {
-            tool: name.to_string(),
+            written: name.to_string(),
+            tools: vec![name.to_string()],
             specifier: None,
         }
     }
 
-    /// The tool pattern: `fs.write`, `fs.*` or `*`.
+    /// The tool as written: `fs.write`, `fs.*`, `*`, or a Claude Code name.
     pub fn tool_pattern(&self) -> &str {
-        &self.tool
+        &self.written
+    }
+
+    /// The capstan tool patterns the rule covers (`Edit`: `fs.edit`,
+    /// `fs.write`).
+    pub fn covered_tools(&self) -> &[String] {
+        &self.tools
+    }
+
+    /// Whether the rule can cover some call of the tool called `tool`.
+    pub fn names_tool(&self, tool: &str) -> bool {
+        self.tools.iter().any(|pattern| tool_matches(pattern, tool))
     }
 
     /// Whether the rule covers a call of `tool` with `input`, in `workspace`.
     pub fn matches(&self, tool: &str, input: &serde_json::Value, workspace: &Path) -> bool {
-        if !tool_matches(&self.tool, tool) {
+        if !self.names_tool(tool) {
             return false;
         }
         match &self.specifier {
@@ -120,6 +155,9 @@ impl Rule {
                 };
                 domain_matches(pattern, &host)
             }
+            Some(Specifier::Command(pattern)) => {
+                command_text(input).is_some_and(|command| command_matches(pattern, &command))
+            }
         }
     }
 }
@@ -134,11 +172,12 @@ impl Eq for Rule {}
 
 impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.tool)?;
+        f.write_str(&self.written)?;
         match &self.specifier {
             None => Ok(()),
             Some(Specifier::Path { pattern, .. }) => write!(f, "({pattern})"),
             Some(Specifier::Domain(domain)) => write!(f, "(domain:{domain})"),
+            Some(Specifier::Command(command)) => write!(f, "({command})"),
         }
     }
 }
@@ -173,13 +212,29 @@ impl FromStr for Rule {
                 (text[..open].trim_end(), Some(inner))
             }
         };
+        if let Some(claude) = claude_code::lookup(tool) {
+            let specifier = match inner {
+                None => None,
+                Some(inner) => Some(
+                    parse_claude_specifier(claude.name, claude.specifier, inner)
+                        .map_err(|problem| bad(&problem))?,
+                ),
+            };
+            return Ok(Rule {
+                written: tool.to_string(),
+                tools: claude.rule_covers.iter().map(|t| t.to_string()).collect(),
+                specifier,
+            });
+        }
         check_tool_pattern(tool).map_err(|problem| bad(&problem))?;
         let specifier = match inner {
             None => None,
             Some(inner) => Some(parse_specifier(inner).map_err(|problem| bad(&problem))?),
         };
+        let covered = claude_code::mcp_pattern(tool).unwrap_or_else(|| tool.to_string());
         Ok(Rule {
-            tool: tool.to_string(),
+            written: tool.to_string(),
+            tools: vec![covered],
             specifier,
         })
     }
@@ -233,40 +288,138 @@ fn parse_specifier(inner: &str) -> Result<Specifier, String> {
         );
     }
     if let Some(domain) = inner.strip_prefix("domain:") {
-        let domain = domain.trim().to_ascii_lowercase();
-        let body = if domain == "*" {
-            ""
-        } else {
-            domain.strip_prefix("*.").unwrap_or(&domain)
-        };
-        if domain != "*" && body.is_empty() {
-            return Err("the domain after `domain:` is missing".to_string());
-        }
-        if let Some(c) = body
-            .chars()
-            .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '.'))
-        {
-            return Err(format!(
-                "the domain `{domain}` contains `{c}`; write a host such as `example.com` or `*.example.com`"
-            ));
-        }
-        return Ok(Specifier::Domain(domain));
+        return parse_domain(domain);
     }
     let absolute = inner.starts_with('/');
     let mut glob = inner;
     while let Some(rest) = glob.strip_prefix("./") {
         glob = rest;
     }
+    path_specifier(inner, glob, absolute)
+}
+
+/// The parentheses of a rule for Claude Code's tool `name`, which hold what
+/// `kind` says, written as Claude Code writes them.
+fn parse_claude_specifier(
+    name: &str,
+    kind: SpecifierKind,
+    inner: &str,
+) -> Result<Specifier, String> {
+    let inner = inner.trim();
+    if inner.is_empty() {
+        return Err("the parentheses are empty; leave them out to cover every call".to_string());
+    }
+    match kind {
+        SpecifierKind::Domain => match inner.strip_prefix("domain:") {
+            Some(domain) => parse_domain(domain),
+            None => Err(format!(
+                "{name} rules name a host as `domain:example.com`, not `{inner}`"
+            )),
+        },
+        SpecifierKind::Command => Ok(Specifier::Command(inner.to_string())),
+        SpecifierKind::Path => {
+            if inner.starts_with('~') {
+                return Err(format!(
+                    "capstan does not expand `~` in rules; write the absolute path after `//`, as in `{name}(//home/you/...)`"
+                ));
+            }
+            if let Some(absolute) = inner.strip_prefix("//") {
+                return path_specifier(inner, &format!("/{absolute}"), true);
+            }
+            let mut relative = inner.trim_start_matches('/');
+            while let Some(rest) = relative.strip_prefix("./") {
+                relative = rest;
+            }
+            if relative.is_empty() {
+                return Err(format!(
+                    "the path pattern `{inner}` names no file; write one such as `src/**`"
+                ));
+            }
+            // As in a .gitignore, a name without `/` matches at any depth.
+            let glob = if relative.contains('/') {
+                relative.to_string()
+            } else {
+                format!("**/{relative}")
+            };
+            path_specifier(inner, &glob, false)
+        }
+    }
+}
+
+/// A path specifier written as `pattern`, matching with `glob`.
+fn path_specifier(pattern: &str, glob: &str, absolute: bool) -> Result<Specifier, String> {
     let matcher = GlobBuilder::new(glob)
         .literal_separator(true)
         .build()
-        .map_err(|e| format!("the path glob `{inner}` is invalid: {}", e.kind()))?
+        .map_err(|e| format!("the path glob `{pattern}` is invalid: {}", e.kind()))?
         .compile_matcher();
     Ok(Specifier::Path {
-        pattern: inner.to_string(),
+        pattern: pattern.to_string(),
         matcher,
         absolute,
     })
+}
+
+/// The host pattern after `domain:`.
+fn parse_domain(domain: &str) -> Result<Specifier, String> {
+    let domain = domain.trim().to_ascii_lowercase();
+    let body = if domain == "*" {
+        ""
+    } else {
+        domain.strip_prefix("*.").unwrap_or(&domain)
+    };
+    if domain != "*" && body.is_empty() {
+        return Err("the domain after `domain:` is missing".to_string());
+    }
+    if let Some(c) = body
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '-' || *c == '.'))
+    {
+        return Err(format!(
+            "the domain `{domain}` contains `{c}`; write a host such as `example.com` or `*.example.com`"
+        ));
+    }
+    Ok(Specifier::Domain(domain))
+}
+
+/// The command a call runs: its `command` text, or its `argv` joined by
+/// spaces.
+fn command_text(input: &serde_json::Value) -> Option<String> {
+    if let Some(command) = input.get("command").and_then(|c| c.as_str()) {
+        return Some(command.trim().to_string());
+    }
+    let argv = input.get("argv")?.as_array()?;
+    let words: Option<Vec<&str>> = argv.iter().map(|word| word.as_str()).collect();
+    Some(words?.join(" "))
+}
+
+/// Whether `command` matches a `Bash(...)` pattern: `prefix:*` matches the
+/// prefix alone or followed by more words; otherwise `*` matches any text
+/// and the rest must be equal.
+fn command_matches(pattern: &str, command: &str) -> bool {
+    if let Some(prefix) = pattern.strip_suffix(":*") {
+        let prefix = prefix.trim_end();
+        return command == prefix
+            || command
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with(char::is_whitespace));
+    }
+    let mut pieces = pattern.split('*');
+    let first = pieces.next().unwrap_or_default();
+    let Some(mut rest) = command.strip_prefix(first) else {
+        return false;
+    };
+    let pieces: Vec<&str> = pieces.collect();
+    let Some((last, middle)) = pieces.split_last() else {
+        return rest.is_empty();
+    };
+    for piece in middle {
+        match rest.find(piece) {
+            Some(at) => rest = &rest[at + piece.len()..],
+            None => return false,
+        }
+    }
+    rest.ends_with(last)
 }
 
 fn tool_matches(pattern: &str, tool: &str) -> bool {
@@ -479,6 +632,115 @@ mod tests {
             assert_eq!(rule(&parsed.to_string()), parsed);
         }
         assert_eq!(rule("  fs.write  ").to_string(), "fs.write");
+    }
+
+    #[test]
+    fn claude_code_file_rules_cover_capstan_tools() {
+        let edit = rule("Edit(docs/**)");
+        assert_eq!(edit.to_string(), "Edit(docs/**)");
+        assert_eq!(edit.covered_tools(), ["fs.edit", "fs.write"]);
+        assert!(edit.matches("fs.edit", &path_input("docs/a.md"), ws()));
+        assert!(edit.matches("fs.write", &path_input("docs/new/b.md"), ws()));
+        assert!(!edit.matches("fs.edit", &path_input("src/a.rs"), ws()));
+        assert!(!edit.matches("fs.read", &path_input("docs/a.md"), ws()));
+
+        let write = rule("Write(docs/**)");
+        assert!(write.matches("fs.write", &path_input("docs/a.md"), ws()));
+        assert!(!write.matches("fs.edit", &path_input("docs/a.md"), ws()));
+        assert!(rule("MultiEdit").matches("fs.edit", &json!({}), ws()));
+        assert!(!rule("MultiEdit").matches("fs.write", &json!({}), ws()));
+
+        // Read covers every tool that reads files, as in Claude Code.
+        let read = rule("Read");
+        for tool in ["fs.read", "fs.glob", "fs.grep", "fs.ls"] {
+            assert!(read.matches(tool, &json!({}), ws()), "{tool}");
+        }
+        assert!(!read.matches("fs.write", &json!({}), ws()));
+        for (name, tool) in [("Glob", "fs.glob"), ("Grep", "fs.grep"), ("LS", "fs.ls")] {
+            assert_eq!(rule(name).covered_tools(), [tool]);
+        }
+        assert_eq!(rule("Read").to_string(), "Read");
+    }
+
+    #[test]
+    fn claude_code_paths_read_like_gitignore() {
+        // A name without `/` matches at any depth.
+        let env = rule("Read(.env)");
+        assert!(env.matches("fs.read", &path_input(".env"), ws()));
+        assert!(env.matches("fs.grep", &path_input("config/.env"), ws()));
+        assert!(!env.matches("fs.read", &path_input(".env.example"), ws()));
+        let keys = rule("Read(*.pem)");
+        assert!(keys.matches("fs.read", &path_input("certs/deep/server.pem"), ws()));
+        // `/path` is from the project's root, `//path` from the file system's.
+        let rooted = rule("Edit(/src/**)");
+        assert!(rooted.matches("fs.edit", &path_input("src/a.rs"), ws()));
+        assert!(!rooted.matches("fs.edit", &path_input("/src/a.rs"), ws()));
+        let absolute = rule("Read(//etc/**)");
+        assert!(absolute.matches("fs.read", &path_input("/etc/passwd"), ws()));
+        assert!(!absolute.matches("fs.read", &path_input("etc/passwd"), ws()));
+        assert_eq!(absolute.to_string(), "Read(//etc/**)");
+        let nested = rule("Edit(./docs/*.md)");
+        assert!(nested.matches("fs.edit", &path_input("docs/a.md"), ws()));
+        assert!(!nested.matches("fs.edit", &path_input("docs/x/a.md"), ws()));
+    }
+
+    #[test]
+    fn claude_code_web_and_mcp_rules() {
+        let url = |u: &str| json!({ "url": u });
+        let fetch = rule("WebFetch(domain:*.rust-lang.org)");
+        assert_eq!(fetch.covered_tools(), ["web.fetch"]);
+        assert!(fetch.matches("web.fetch", &url("https://doc.rust-lang.org/std"), ws()));
+        assert!(!fetch.matches("web.fetch", &url("https://evil.io"), ws()));
+        let tool = rule("mcp__github__list_issues");
+        assert!(tool.matches("mcp__github__list_issues", &json!({}), ws()));
+        assert!(!tool.matches("mcp__github__create_issue", &json!({}), ws()));
+        let server = rule("mcp__github");
+        assert_eq!(server.covered_tools(), ["mcp__github__*"]);
+        assert!(server.matches("mcp__github__create_issue", &json!({}), ws()));
+        assert!(!server.matches("mcp__gitlab__create_issue", &json!({}), ws()));
+        assert_eq!(server.to_string(), "mcp__github");
+    }
+
+    #[test]
+    fn bash_rules_are_kept_for_exec_run() {
+        let command = |c: &str| json!({ "command": c });
+        let tests = rule("Bash(npm run test:*)");
+        assert_eq!(tests.covered_tools(), ["exec.run"]);
+        assert_eq!(tests.to_string(), "Bash(npm run test:*)");
+        assert!(tests.matches("exec.run", &command("npm run test"), ws()));
+        assert!(tests.matches("exec.run", &command("npm run test -- --watch"), ws()));
+        assert!(!tests.matches("exec.run", &command("npm run tests"), ws()));
+        assert!(!tests.matches("exec.run", &command("npm run build"), ws()));
+        assert!(tests.matches(
+            "exec.run",
+            &json!({"argv": ["npm", "run", "test", "x"]}),
+            ws()
+        ));
+        assert!(!tests.matches("exec.run", &json!({"argv": ["npm", 3]}), ws()));
+        assert!(!tests.matches("exec.run", &json!({}), ws()));
+        let exact = rule("Bash(git status)");
+        assert!(exact.matches("exec.run", &command("git status"), ws()));
+        assert!(!exact.matches("exec.run", &command("git status --short"), ws()));
+        let star = rule("Bash(git * main)");
+        assert!(star.matches("exec.run", &command("git push origin main"), ws()));
+        assert!(!star.matches("exec.run", &command("git push origin dev"), ws()));
+        assert!(rule("Bash").matches("exec.run", &command("anything"), ws()));
+        assert!(!rule("Bash").matches("fs.write", &json!({}), ws()));
+    }
+
+    #[test]
+    fn bad_claude_code_rules_say_what_is_wrong() {
+        for (text, needle) in [
+            ("Read(~/.ssh/**)", "does not expand `~`"),
+            ("WebFetch(example.com)", "`domain:example.com`"),
+            ("Edit()", "parentheses are empty"),
+            ("Edit(/)", "names no file"),
+            ("Write(src/[a)", "glob"),
+        ] {
+            let message = text.parse::<Rule>().unwrap_err().to_string();
+            assert!(message.contains(&format!("`{text}`")), "{message}");
+            assert!(message.contains(needle), "{text}: {message}");
+        }
     }
 
     #[test]

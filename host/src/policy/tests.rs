@@ -228,7 +228,7 @@ fn without_prompt_turns_ask_into_deny() {
     let policy = Policy::new(Mode::Default, Vec::new());
     let asked = decide(&policy, "fs.write", Kind::Writing);
     assert_eq!(asked.outcome, Outcome::Ask);
-    let d = asked.without_prompt();
+    let d = asked.without_prompt("fs.write");
     assert_eq!(d.outcome, Outcome::Deny);
     assert_eq!(d.source, DecisionSource::NonInteractive);
     assert!(d.reason.contains("`fs.write`"), "{}", d.reason);
@@ -237,16 +237,18 @@ fn without_prompt_turns_ask_into_deny() {
         "{}",
         d.reason
     );
-    assert!(d.reason.contains("--allow"), "{}", d.reason);
+    assert!(d.reason.contains("--allow 'fs.write'"), "{}", d.reason);
+    let edit = decide(&policy, "fs.edit", Kind::Writing).without_prompt("fs.edit");
+    assert!(edit.reason.contains("--allow 'fs.edit'"), "{}", edit.reason);
 
     let allowed = decide(&policy, "fs.read", Kind::ReadOnly);
-    assert_eq!(allowed.clone().without_prompt(), allowed);
+    assert_eq!(allowed.clone().without_prompt("fs.read"), allowed);
     let denied = decide(
         &Policy::new(Mode::Plan, Vec::new()),
         "fs.write",
         Kind::Writing,
     );
-    assert_eq!(denied.clone().without_prompt(), denied);
+    assert_eq!(denied.clone().without_prompt("fs.write"), denied);
 }
 
 #[test]
@@ -273,4 +275,88 @@ fn from_settings_command_line_mode_wins() {
 fn layers_display() {
     assert_eq!(Layer::User.to_string(), "user config");
     assert_eq!(Layer::Session.to_string(), "this session");
+}
+
+#[test]
+fn rules_that_can_never_match_are_warned_about_with_the_closest_tool() {
+    let offered = [
+        "fs.read", "fs.write", "fs.edit", "fs.glob", "fs.grep", "fs.ls", "task",
+    ];
+    let policy = Policy::new(
+        Mode::Default,
+        vec![
+            (
+                RuleKind::Allow,
+                "fs.wirte".parse().unwrap(),
+                Layer::CommandLine,
+            ),
+            (
+                RuleKind::Allow,
+                "Write(docs/**)".parse().unwrap(),
+                Layer::CommandLine,
+            ),
+            (RuleKind::Deny, "fs.*".parse().unwrap(), Layer::User),
+            (RuleKind::Ask, "fss.*".parse().unwrap(), Layer::User),
+            (
+                RuleKind::Deny,
+                "Bash(rm:*)".parse().unwrap(),
+                Layer::Project,
+            ),
+            (
+                RuleKind::Ask,
+                "WebFetch".parse().unwrap(),
+                Layer::CommandLine,
+            ),
+            (
+                RuleKind::Allow,
+                "zzzz.qqqq".parse().unwrap(),
+                Layer::CommandLine,
+            ),
+            (RuleKind::Allow, "*".parse().unwrap(), Layer::CommandLine),
+        ],
+    );
+    let warnings = policy.unmatched_rule_warnings(&offered);
+    assert_eq!(warnings.len(), 5, "{warnings:#?}");
+    assert_eq!(
+        warnings[0],
+        "warning: the allow rule `fs.wirte` in the command line matches no tool in this session; did you mean `fs.write`?"
+    );
+    assert!(
+        warnings[1].contains("`fss.*`") && warnings[1].ends_with("did you mean `fs.*`?"),
+        "{}",
+        warnings[1]
+    );
+    assert!(
+        warnings[2].starts_with("note: the deny rule `Bash(rm:*)`"),
+        "{}",
+        warnings[2]
+    );
+    assert!(
+        warnings[2].contains("exec.run, which capstan does not have yet; it is kept"),
+        "{}",
+        warnings[2]
+    );
+    assert!(
+        warnings[3].contains("`WebFetch`") && warnings[3].contains("(it stands for web.fetch)"),
+        "{}",
+        warnings[3]
+    );
+    assert!(
+        warnings[4].contains("`zzzz.qqqq`") && warnings[4].contains("capstan tool list"),
+        "{}",
+        warnings[4]
+    );
+    // Once the tool is there, the rule is quiet.
+    let with_web = ["fs.read", "web.fetch"];
+    let warnings = policy.unmatched_rule_warnings(&with_web);
+    assert!(
+        !warnings.iter().any(|w| w.contains("WebFetch")),
+        "{warnings:#?}"
+    );
+    // A Claude Code name in lower case is a typo of the tool, not a match.
+    let lower = Policy::new(
+        Mode::Default,
+        vec![(RuleKind::Allow, "edit".parse().unwrap(), Layer::CommandLine)],
+    );
+    assert!(lower.unmatched_rule_warnings(&offered)[0].ends_with("did you mean `fs.edit`?"));
 }

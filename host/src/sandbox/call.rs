@@ -74,6 +74,11 @@ pub struct CallState {
 }
 
 impl CallState {
+    /// The network requests the call's grants refused so far.
+    pub(crate) fn net_refusals(&self) -> Vec<crate::grants::net::Refusal> {
+        self.net.refusals()
+    }
+
     /// A state granting nothing, replaced before the store is used.
     fn placeholder(plugin: &Arc<str>) -> Self {
         Self {

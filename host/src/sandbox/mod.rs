@@ -286,17 +286,26 @@ impl Sandbox {
                 options,
                 async |store| pre.instantiate_async(store).await,
                 async |plugin: ToolPlugin, store, context| {
-                    plugin
+                    let result = plugin
                         .capstan_plugin_tool()
-                        .call_call(store, tool, input, context)
-                        .await
+                        .call_call(&mut *store, tool, input, context)
+                        .await?;
+                    Ok((result, store.data().net_refusals()))
                 },
             )
             .await;
         self.make_tool_ahead(component);
         let plugin = component.name.to_string();
         use bindings::exports::capstan::plugin::tool::ToolError as WitError;
-        match settled? {
+        let (result, refusals) = settled?;
+        // A refused request the plugin's error does not explain (its HTTP
+        // client may have dropped the reason) is added to the error.
+        let explained =
+            |message: String| match crate::grants::net::refusal_note(&message, &refusals) {
+                Some(note) => format!("{message} {note}"),
+                None => message,
+            };
+        match result {
             Ok(output) => {
                 let size = tool::wit_output_size(&output);
                 if size > options.limits.output {
@@ -309,8 +318,8 @@ impl Sandbox {
                 Ok(ToolOutput::from_wit(output))
             }
             Err(WitError::InvalidInput(m)) => Err(CallError::InvalidInput(m)),
-            Err(WitError::Denied(m)) => Err(CallError::Denied(m)),
-            Err(WitError::Failed(m)) => Err(CallError::Failed(m)),
+            Err(WitError::Denied(m)) => Err(CallError::Denied(explained(m))),
+            Err(WitError::Failed(m)) => Err(CallError::Failed(explained(m))),
         }
     }
 }

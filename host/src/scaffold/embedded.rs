@@ -96,6 +96,80 @@ pub fn rust_sdk_manifest() -> String {
 mod tests {
     use super::*;
 
+    /// The names a JavaScript snippet imports from `./capstan.js`.
+    fn imported_from_the_sdk(block: &str) -> Vec<String> {
+        block
+            .lines()
+            .filter(|line| line.starts_with("import {") && line.contains("\"./capstan.js\""))
+            .flat_map(|line| {
+                let list = line["import {".len()..]
+                    .split('}')
+                    .next()
+                    .unwrap_or_default();
+                list.split(',')
+                    .map(|name| name.trim().to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_js_guide_imports_every_sdk_name_its_examples_use() {
+        let guide = include_str!("../../../docs/write-a-tool-js.md");
+        let exported: Vec<&str> = JS_SDK
+            .lines()
+            .filter_map(|line| {
+                let rest = line.strip_prefix("export ")?;
+                let rest = ["class ", "async function ", "function ", "const "]
+                    .iter()
+                    .find_map(|kind| rest.strip_prefix(kind))?;
+                rest.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .next()
+            })
+            .collect();
+        assert!(exported.contains(&"Failed"), "{exported:?}");
+        let blocks: Vec<&str> = guide
+            .split("```js")
+            .skip(1)
+            .map(|b| b.split("```").next().unwrap())
+            .collect();
+        assert!(blocks.len() >= 3);
+        for block in blocks {
+            let imported = imported_from_the_sdk(block);
+            if imported.is_empty() {
+                continue;
+            }
+            // The code without its imports and string literals.
+            let mut body = String::new();
+            let mut quote: Option<char> = None;
+            for line in block.lines().filter(|line| !line.starts_with("import ")) {
+                for c in line.chars().chain(['\n']) {
+                    match quote {
+                        Some(open) if c == open => quote = None,
+                        Some(_) => {}
+                        None if matches!(c, '"' | '\'' | '`') => quote = Some(c),
+                        None => body.push(c),
+                    }
+                }
+            }
+            for name in &exported {
+                // Used as a name of its own, not as a property (`.json()`).
+                let word = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+                let used = body.match_indices(name).any(|(at, _)| {
+                    let before = body[..at].chars().next_back();
+                    let after = body[at + name.len()..].chars().next();
+                    !before.is_some_and(|c| word(c) || c == '.') && !after.is_some_and(word)
+                });
+                if used {
+                    assert!(
+                        imported.iter().any(|i| i == name),
+                        "an example uses `{name}` without importing it:\n{block}"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn the_rust_sdk_manifest_stands_alone() {
         let manifest = rust_sdk_manifest();

@@ -13,7 +13,7 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -66,6 +66,66 @@ pub struct NetHooks {
     /// Where decisions are recorded; filled in from the call on its first
     /// `wasi:http` use, so calls that never use it pay nothing.
     pub(crate) audit: Option<AuditScope>,
+    /// The requests refused during the call, with why, for the call's
+    /// error: a guest language whose HTTP client drops the error code
+    /// (JavaScript's `fetch`) cannot tell its user why by itself.
+    refusals: Refusals,
+}
+
+/// The requests a call's grants refused: `GET https://host/path: why`.
+#[derive(Debug, Clone, Default)]
+struct Refusals(Arc<Mutex<Vec<Refusal>>>);
+
+/// One refused request.
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    /// `scheme://host[:port]/path`, without credentials or query.
+    pub url: String,
+    /// `GET https://host/path: why`.
+    pub text: String,
+}
+
+/// What to add to a call's error about the requests its grants refused:
+/// those whose host `error` does not already name (a guest SDK that got
+/// the error code names the URL itself), as one bracketed note.
+pub fn refusal_note(error: &str, refusals: &[Refusal]) -> Option<String> {
+    let unsaid: Vec<&str> = refusals
+        .iter()
+        .filter(|refusal| {
+            let authority = refusal
+                .url
+                .split_once("://")
+                .map_or(refusal.url.as_str(), |(_, rest)| rest)
+                .split('/')
+                .next()
+                .unwrap_or_default();
+            authority.is_empty() || !error.contains(authority)
+        })
+        .map(|refusal| refusal.text.as_str())
+        .collect();
+    if unsaid.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "[the sandbox refused {}: {}]",
+        if unsaid.len() == 1 {
+            "a network request"
+        } else {
+            "network requests"
+        },
+        unsaid.join("; ")
+    ))
+}
+
+impl Refusals {
+    fn push(&self, method: &str, url: &str, reason: &str) {
+        if let Ok(mut list) = self.0.lock() {
+            list.push(Refusal {
+                url: url.to_string(),
+                text: format!("{method} {url}: {reason}"),
+            });
+        }
+    }
 }
 
 impl NetHooks {
@@ -79,7 +139,17 @@ impl NetHooks {
                 secrets.to_vec()
             },
             audit: None,
+            refusals: Refusals::default(),
         }
+    }
+
+    /// The requests refused so far in this call, in order.
+    pub fn refusals(&self) -> Vec<Refusal> {
+        self.refusals
+            .0
+            .lock()
+            .map(|list| list.clone())
+            .unwrap_or_default()
     }
 
     fn record(&self, event: AuditEvent) {
@@ -108,6 +178,7 @@ impl WasiHttpHooks for NetHooks {
         let authority = uri.authority().map(|a| a.as_str()).unwrap_or_default();
         let url = audit_url(&scheme, authority, uri.path());
         let refuse = |hooks: &Self, reason: String, error: Error| {
+            hooks.refusals.push(&method, &url, &reason);
             hooks.record(AuditEvent::HttpRefused {
                 method: method.clone(),
                 url: url.clone(),
@@ -145,6 +216,7 @@ impl WasiHttpHooks for NetHooks {
             origin,
             secrets,
             audit: self.audit.clone(),
+            refusals: self.refusals.clone(),
             method,
             url,
             options: options.unwrap_or_default(),
@@ -159,6 +231,7 @@ struct Outgoing {
     origin: Origin,
     secrets: Vec<ResolvedSecret>,
     audit: Option<AuditScope>,
+    refusals: Refusals,
     method: String,
     url: String,
     options: RequestOptions,
@@ -172,6 +245,7 @@ impl Outgoing {
     }
 
     fn refuse(&self, reason: String) {
+        self.refusals.push(&self.method, &self.url, &reason);
         self.record(AuditEvent::HttpRefused {
             method: self.method.clone(),
             url: self.url.clone(),
@@ -621,6 +695,41 @@ mod tests {
                 "127.0.0.1:5000"
             ]
         );
+    }
+
+    #[test]
+    fn refusal_notes_name_what_the_error_does_not() {
+        let refusals = Refusals::default();
+        refusals.push(
+            "GET",
+            "https://api.example.com/v1",
+            "https://api.example.com is not granted to this plugin",
+        );
+        refusals.push(
+            "POST",
+            "http://10.0.0.1/x",
+            "the address 10.0.0.1 is private",
+        );
+        let list = refusals.0.lock().unwrap().clone();
+        let note = refusal_note(
+            "TypeError: NetworkError when attempting to fetch resource.",
+            &list,
+        )
+        .unwrap();
+        assert_eq!(
+            note,
+            "[the sandbox refused network requests: GET https://api.example.com/v1: https://api.example.com is not granted to this plugin; POST http://10.0.0.1/x: the address 10.0.0.1 is private]"
+        );
+        // An SDK that already named the URL is not repeated.
+        let said =
+            "request to https://api.example.com/v1 refused: its host is not granted to this plugin";
+        let note = refusal_note(said, &list).unwrap();
+        assert!(
+            note.starts_with("[the sandbox refused a network request: POST"),
+            "{note}"
+        );
+        assert_eq!(refusal_note(said, &list[..1]), None);
+        assert_eq!(refusal_note("anything", &[]), None);
     }
 
     #[test]
