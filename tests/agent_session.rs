@@ -1048,7 +1048,8 @@ fn print_mode_text_stdout_holds_only_the_final_answer() {
         err.contains("fs.read") && err.contains("notes.txt"),
         "{err}"
     );
-    assert!(err.contains("denied fs.edit"), "{err}");
+    // The refusal is one line: the call, then why it was denied.
+    assert!(err.contains("fs.edit notes.txt · denied:"), "{err}");
     assert!(
         !err.contains("I was not allowed to edit them."),
         "the answer is not repeated on stderr\n{err}"
