@@ -1,7 +1,6 @@
 //! `fs.ls`: list a folder.
 
 use std::fs::{self, DirEntry};
-use std::io;
 
 use capstan_sdk::fs::Kind;
 use capstan_sdk::prelude::*;
