@@ -156,19 +156,7 @@ pub fn hash_files(dir: &Path, rels: &[String]) -> Result<FileHashes, StoreError>
     let mut files = BTreeMap::new();
     let mut total = 0u64;
     for rel in rels {
-        let path = dir.join(rel);
-        let bytes = std::fs::read(&path).map_err(|source| StoreError::Io {
-            action: "read",
-            path: path.clone(),
-            source,
-        })?;
-        total += bytes.len() as u64;
-        if total > MAX_PACKAGE_BYTES {
-            return Err(StoreError::TooLarge {
-                what: format!("more than {} MiB", MAX_PACKAGE_BYTES >> 20),
-            });
-        }
-        files.insert(rel.clone(), sha256_hex(&bytes));
+        add_file(&mut files, &mut total, rel.clone(), &dir.join(rel))?;
     }
     Ok(FileHashes(files))
 }
@@ -180,18 +168,7 @@ pub fn hash_package(dir: &Path) -> Result<FileHashes, StoreError> {
     let mut files = BTreeMap::new();
     let mut total = 0u64;
     walk(dir, dir, &mut |rel, path| {
-        let bytes = std::fs::read(path).map_err(|source| StoreError::Io {
-            action: "read",
-            path: path.to_path_buf(),
-            source,
-        })?;
-        total += bytes.len() as u64;
-        if total > MAX_PACKAGE_BYTES {
-            return Err(StoreError::TooLarge {
-                what: format!("more than {} MiB", MAX_PACKAGE_BYTES >> 20),
-            });
-        }
-        files.insert(rel, sha256_hex(&bytes));
+        add_file(&mut files, &mut total, rel, path)?;
         if files.len() > MAX_PACKAGE_FILES {
             return Err(StoreError::TooLarge {
                 what: format!("more than {MAX_PACKAGE_FILES} files"),
@@ -200,6 +177,29 @@ pub fn hash_package(dir: &Path) -> Result<FileHashes, StoreError> {
         Ok(())
     })?;
     Ok(FileHashes(files))
+}
+
+/// Reads the file at `path` and records its SHA-256 under `rel`, adding its
+/// size to `total`, which may not pass [`MAX_PACKAGE_BYTES`].
+fn add_file(
+    files: &mut BTreeMap<String, String>,
+    total: &mut u64,
+    rel: String,
+    path: &Path,
+) -> Result<(), StoreError> {
+    let bytes = std::fs::read(path).map_err(|source| StoreError::Io {
+        action: "read",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    *total += bytes.len() as u64;
+    if *total > MAX_PACKAGE_BYTES {
+        return Err(StoreError::TooLarge {
+            what: format!("more than {} MiB", MAX_PACKAGE_BYTES >> 20),
+        });
+    }
+    files.insert(rel, sha256_hex(&bytes));
+    Ok(())
 }
 
 /// Calls `visit(relative path, path)` for every package file under `dir`.
