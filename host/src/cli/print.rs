@@ -32,8 +32,10 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
     for notice in &session.notices {
         eprintln!("capstan: {}", escape::message(notice));
     }
+    if verbose || session.offline_model {
+        eprintln!("capstan: using a {}", escape::line(&session.model_label));
+    }
     if verbose {
-        eprintln!("capstan: model {}", session.model_label);
         eprintln!("capstan: session ready in {:.1} ms", session.setup_ms);
     }
     let session_id = session.agent.session_id().unwrap_or_default().to_string();

@@ -115,6 +115,9 @@ pub struct Session {
     pub agent: Agent,
     /// The model, as shown to the user.
     pub model_label: String,
+    /// Whether the model is an offline replay rather than a real model
+    /// (print mode then names it even without `-v`).
+    pub offline_model: bool,
     /// The workspace, canonical.
     pub workspace: PathBuf,
     /// The folders and files this process uses.
@@ -159,9 +162,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
 
     let choice = provider::choose(&args.model, &settings.model)
         .map_err(|message| SetupError::new(Exit::Usage, message))?;
-    if choice.model == "scripted" {
-        notices.push(format!("using a {}", choice.label));
-    }
+    let offline_model = choice.model == "scripted";
 
     let sandbox = Sandbox::new(&home).map_err(|e| SetupError::new(Exit::Error, e))?;
     let mut catalog = Catalog::builtin();
@@ -290,6 +291,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
     Ok(Session {
         agent,
         model_label: choice.label,
+        offline_model,
         workspace,
         home,
         notices,
