@@ -201,6 +201,51 @@ impl NetGrant {
     }
 }
 
+impl super::Capability for NetGrant {
+    const WORD: &'static str = "net";
+    const ALIASES: &'static [&'static str] = &["network"];
+    const LABEL: &'static str = "network";
+    const CONSENT_RANK: u8 = 0;
+    const SAY_NONE: bool = true;
+    const EXAMPLE: &'static str = "\"https://api.example.com\"";
+
+    /// The pattern in its normal form.
+    fn key(&self) -> String {
+        self.to_string()
+    }
+
+    fn words(&self) -> String {
+        self.to_string()
+    }
+
+    fn is_within(&self, granted: &Self) -> bool {
+        granted.covers(self)
+    }
+
+    /// The same pattern; else one the new pattern covers (it widens it);
+    /// else one that covers the new pattern (it narrows it).
+    fn counterpart(&self, older: &[Self]) -> Option<usize> {
+        older
+            .iter()
+            .position(|old| old == self)
+            .or_else(|| older.iter().position(|old| self.covers(old)))
+            .or_else(|| older.iter().position(|old| old.covers(self)))
+    }
+
+    fn still_allowed_by(&self, newer: &[Self]) -> bool {
+        newer.iter().any(|new| new.covers(self))
+    }
+
+    fn check_value(value: &str) -> Result<(), String> {
+        Self::parse(value).map(drop)
+    }
+
+    /// Checked when parsed; nothing more to check.
+    fn validate(&self) -> Result<(), super::EntryError> {
+        Ok(())
+    }
+}
+
 impl fmt::Display for NetGrant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}://{}", self.scheme.as_str(), self.host)?;

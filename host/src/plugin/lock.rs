@@ -39,6 +39,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::grants::Capabilities;
+use crate::quantity::{Size, TimeSpan};
 
 /// The lockfile's format version.
 const FORMAT: u32 = 1;
@@ -98,16 +99,53 @@ pub struct LockComponent {
     pub exports: Vec<String>,
 }
 
-/// Limits recorded from the manifest.
+/// Limits recorded from the manifest, written as the manifest writes them
+/// (`memory = "128MiB"`, `timeout = "20s"`; see [`crate::quantity`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "LimitsTable", into = "LimitsTable")]
 pub struct LockLimits {
     /// Memory cap in bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<u64>,
     /// Time limit per call, in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+}
+
+/// The `limits` table of a lockfile entry as written. Lockfiles written
+/// before sizes and durations had one spelling hold `memory` as bytes
+/// (still a size) and `timeout_ms`; both are read.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsTable {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    memory: Option<Size>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    timeout: Option<TimeSpan>,
+    #[serde(default, skip_serializing)]
+    timeout_ms: Option<u64>,
+}
+
+impl From<LimitsTable> for LockLimits {
+    fn from(table: LimitsTable) -> Self {
+        let timeout = table
+            .timeout
+            .map(|t| u64::try_from(t.0.as_millis()).unwrap_or(u64::MAX));
+        Self {
+            memory: table.memory.map(|size| size.0),
+            timeout_ms: timeout.or(table.timeout_ms),
+        }
+    }
+}
+
+impl From<LockLimits> for LimitsTable {
+    fn from(limits: LockLimits) -> Self {
+        Self {
+            memory: limits.memory.map(Size),
+            timeout: limits
+                .timeout_ms
+                .map(|ms| TimeSpan(std::time::Duration::from_millis(ms))),
+            timeout_ms: None,
+        }
+    }
 }
 
 /// The lockfile could not be read or written.
