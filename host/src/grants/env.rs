@@ -22,6 +22,8 @@
 //! Values are read from the host's environment at call time
 //! ([`granted_values`]); a granted name that is not set is simply absent.
 
+use crate::policy::audit::{AuditEvent, AuditScope};
+
 /// One granted variable name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(transparent)]
@@ -206,6 +208,17 @@ pub fn granted_values(
         }
     }
     values
+}
+
+/// Records in a call's audit log which granted variables it was given
+/// (`values`, from [`granted_values`]), if it was given any.
+pub fn record_read(values: &[(String, String)], audit: Option<&AuditScope>) {
+    if let Some(scope) = audit
+        && !values.is_empty()
+    {
+        let names = values.iter().map(|(name, _)| name.clone()).collect();
+        scope.record(AuditEvent::EnvRead { names });
+    }
 }
 
 #[cfg(test)]

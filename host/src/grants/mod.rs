@@ -182,8 +182,40 @@ impl Grants {
         self.workspace.as_ref().map(FsGrant::guest_path)
     }
 
-    /// Wires every grant into a fresh WASI context. `blocking_file_io` says
-    /// whether file operations may be served on the calling thread.
+    /// Wires every grant into the WASI context of one call, built from
+    /// `builder` (which holds the call's own plumbing, such as its output
+    /// pipes): the granted variables set now ([`env`]), sockets off
+    /// ([`net::wire_sockets`]), the granted folders ([`fs`]). What is
+    /// decided here is recorded in the call's `audit` scope.
+    /// `blocking_file_io` says whether file operations may be served on
+    /// the calling thread. Outgoing HTTP is wired separately, through
+    /// [`Grants::net_hooks`].
+    pub fn wire(
+        &self,
+        mut builder: WasiCtxBuilder,
+        audit: Option<&crate::policy::audit::AuditScope>,
+        blocking_file_io: bool,
+    ) -> Result<WasiCtx, GrantError> {
+        // Exactly the granted variables that are set now; nothing else.
+        let env = self.env_values();
+        builder.envs(&env);
+        net::wire_sockets(&mut builder, audit);
+        let mut wasi = builder.build();
+        self.apply(&mut wasi, blocking_file_io)?;
+        env::record_read(&env, audit);
+        Ok(wasi)
+    }
+
+    /// What a call's outgoing HTTP requests pass through: its origins,
+    /// checked on every request, and its secrets, added to requests to
+    /// their hosts.
+    pub fn net_hooks(&self) -> net::NetHooks {
+        net::NetHooks::new(&self.net, &self.secrets)
+    }
+
+    /// Wires the granted folders into a fresh WASI context.
+    /// `blocking_file_io` says whether file operations may be served on
+    /// the calling thread.
     pub fn apply(&self, wasi: &mut WasiCtx, blocking_file_io: bool) -> Result<(), GrantError> {
         *wasi.filesystem() = match self.opened.0.get() {
             Some((mode, folders)) if *mode == blocking_file_io => folders.clone(),
@@ -619,6 +651,147 @@ mod tests {
         let back = new.diff(&old);
         assert_eq!(back.narrowed.len(), 3, "{back}");
         assert!(!back.is_wider(), "{back}");
+    }
+
+    /// Each kind on its own: consent words, and an update that adds,
+    /// widens, narrows and drops entries of that kind only.
+    #[test]
+    fn each_kind_describes_and_diffs_itself() {
+        let only = |entries: Vec<CapabilityEntry>| {
+            let mut caps = Capabilities::default();
+            for entry in entries {
+                match entry {
+                    CapabilityEntry::Fs(e) => caps.fs.push(e),
+                    CapabilityEntry::Net(e) => caps.net.push(e),
+                    CapabilityEntry::Env(e) => caps.env.push(e),
+                    CapabilityEntry::Secret(e) => caps.secrets.push(e),
+                }
+            }
+            caps
+        };
+        let cases: Vec<(
+            CapabilityKind,
+            Vec<CapabilityEntry>,
+            Vec<CapabilityEntry>,
+            &str,
+            [usize; 4],
+        )> = vec![
+            (
+                CapabilityKind::Fs,
+                vec![
+                    CapabilityEntry::Fs(fs("$WORKSPACE", Access::Read)),
+                    CapabilityEntry::Fs(fs("/srv", Access::ReadWrite)),
+                    CapabilityEntry::Fs(fs("/opt", Access::Read)),
+                ],
+                vec![
+                    CapabilityEntry::Fs(fs("$WORKSPACE", Access::ReadWrite)),
+                    CapabilityEntry::Fs(fs("/srv", Access::Read)),
+                    CapabilityEntry::Fs(fs("$PLUGIN_DATA", Access::ReadWrite)),
+                ],
+                "files    the workspace (read-only)",
+                [1, 1, 1, 1],
+            ),
+            (
+                CapabilityKind::Net,
+                vec![
+                    CapabilityEntry::Net(net("https://api.example.com")),
+                    CapabilityEntry::Net(net("https://*.cdn.example.net")),
+                    CapabilityEntry::Net(net("http://127.0.0.1:8080")),
+                ],
+                vec![
+                    CapabilityEntry::Net(net("https://*.example.com")),
+                    CapabilityEntry::Net(net("https://img.cdn.example.net")),
+                    CapabilityEntry::Net(net("https://other.example.org")),
+                ],
+                "network  https://api.example.com",
+                [1, 1, 1, 1],
+            ),
+            (
+                CapabilityKind::Env,
+                vec![
+                    CapabilityEntry::Env(EnvGrant::new("TZ")),
+                    CapabilityEntry::Env(EnvGrant::new("LANG")),
+                ],
+                vec![
+                    CapabilityEntry::Env(EnvGrant::new("TZ")),
+                    CapabilityEntry::Env(EnvGrant::new("GIT_AUTHOR_NAME")),
+                ],
+                "env      TZ",
+                [1, 1, 0, 0],
+            ),
+            (
+                CapabilityKind::Secret,
+                vec![
+                    CapabilityEntry::Secret(secret("A", &["a.example.com"])),
+                    CapabilityEntry::Secret(secret("B", &["b.example.com", "c.example.com"])),
+                    CapabilityEntry::Secret(secret("C", &["c.example.com"])),
+                ],
+                vec![
+                    CapabilityEntry::Secret(secret("A", &["a.example.com", "x.example.com"])),
+                    CapabilityEntry::Secret(secret("B", &["b.example.com"])),
+                    CapabilityEntry::Secret(secret("D", &["d.example.com"])),
+                ],
+                "secret   A -> sent as header X-Api-Key to a.example.com only",
+                [1, 1, 1, 1],
+            ),
+        ];
+        for (kind, old, new, first_line, [added, removed, widened, narrowed]) in cases {
+            let (old, new) = (only(old), only(new));
+            let described = old.describe();
+            assert!(
+                described.iter().any(|l| l == first_line),
+                "{kind}: {described:?}"
+            );
+            let diff = old.diff(&new);
+            assert!(
+                diff.added
+                    .iter()
+                    .chain(&diff.removed)
+                    .all(|e| e.kind() == kind),
+                "{kind}: {diff}"
+            );
+            assert_eq!(
+                [
+                    diff.added.len(),
+                    diff.removed.len(),
+                    diff.widened.len(),
+                    diff.narrowed.len()
+                ],
+                [added, removed, widened, narrowed],
+                "{kind}:\n{diff}"
+            );
+            assert!(diff.is_wider(), "{kind}: {diff}");
+            assert!(!new.is_within(&old), "{kind}");
+            let text = diff.to_string();
+            for (sign, count) in [
+                ("+ ", added),
+                ("- ", removed),
+                ("^ ", widened),
+                ("v ", narrowed),
+            ] {
+                assert_eq!(
+                    text.lines()
+                        .filter(|l| l.trim_start().starts_with(sign))
+                        .count(),
+                    count,
+                    "{kind} {sign}:\n{text}"
+                );
+            }
+            // Back again: what was added is removed, what widened narrows.
+            let back = new.diff(&old);
+            assert_eq!(back.added.len(), removed, "{kind}:\n{back}");
+            assert_eq!(back.removed.len(), added, "{kind}:\n{back}");
+            assert_eq!(back.narrowed.len(), widened, "{kind}:\n{back}");
+            assert_eq!(back.widened.len(), narrowed, "{kind}:\n{back}");
+            // Nothing of the kind: files and network say so, the rest are silent.
+            let none = Capabilities::default().describe();
+            let says_none = none.iter().any(|l| l.starts_with(kind.label()));
+            assert_eq!(
+                says_none,
+                matches!(kind, CapabilityKind::Fs | CapabilityKind::Net),
+                "{kind}: {none:?}"
+            );
+        }
     }
 
     #[test]

@@ -17,9 +17,25 @@ pub mod send;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use wasmtime_wasi::WasiCtxBuilder;
+
+use crate::policy::audit::AuditScope;
+
 pub use send::{
     NetHooks, REQUEST_BODY_LIMIT, RESPONSE_BODY_LIMIT, Refusal, refusal_note, socket_refusal,
 };
+
+/// Wires a call's sockets: they stay off. Without an audit log none can
+/// be created. With one they can, so that each address a socket would
+/// connect, listen or send to is refused *and recorded*
+/// ([`socket_refusal`]); name lookups are never allowed ([`lookup`]).
+pub fn wire_sockets(wasi: &mut WasiCtxBuilder, audit: Option<&AuditScope>) {
+    if let Some(scope) = audit {
+        wasi.allow_tcp(true)
+            .allow_udp(true)
+            .socket_addr_check(socket_refusal(scope.clone()));
+    }
+}
 
 /// A correct grant, shown in every syntax error.
 const EXAMPLE: &str =
