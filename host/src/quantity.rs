@@ -115,7 +115,7 @@ pub fn format_size(bytes: u64) -> String {
     let (unit, factor) = SIZE_UNITS
         .iter()
         .rev()
-        .find(|(_, factor)| bytes != 0 && bytes % factor == 0)
+        .find(|(_, factor)| bytes != 0 && bytes.is_multiple_of(*factor))
         .copied()
         .unwrap_or(("B", 1));
     format!("{}{unit}", bytes / factor)
@@ -128,7 +128,7 @@ pub fn format_duration(duration: Duration) -> String {
     let (unit, factor) = DURATION_UNITS
         .iter()
         .rev()
-        .find(|(_, factor)| millis != 0 && millis % factor == 0)
+        .find(|(_, factor)| millis != 0 && millis.is_multiple_of(*factor))
         .copied()
         .unwrap_or(("ms", 1));
     format!("{}{unit}", millis / factor)

@@ -669,13 +669,17 @@ mod tests {
             }
             caps
         };
-        let cases: Vec<(
+        // The kind, an older and a newer set of it, a line the older one is
+        // described with, and how many entries are added, removed, widened
+        // and narrowed.
+        type Case = (
             CapabilityKind,
             Vec<CapabilityEntry>,
             Vec<CapabilityEntry>,
-            &str,
+            &'static str,
             [usize; 4],
-        )> = vec![
+        );
+        let cases: Vec<Case> = vec![
             (
                 CapabilityKind::Fs,
                 vec![
