@@ -261,8 +261,16 @@ impl std::str::FromStr for CapabilityKind {
     type Err = CapabilityRefError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Self::from_word(&text.to_ascii_lowercase()).ok_or_else(|| CapabilityRefError::UnknownKind {
-            kind: text.to_string(),
+        Self::from_word(&text.to_ascii_lowercase()).ok_or_else(|| {
+            let words: Vec<&str> = Self::ALL.iter().map(|kind| kind.as_str()).collect();
+            let known = match words.split_last() {
+                Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+                _ => words.join(""),
+            };
+            CapabilityRefError::UnknownKind {
+                kind: text.to_string(),
+                known,
+            }
         })
     }
 }
@@ -280,11 +288,13 @@ pub struct CapabilityRef {
 /// A `KIND VALUE` pair that is wrong, or names nothing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CapabilityRefError {
-    /// The kind is not one of fs, net, env, secret.
-    #[error("unknown capability kind `{kind}`; use fs, net, env or secret")]
+    /// The kind is not one capstan knows.
+    #[error("unknown capability kind `{kind}`; use {known}")]
     UnknownKind {
         /// The kind as written.
         kind: String,
+        /// The kinds there are: `fs, net, env or secret`.
+        known: String,
     },
     /// The text is not `KIND VALUE`.
     #[error("expected KIND VALUE (such as `net https://api.example.com`), got `{text}`")]
@@ -851,7 +861,10 @@ mod tests {
         for (text, says) in [
             ("net", "expected KIND VALUE"),
             ("", "expected KIND VALUE"),
-            ("disk /tmp", "unknown capability kind `disk`"),
+            (
+                "disk /tmp",
+                "unknown capability kind `disk`; use fs, net, env or secret",
+            ),
             ("net api.example.com", "invalid net value"),
             ("fs ~/x", "home folder"),
             ("env 9X", "invalid env value"),
