@@ -508,6 +508,30 @@ fn a_bad_manifest_is_refused_with_field_and_line() {
     assert!(err.contains("`version` at line 2"), "{err}");
 }
 
+/// A capability kind capstan does not know is refused by name and line,
+/// never read as another kind, and nothing is installed or granted.
+#[test]
+fn an_unknown_capability_kind_is_refused_by_name_and_line() {
+    let env = Env::new();
+    let src = package(
+        env.outside.path(),
+        "0.1.0",
+        &fs_component(),
+        "\n[capabilities]\nnet = [\"https://api.example.com\"]\nexec = [{ program = \"git\", args = [\"status\"] }]\n",
+    );
+    let out = plugin(&env, &["install", src.to_str().unwrap(), "--yes"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "unknown key `exec` in [capabilities] at line 9; known keys: fs, net, env, secrets"
+        ),
+        "{err}"
+    );
+    assert!(!lock(&env).contains("files"), "{}", lock(&env));
+    assert!(!env.home.path().join("plugins/store/files").exists());
+}
+
 #[test]
 fn signatures_name_a_trusted_publisher_and_bad_ones_are_refused() {
     use capstan::plugin::signature::{SIGNATURE_FILE, SecretKey, sign};

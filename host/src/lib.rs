@@ -16,7 +16,8 @@
 //! - [`hooks`]: hook components and their decisions; [`skills`]: skills
 //!   listed to the model and loaded on demand;
 //! - [`home`]: where data and caches live; [`progress`]: spinners for long
-//!   steps on a terminal; [`untrusted_folder`]: files capstan itself reads
+//!   steps on a terminal; [`quantity`]: sizes and durations, spelt one way
+//!   everywhere; [`untrusted_folder`]: files capstan itself reads
 //!   from folders others control (the workspace, a package), confined
 //!   beneath them and capped;
 //! - [`cli`]: the command line.
@@ -30,6 +31,7 @@ pub mod model;
 pub mod plugin;
 pub mod policy;
 pub mod progress;
+pub mod quantity;
 pub mod sandbox;
 pub mod scaffold;
 pub mod session;

@@ -11,7 +11,7 @@ use crate::home::Home;
 use crate::plugin::catalog::InstalledPlugin;
 use crate::plugin::install::{
     ConsentRequest, InstallError, Installer, Outcome, Progress, capabilities_in_one_line,
-    describe_capabilities, subtract,
+    describe_capabilities,
 };
 use crate::plugin::{Catalog, CatalogError};
 use crate::sandbox::Sandbox;
@@ -407,16 +407,17 @@ async fn info(home: &Home, name: &str) -> Result<Exit, Failure> {
     println!("  data       {}", store.data_dir(name).display());
     println!("  digest     {}", entry.digest);
     if let Some(memory) = entry.limits.memory {
-        println!("  memory     {} MiB", memory >> 20);
+        println!("  memory     {}", crate::quantity::format_size(memory));
     }
     if let Some(ms) = entry.limits.timeout_ms {
-        println!("  timeout    {:.1}s", ms as f64 / 1e3);
+        let timeout = std::time::Duration::from_millis(ms);
+        println!("  timeout    {}", crate::quantity::format_duration(timeout));
     }
     println!("granted:");
     print!("{}", describe_capabilities(&entry.granted));
     if entry.granted != entry.consented {
         println!("requested but revoked (see `capstan plugin grant`):");
-        let revoked = describe_capabilities(&subtract(&entry.consented, &entry.granted));
+        let revoked = describe_capabilities(&entry.consented.subtract(&entry.granted));
         for line in revoked.lines().filter(|l| !l.trim_end().ends_with(" none")) {
             println!("{line}");
         }

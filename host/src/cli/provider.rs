@@ -13,7 +13,7 @@ use crate::model::openai::{OpenAiConfig, OpenAiProvider};
 use crate::model::retry::DEFAULT_RESPONSE_TIMEOUT;
 use crate::model::scripted::ScriptedProvider;
 use crate::policy::settings::ModelSettings;
-use crate::sandbox::limits::parse_duration;
+use crate::quantity::parse_duration;
 
 /// The model given when none is configured, per provider.
 const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";

@@ -13,7 +13,7 @@ use super::escape;
 use crate::grants::Grants;
 use crate::home::Home;
 use crate::plugin::{Catalog, ToolRef};
-use crate::sandbox::limits::{parse_duration, parse_size};
+use crate::quantity::{parse_duration, parse_size};
 use crate::sandbox::{
     CacheOutcome, CallError, CallOptions, EventSink, Limits, LoadedComponent, LogLevel,
     PluginEvent, Sandbox, ToolSpec,

@@ -22,6 +22,8 @@
 //! Values are read from the host's environment at call time
 //! ([`granted_values`]); a granted name that is not set is simply absent.
 
+use crate::policy::audit::{AuditEvent, AuditScope};
+
 /// One granted variable name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(transparent)]
@@ -109,6 +111,52 @@ impl EnvGrant {
     }
 }
 
+impl super::Capability for EnvGrant {
+    const WORD: &'static str = "env";
+    const ALIASES: &'static [&'static str] = &[];
+    const LABEL: &'static str = "env";
+    const CONSENT_RANK: u8 = 3;
+    const SAY_NONE: bool = false;
+    const EXAMPLE: &'static str = "\"TZ\"";
+
+    fn key(&self) -> String {
+        self.0.clone()
+    }
+
+    fn words(&self) -> String {
+        self.0.clone()
+    }
+
+    fn is_within(&self, granted: &Self) -> bool {
+        self == granted
+    }
+
+    fn check_value(value: &str) -> Result<(), String> {
+        check_name(value).map_err(|e| e.to_string())
+    }
+
+    fn validate(&self) -> Result<(), super::EntryError> {
+        self.check(&[])
+            .map_err(|e| super::EntryError::entry(e.to_string()))
+    }
+
+    /// A variable named like a secret of the same request would hand the
+    /// plugin the secret's value.
+    fn validate_among(&self, all: &super::Capabilities) -> Result<(), super::EntryError> {
+        if all.secrets.iter().any(|secret| secret.name == self.0) {
+            return Err(super::EntryError::entry(format!(
+                "`{}` is also declared as a secret; a secret is never readable by the plugin, so remove it from `env`",
+                self.0
+            )));
+        }
+        Ok(())
+    }
+
+    fn check_reserved(&self, model_keys: &[&str]) -> Result<(), super::ReservedName> {
+        Ok(self.check(model_keys)?)
+    }
+}
+
 /// Checks that `name` is a portable variable name, `[A-Za-z_][A-Za-z0-9_]*`.
 pub fn check_name(name: &str) -> Result<(), EnvError> {
     let mut chars = name.chars();
@@ -160,6 +208,17 @@ pub fn granted_values(
         }
     }
     values
+}
+
+/// Records in a call's audit log which granted variables it was given
+/// (`values`, from [`granted_values`]), if it was given any.
+pub fn record_read(values: &[(String, String)], audit: Option<&AuditScope>) {
+    if let Some(scope) = audit
+        && !values.is_empty()
+    {
+        let names = values.iter().map(|(name, _)| name.clone()).collect();
+        scope.record(AuditEvent::EnvRead { names });
+    }
 }
 
 #[cfg(test)]

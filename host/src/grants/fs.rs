@@ -44,9 +44,9 @@ pub fn openable(kind: DescriptorType) -> Result<(), &'static str> {
     }
 }
 
-/// How a folder may be used.
+/// How a folder may be used: `read` or `read-write`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", try_from = "String")]
 pub enum Access {
     /// Read files and list folders.
     Read,
@@ -54,17 +54,86 @@ pub enum Access {
     ReadWrite,
 }
 
+impl TryFrom<String> for Access {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<Self, String> {
+        match text.as_str() {
+            "read" => Ok(Self::Read),
+            "read-write" => Ok(Self::ReadWrite),
+            other => Err(format!(
+                "\"{other}\" is not an access; use \"read\" or \"read-write\""
+            )),
+        }
+    }
+}
+
 /// A folder as a manifest requests it: `$WORKSPACE`, `$PLUGIN_DATA` (the
 /// plugin's own data folder) or an absolute path. Nothing else: `$HOME`,
 /// `~` and relative paths are refused, since what they mean depends on who
 /// runs the plugin and from where ([`FsRequest::validate`]).
+///
+/// Written `{ path = "$WORKSPACE", access = "read" }` in the manifest and
+/// the lockfile alike; `access` is `read` unless it says `read-write`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as { path = \"$WORKSPACE\", access = \"read\" }"
+)]
 pub struct FsRequest {
     /// The folder.
     pub path: String,
     /// `read` or `read-write`.
+    #[serde(default = "read_only")]
     pub access: Access,
+}
+
+fn read_only() -> Access {
+    Access::Read
+}
+
+impl super::Capability for FsRequest {
+    const WORD: &'static str = "fs";
+    const ALIASES: &'static [&'static str] = &["files"];
+    const LABEL: &'static str = "files";
+    const CONSENT_RANK: u8 = 2;
+    const SAY_NONE: bool = true;
+    const EXAMPLE: &'static str = "{ path = \"$WORKSPACE\", access = \"read\" }";
+
+    /// The folder as written, whatever its access.
+    fn key(&self) -> String {
+        self.path.clone()
+    }
+
+    fn words(&self) -> String {
+        self.describe()
+    }
+
+    fn is_within(&self, granted: &Self) -> bool {
+        FsRequest::is_within(self, granted)
+    }
+
+    fn check_value(value: &str) -> Result<(), String> {
+        FsRequest::parse(value, Access::Read)
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    fn validate(&self) -> Result<(), super::EntryError> {
+        FsRequest::validate(self).map_err(|e| super::EntryError::field("path", e.to_string()))
+    }
+}
+
+/// `, which is REAL` when the folder `request` names resolved, for the
+/// consent text (see `Capabilities::resolve_folders`), to another folder
+/// than it says.
+pub fn resolved_note_for_consent(request: &FsRequest, resolved: &[(String, PathBuf)]) -> String {
+    match resolved.iter().find(|(path, _)| *path == request.path) {
+        Some((_, real)) if Path::new(&request.path) != real => {
+            format!(", which is {}", real.display())
+        }
+        _ => String::new(),
+    }
 }
 
 /// One folder a plugin may see.

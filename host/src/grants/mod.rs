@@ -11,9 +11,16 @@
 //! - [`secrets`]: values the host adds to requests as headers, which the
 //!   plugin never sees.
 //!
+//! Every kind has the same lifecycle ([`capability::Capability`]): parse
+//! (its serde type is the schema of the manifest's and the lockfile's
+//! entries), cover and diff, describe in plain words, wire into a call.
+//! The set operations are written once, in [`capability`]; the kinds are
+//! listed once, below.
+//!
 //! [`Capabilities`] is what a manifest requests and what the lockfile
 //! records as granted; [`Grants`] is what one call actually gets.
 
+pub mod capability;
 pub mod env;
 pub mod fs;
 pub mod net;
@@ -29,23 +36,28 @@ pub use fs::{Access, FsGrant, FsRequest, GrantError, OwnFolders};
 pub use net::NetGrant;
 pub use secrets::{ResolvedSecret, SecretError, SecretGrant, SecretValues};
 
-/// What a plugin requests in its manifest's `[capabilities]`, or what the
-/// user granted it (as recorded in the lockfile).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Capabilities {
-    /// Folders, read or read-write.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub fs: Vec<FsRequest>,
-    /// Hosts it may send HTTP requests to.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub net: Vec<NetGrant>,
-    /// Environment variables it may read.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub env: Vec<EnvGrant>,
-    /// Secrets the host adds to its requests.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub secrets: Vec<SecretGrant>,
+use capability::{Capability, EntryError, capability_kinds};
+
+capability_kinds! {
+    /// Folders, read or read-write (`fs`).
+    fs: FsRequest => Fs,
+    /// Origins it may send HTTP requests to (`net`).
+    net: NetGrant => Net,
+    /// Environment variables it may read (`env`).
+    env: EnvGrant => Env,
+    /// Secrets the host adds to its requests (`secret`).
+    secrets: SecretGrant => Secret,
+}
+
+/// An entry of a manifest's request that is not valid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvalidEntry {
+    /// Its kind.
+    pub kind: CapabilityKind,
+    /// Its place in the kind's list.
+    pub index: usize,
+    /// What is wrong.
+    pub error: EntryError,
 }
 
 /// Everything one call is granted.
@@ -170,8 +182,40 @@ impl Grants {
         self.workspace.as_ref().map(FsGrant::guest_path)
     }
 
-    /// Wires every grant into a fresh WASI context. `blocking_file_io` says
-    /// whether file operations may be served on the calling thread.
+    /// Wires every grant into the WASI context of one call, built from
+    /// `builder` (which holds the call's own plumbing, such as its output
+    /// pipes): the granted variables set now ([`env`]), sockets off
+    /// ([`net::wire_sockets`]), the granted folders ([`fs`]). What is
+    /// decided here is recorded in the call's `audit` scope.
+    /// `blocking_file_io` says whether file operations may be served on
+    /// the calling thread. Outgoing HTTP is wired separately, through
+    /// [`Grants::net_hooks`].
+    pub fn wire(
+        &self,
+        mut builder: WasiCtxBuilder,
+        audit: Option<&crate::policy::audit::AuditScope>,
+        blocking_file_io: bool,
+    ) -> Result<WasiCtx, GrantError> {
+        // Exactly the granted variables that are set now; nothing else.
+        let env = self.env_values();
+        builder.envs(&env);
+        net::wire_sockets(&mut builder, audit);
+        let mut wasi = builder.build();
+        self.apply(&mut wasi, blocking_file_io)?;
+        env::record_read(&env, audit);
+        Ok(wasi)
+    }
+
+    /// What a call's outgoing HTTP requests pass through: its origins,
+    /// checked on every request, and its secrets, added to requests to
+    /// their hosts.
+    pub fn net_hooks(&self) -> net::NetHooks {
+        net::NetHooks::new(&self.net, &self.secrets)
+    }
+
+    /// Wires the granted folders into a fresh WASI context.
+    /// `blocking_file_io` says whether file operations may be served on
+    /// the calling thread.
     pub fn apply(&self, wasi: &mut WasiCtx, blocking_file_io: bool) -> Result<(), GrantError> {
         *wasi.filesystem() = match self.opened.0.get() {
             Some((mode, folders)) if *mode == blocking_file_io => folders.clone(),
@@ -207,31 +251,6 @@ pub enum ReservedName {
     Secret(#[from] SecretError),
 }
 
-/// A kind of capability, as the `grant` and `revoke` commands name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum CapabilityKind {
-    /// A folder (`fs`).
-    Fs,
-    /// An origin pattern (`net`).
-    Net,
-    /// An environment variable (`env`).
-    Env,
-    /// A secret (`secret`).
-    Secret,
-}
-
-impl CapabilityKind {
-    /// The word the commands and the manifest use.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Fs => "fs",
-            Self::Net => "net",
-            Self::Env => "env",
-            Self::Secret => "secret",
-        }
-    }
-}
-
 impl std::fmt::Display for CapabilityKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -242,15 +261,17 @@ impl std::str::FromStr for CapabilityKind {
     type Err = CapabilityRefError;
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text.to_ascii_lowercase().as_str() {
-            "fs" | "files" => Ok(Self::Fs),
-            "net" | "network" => Ok(Self::Net),
-            "env" => Ok(Self::Env),
-            "secret" | "secrets" => Ok(Self::Secret),
-            _ => Err(CapabilityRefError::UnknownKind {
+        Self::from_word(&text.to_ascii_lowercase()).ok_or_else(|| {
+            let words: Vec<&str> = Self::ALL.iter().map(|kind| kind.as_str()).collect();
+            let known = match words.split_last() {
+                Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+                _ => words.join(""),
+            };
+            CapabilityRefError::UnknownKind {
                 kind: text.to_string(),
-            }),
-        }
+                known,
+            }
+        })
     }
 }
 
@@ -267,11 +288,13 @@ pub struct CapabilityRef {
 /// A `KIND VALUE` pair that is wrong, or names nothing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CapabilityRefError {
-    /// The kind is not one of fs, net, env, secret.
-    #[error("unknown capability kind `{kind}`; use fs, net, env or secret")]
+    /// The kind is not one capstan knows.
+    #[error("unknown capability kind `{kind}`; use {known}")]
     UnknownKind {
         /// The kind as written.
         kind: String,
+        /// The kinds there are: `fs, net, env or secret`.
+        known: String,
     },
     /// The text is not `KIND VALUE`.
     #[error("expected KIND VALUE (such as `net https://api.example.com`), got `{text}`")]
@@ -313,20 +336,7 @@ impl CapabilityRef {
             value: value.to_string(),
             message,
         };
-        match kind {
-            CapabilityKind::Fs => {
-                FsRequest::parse(value, Access::Read).map_err(|e| invalid(e.to_string()))?;
-            }
-            CapabilityKind::Net => {
-                NetGrant::parse(value).map_err(invalid)?;
-            }
-            CapabilityKind::Env => {
-                env::check_name(value).map_err(|e| invalid(e.to_string()))?;
-            }
-            CapabilityKind::Secret => {
-                secrets::check_name(value).map_err(invalid)?;
-            }
-        }
+        kind.check_value(value).map_err(invalid)?;
         Ok(Self {
             kind,
             value: value.to_string(),
@@ -350,49 +360,10 @@ impl std::fmt::Display for CapabilityRef {
     }
 }
 
-/// One entry of a capability set.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CapabilityEntry {
-    /// A folder.
-    Fs(FsRequest),
-    /// An origin pattern.
-    Net(NetGrant),
-    /// An environment variable.
-    Env(EnvGrant),
-    /// A secret.
-    Secret(SecretGrant),
-}
-
 impl CapabilityEntry {
     /// The entry as a consent line: `network  https://api.example.com`.
     pub fn describe(&self) -> String {
-        let label = match self {
-            Self::Fs(_) => "files",
-            Self::Net(_) => "network",
-            Self::Env(_) => "env",
-            Self::Secret(_) => "secret",
-        };
-        format!("{label:<8} {}", self.words())
-    }
-
-    /// What the entry grants, without its kind: `the workspace (read-only)`.
-    pub fn words(&self) -> String {
-        match self {
-            Self::Fs(fs) => fs.describe(),
-            Self::Net(net) => net.to_string(),
-            Self::Env(env) => env.name().to_string(),
-            Self::Secret(secret) => secret.describe(),
-        }
-    }
-
-    /// Its kind.
-    pub fn kind(&self) -> CapabilityKind {
-        match self {
-            Self::Fs(_) => CapabilityKind::Fs,
-            Self::Net(_) => CapabilityKind::Net,
-            Self::Env(_) => CapabilityKind::Env,
-            Self::Secret(_) => CapabilityKind::Secret,
-        }
+        format!("{:<8} {}", self.kind().label(), self.words())
     }
 }
 
@@ -452,34 +423,6 @@ impl std::fmt::Display for CapabilityDiff {
 }
 
 impl Capabilities {
-    /// Whether nothing is requested.
-    pub fn is_empty(&self) -> bool {
-        self.fs.is_empty() && self.net.is_empty() && self.env.is_empty() && self.secrets.is_empty()
-    }
-
-    /// Checks the environment variables and the secrets against the names
-    /// the host keeps for itself, the variables the user configured as the
-    /// model's API key (`model_keys`) among them; run before consent, when
-    /// the configuration is known, so no answer can grant them.
-    pub fn check_reserved(&self, model_keys: &[&str]) -> Result<(), ReservedName> {
-        for grant in &self.env {
-            grant.check(model_keys)?;
-        }
-        for secret in &self.secrets {
-            secret.check_reserved(model_keys)?;
-        }
-        Ok(())
-    }
-
-    /// Every entry, in the order network, secrets, files, env.
-    pub fn entries(&self) -> Vec<CapabilityEntry> {
-        let net = self.net.iter().cloned().map(CapabilityEntry::Net);
-        let secrets = self.secrets.iter().cloned().map(CapabilityEntry::Secret);
-        let fs = self.fs.iter().cloned().map(CapabilityEntry::Fs);
-        let env = self.env.iter().cloned().map(CapabilityEntry::Env);
-        net.chain(secrets).chain(fs).chain(env).collect()
-    }
-
     /// The capabilities in plain words, one line each, for the consent
     /// prompt: network origins (or `network  none`), secrets, folders (or
     /// `files    none`), environment variables.
@@ -493,27 +436,21 @@ impl Capabilities {
     pub fn describe_resolved(&self, resolved: &[(String, std::path::PathBuf)]) -> Vec<String> {
         let line = |entry: &CapabilityEntry| {
             let mut text = entry.describe();
-            if let CapabilityEntry::Fs(fs) = entry
-                && let Some((_, real)) = resolved.iter().find(|(path, _)| *path == fs.path)
-                && std::path::Path::new(&fs.path) != real
-            {
-                text.push_str(&format!(", which is {}", real.display()));
+            if let CapabilityEntry::Fs(fs) = entry {
+                text.push_str(&fs::resolved_note_for_consent(fs, resolved));
             }
             text
         };
+        let mut kinds = CapabilityKind::ALL.to_vec();
+        kinds.sort_by_key(|kind| kind.consent_rank());
         let mut lines = Vec::new();
-        if self.net.is_empty() {
-            lines.push("network  none".to_string());
+        for kind in kinds {
+            let entries = self.entries_of(kind);
+            if entries.is_empty() && kind.says_none() {
+                lines.push(format!("{:<8} none", kind.label()));
+            }
+            lines.extend(entries.iter().map(line));
         }
-        let entries = self.entries();
-        let (before, after): (Vec<_>, Vec<_>) = entries
-            .iter()
-            .partition(|e| matches!(e, CapabilityEntry::Net(_) | CapabilityEntry::Secret(_)));
-        lines.extend(before.iter().map(|e| line(e)));
-        if self.fs.is_empty() {
-            lines.push("files    none".to_string());
-        }
-        lines.extend(after.iter().map(|e| line(e)));
         lines
     }
 
@@ -536,138 +473,17 @@ impl Capabilities {
         Ok(resolved)
     }
 
-    /// Whether every entry of `self` is covered by `granted`: folders by
-    /// the same (or an enclosing) folder with enough access, origins by a
-    /// pattern that covers them, variables by name, secrets by a grant of
-    /// the same name, header and format whose hosts cover theirs.
-    pub fn is_within(&self, granted: &Capabilities) -> bool {
-        let fs = self
-            .fs
-            .iter()
-            .all(|r| granted.fs.iter().any(|g| r.is_within(g)));
-        let net = self
-            .net
-            .iter()
-            .all(|r| granted.net.iter().any(|g| g.covers(r)));
-        let env = self.env.iter().all(|r| granted.env.contains(r));
-        let secrets = self
-            .secrets
-            .iter()
-            .all(|r| granted.secrets.iter().any(|g| secret_within(r, g)));
-        fs && net && env && secrets
-    }
-
-    /// How `newer` differs from `self`: what it adds, removes, widens and
-    /// narrows. An update whose diff [`is_wider`](CapabilityDiff::is_wider)
-    /// needs consent again.
-    pub fn diff(&self, newer: &Capabilities) -> CapabilityDiff {
-        let mut diff = CapabilityDiff::default();
-
-        // Folders: matched by path.
-        for new in &newer.fs {
-            match self.fs.iter().find(|old| old.path == new.path) {
-                None => diff.added.push(CapabilityEntry::Fs(new.clone())),
-                Some(old) if old.access == new.access => {}
-                Some(old) => {
-                    let pair = (
-                        CapabilityEntry::Fs(old.clone()),
-                        CapabilityEntry::Fs(new.clone()),
-                    );
-                    if new.is_within(old) {
-                        diff.narrowed.push(pair);
-                    } else {
-                        diff.widened.push(pair);
-                    }
-                }
-            }
-        }
-        for old in &self.fs {
-            if !newer.fs.iter().any(|new| new.path == old.path) {
-                diff.removed.push(CapabilityEntry::Fs(old.clone()));
-            }
-        }
-
-        // Origins: an unchanged pattern, one that covers an old one
-        // (widened), one an old one covers (narrowed), or new.
-        let mut matched_old = vec![false; self.net.len()];
-        for new in &newer.net {
-            if let Some(i) = self.net.iter().position(|old| old == new) {
-                matched_old[i] = true;
-                continue;
-            }
-            let entry = CapabilityEntry::Net(new.clone());
-            if let Some(i) = self.net.iter().position(|old| new.covers(old)) {
-                matched_old[i] = true;
-                diff.widened
-                    .push((CapabilityEntry::Net(self.net[i].clone()), entry));
-            } else if let Some(i) = self.net.iter().position(|old| old.covers(new)) {
-                matched_old[i] = true;
-                diff.narrowed
-                    .push((CapabilityEntry::Net(self.net[i].clone()), entry));
-            } else {
-                diff.added.push(entry);
-            }
-        }
-        for (old, matched) in self.net.iter().zip(matched_old) {
-            if !matched && !newer.net.iter().any(|new| new.covers(old)) {
-                diff.removed.push(CapabilityEntry::Net(old.clone()));
-            }
-        }
-
-        // Variables: by name.
-        for new in &newer.env {
-            if !self.env.contains(new) {
-                diff.added.push(CapabilityEntry::Env(new.clone()));
-            }
-        }
-        for old in &self.env {
-            if !newer.env.contains(old) {
-                diff.removed.push(CapabilityEntry::Env(old.clone()));
-            }
-        }
-
-        // Secrets: by name; more hosts or another header or format widens.
-        for new in &newer.secrets {
-            match self.secrets.iter().find(|old| old.name == new.name) {
-                None => diff.added.push(CapabilityEntry::Secret(new.clone())),
-                Some(old) if old == new => {}
-                Some(old) => {
-                    let pair = (
-                        CapabilityEntry::Secret(old.clone()),
-                        CapabilityEntry::Secret(new.clone()),
-                    );
-                    if secret_within(new, old) {
-                        diff.narrowed.push(pair);
-                    } else {
-                        diff.widened.push(pair);
-                    }
-                }
-            }
-        }
-        for old in &self.secrets {
-            if !newer.secrets.iter().any(|new| new.name == old.name) {
-                diff.removed.push(CapabilityEntry::Secret(old.clone()));
-            }
-        }
-        diff
-    }
-
-    /// A copy without the entry `what` names (for `revoke`). A folder is
-    /// named by its path, whatever its access; an origin by its exact
-    /// pattern; a variable or secret by its name.
+    /// A copy without the entry `what` names (for `revoke`): the entry
+    /// whose key ([`Capability::key`]) is the value — a folder by its path,
+    /// whatever its access; an origin by its exact pattern; a variable or
+    /// secret by its name.
     pub fn without(&self, what: &CapabilityRef) -> Result<Capabilities, CapabilityRefError> {
         let mut out = self.clone();
-        let before = out.count(what.kind);
-        match what.kind {
-            CapabilityKind::Fs => out.fs.retain(|r| r.path != what.value),
-            CapabilityKind::Net => out.net.retain(|g| g.to_string() != what.value),
-            CapabilityKind::Env => out.env.retain(|g| g.name() != what.value),
-            CapabilityKind::Secret => out.secrets.retain(|g| g.name != what.value),
+        if out.remove(what.kind, &what.value) {
+            Ok(out)
+        } else {
+            Err(self.not_found(what, "granted"))
         }
-        if out.count(what.kind) == before {
-            return Err(self.not_found(what, "granted"));
-        }
-        Ok(out)
     }
 
     /// A copy with the entry `what` names taken from `requested` (the
@@ -679,51 +495,16 @@ impl Capabilities {
         requested: &Capabilities,
         what: &CapabilityRef,
     ) -> Result<Capabilities, CapabilityRefError> {
-        let mut out = self.without(what).unwrap_or_else(|_| self.clone());
-        let found = match what.kind {
-            CapabilityKind::Fs => requested
-                .fs
-                .iter()
-                .find(|r| r.path == what.value)
-                .map(|r| out.fs.push(r.clone())),
-            CapabilityKind::Net => requested
-                .net
-                .iter()
-                .find(|g| g.to_string() == what.value)
-                .map(|g| out.net.push(g.clone())),
-            CapabilityKind::Env => requested
-                .env
-                .iter()
-                .find(|g| g.name() == what.value)
-                .map(|g| out.env.push(g.clone())),
-            CapabilityKind::Secret => requested
-                .secrets
-                .iter()
-                .find(|g| g.name == what.value)
-                .map(|g| out.secrets.push(g.clone())),
-        };
-        match found {
-            Some(()) => Ok(out),
-            None => Err(requested.not_found(what, "requested by the plugin's manifest")),
-        }
-    }
-
-    fn count(&self, kind: CapabilityKind) -> usize {
-        match kind {
-            CapabilityKind::Fs => self.fs.len(),
-            CapabilityKind::Net => self.net.len(),
-            CapabilityKind::Env => self.env.len(),
-            CapabilityKind::Secret => self.secrets.len(),
+        let mut out = self.clone();
+        if out.add_requested(requested, what.kind, &what.value) {
+            Ok(out)
+        } else {
+            Err(requested.not_found(what, "requested by the plugin's manifest"))
         }
     }
 
     fn not_found(&self, what: &CapabilityRef, where_: &'static str) -> CapabilityRefError {
-        let values: Vec<String> = match what.kind {
-            CapabilityKind::Fs => self.fs.iter().map(|r| r.path.clone()).collect(),
-            CapabilityKind::Net => self.net.iter().map(ToString::to_string).collect(),
-            CapabilityKind::Env => self.env.iter().map(|g| g.name().to_string()).collect(),
-            CapabilityKind::Secret => self.secrets.iter().map(|g| g.name.clone()).collect(),
-        };
+        let values = self.keys_of(what.kind);
         let listed = if values.is_empty() {
             format!("there is no {} entry", what.kind)
         } else {
@@ -736,18 +517,6 @@ impl Capabilities {
             listed,
         }
     }
-}
-
-/// Whether secret `request` is covered by grant `granted`: same name,
-/// header and format, and every host covered.
-fn secret_within(request: &SecretGrant, granted: &SecretGrant) -> bool {
-    request.name == granted.name
-        && request.header.eq_ignore_ascii_case(&granted.header)
-        && request.format == granted.format
-        && request
-            .hosts
-            .iter()
-            .all(|h| granted.hosts.iter().any(|g| secrets::host_covers(g, h)))
 }
 
 #[cfg(test)]
@@ -894,6 +663,151 @@ mod tests {
         assert!(!back.is_wider(), "{back}");
     }
 
+    /// Each kind on its own: consent words, and an update that adds,
+    /// widens, narrows and drops entries of that kind only.
+    #[test]
+    fn each_kind_describes_and_diffs_itself() {
+        let only = |entries: Vec<CapabilityEntry>| {
+            let mut caps = Capabilities::default();
+            for entry in entries {
+                match entry {
+                    CapabilityEntry::Fs(e) => caps.fs.push(e),
+                    CapabilityEntry::Net(e) => caps.net.push(e),
+                    CapabilityEntry::Env(e) => caps.env.push(e),
+                    CapabilityEntry::Secret(e) => caps.secrets.push(e),
+                }
+            }
+            caps
+        };
+        // The kind, an older and a newer set of it, a line the older one is
+        // described with, and how many entries are added, removed, widened
+        // and narrowed.
+        type Case = (
+            CapabilityKind,
+            Vec<CapabilityEntry>,
+            Vec<CapabilityEntry>,
+            &'static str,
+            [usize; 4],
+        );
+        let cases: Vec<Case> = vec![
+            (
+                CapabilityKind::Fs,
+                vec![
+                    CapabilityEntry::Fs(fs("$WORKSPACE", Access::Read)),
+                    CapabilityEntry::Fs(fs("/srv", Access::ReadWrite)),
+                    CapabilityEntry::Fs(fs("/opt", Access::Read)),
+                ],
+                vec![
+                    CapabilityEntry::Fs(fs("$WORKSPACE", Access::ReadWrite)),
+                    CapabilityEntry::Fs(fs("/srv", Access::Read)),
+                    CapabilityEntry::Fs(fs("$PLUGIN_DATA", Access::ReadWrite)),
+                ],
+                "files    the workspace (read-only)",
+                [1, 1, 1, 1],
+            ),
+            (
+                CapabilityKind::Net,
+                vec![
+                    CapabilityEntry::Net(net("https://api.example.com")),
+                    CapabilityEntry::Net(net("https://*.cdn.example.net")),
+                    CapabilityEntry::Net(net("http://127.0.0.1:8080")),
+                ],
+                vec![
+                    CapabilityEntry::Net(net("https://*.example.com")),
+                    CapabilityEntry::Net(net("https://img.cdn.example.net")),
+                    CapabilityEntry::Net(net("https://other.example.org")),
+                ],
+                "network  https://api.example.com",
+                [1, 1, 1, 1],
+            ),
+            (
+                CapabilityKind::Env,
+                vec![
+                    CapabilityEntry::Env(EnvGrant::new("TZ")),
+                    CapabilityEntry::Env(EnvGrant::new("LANG")),
+                ],
+                vec![
+                    CapabilityEntry::Env(EnvGrant::new("TZ")),
+                    CapabilityEntry::Env(EnvGrant::new("GIT_AUTHOR_NAME")),
+                ],
+                "env      TZ",
+                [1, 1, 0, 0],
+            ),
+            (
+                CapabilityKind::Secret,
+                vec![
+                    CapabilityEntry::Secret(secret("A", &["a.example.com"])),
+                    CapabilityEntry::Secret(secret("B", &["b.example.com", "c.example.com"])),
+                    CapabilityEntry::Secret(secret("C", &["c.example.com"])),
+                ],
+                vec![
+                    CapabilityEntry::Secret(secret("A", &["a.example.com", "x.example.com"])),
+                    CapabilityEntry::Secret(secret("B", &["b.example.com"])),
+                    CapabilityEntry::Secret(secret("D", &["d.example.com"])),
+                ],
+                "secret   A -> sent as header X-Api-Key to a.example.com only",
+                [1, 1, 1, 1],
+            ),
+        ];
+        for (kind, old, new, first_line, [added, removed, widened, narrowed]) in cases {
+            let (old, new) = (only(old), only(new));
+            let described = old.describe();
+            assert!(
+                described.iter().any(|l| l == first_line),
+                "{kind}: {described:?}"
+            );
+            let diff = old.diff(&new);
+            assert!(
+                diff.added
+                    .iter()
+                    .chain(&diff.removed)
+                    .all(|e| e.kind() == kind),
+                "{kind}: {diff}"
+            );
+            assert_eq!(
+                [
+                    diff.added.len(),
+                    diff.removed.len(),
+                    diff.widened.len(),
+                    diff.narrowed.len()
+                ],
+                [added, removed, widened, narrowed],
+                "{kind}:\n{diff}"
+            );
+            assert!(diff.is_wider(), "{kind}: {diff}");
+            assert!(!new.is_within(&old), "{kind}");
+            let text = diff.to_string();
+            for (sign, count) in [
+                ("+ ", added),
+                ("- ", removed),
+                ("^ ", widened),
+                ("v ", narrowed),
+            ] {
+                assert_eq!(
+                    text.lines()
+                        .filter(|l| l.trim_start().starts_with(sign))
+                        .count(),
+                    count,
+                    "{kind} {sign}:\n{text}"
+                );
+            }
+            // Back again: what was added is removed, what widened narrows.
+            let back = new.diff(&old);
+            assert_eq!(back.added.len(), removed, "{kind}:\n{back}");
+            assert_eq!(back.removed.len(), added, "{kind}:\n{back}");
+            assert_eq!(back.narrowed.len(), widened, "{kind}:\n{back}");
+            assert_eq!(back.widened.len(), narrowed, "{kind}:\n{back}");
+            // Nothing of the kind: files and network say so, the rest are silent.
+            let none = Capabilities::default().describe();
+            let says_none = none.iter().any(|l| l.starts_with(kind.label()));
+            assert_eq!(
+                says_none,
+                matches!(kind, CapabilityKind::Fs | CapabilityKind::Net),
+                "{kind}: {none:?}"
+            );
+        }
+    }
+
     #[test]
     fn a_secret_sent_as_another_header_is_wider() {
         let old = weather();
@@ -947,7 +861,10 @@ mod tests {
         for (text, says) in [
             ("net", "expected KIND VALUE"),
             ("", "expected KIND VALUE"),
-            ("disk /tmp", "unknown capability kind `disk`"),
+            (
+                "disk /tmp",
+                "unknown capability kind `disk`; use fs, net, env or secret",
+            ),
             ("net api.example.com", "invalid net value"),
             ("fs ~/x", "home folder"),
             ("env 9X", "invalid env value"),

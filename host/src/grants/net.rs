@@ -17,9 +17,25 @@ pub mod send;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use wasmtime_wasi::WasiCtxBuilder;
+
+use crate::policy::audit::AuditScope;
+
 pub use send::{
     NetHooks, REQUEST_BODY_LIMIT, RESPONSE_BODY_LIMIT, Refusal, refusal_note, socket_refusal,
 };
+
+/// Wires a call's sockets: they stay off. Without an audit log none can
+/// be created. With one they can, so that each address a socket would
+/// connect, listen or send to is refused *and recorded*
+/// ([`socket_refusal`]); name lookups are never allowed ([`lookup`]).
+pub fn wire_sockets(wasi: &mut WasiCtxBuilder, audit: Option<&AuditScope>) {
+    if let Some(scope) = audit {
+        wasi.allow_tcp(true)
+            .allow_udp(true)
+            .socket_addr_check(socket_refusal(scope.clone()));
+    }
+}
 
 /// A correct grant, shown in every syntax error.
 const EXAMPLE: &str =
@@ -198,6 +214,51 @@ impl NetGrant {
             (HostPattern::Ip(granted), RequestHost::Ip(ip)) => granted == ip,
             _ => false,
         }
+    }
+}
+
+impl super::Capability for NetGrant {
+    const WORD: &'static str = "net";
+    const ALIASES: &'static [&'static str] = &["network"];
+    const LABEL: &'static str = "network";
+    const CONSENT_RANK: u8 = 0;
+    const SAY_NONE: bool = true;
+    const EXAMPLE: &'static str = "\"https://api.example.com\"";
+
+    /// The pattern in its normal form.
+    fn key(&self) -> String {
+        self.to_string()
+    }
+
+    fn words(&self) -> String {
+        self.to_string()
+    }
+
+    fn is_within(&self, granted: &Self) -> bool {
+        granted.covers(self)
+    }
+
+    /// The same pattern; else one the new pattern covers (it widens it);
+    /// else one that covers the new pattern (it narrows it).
+    fn counterpart(&self, older: &[Self]) -> Option<usize> {
+        older
+            .iter()
+            .position(|old| old == self)
+            .or_else(|| older.iter().position(|old| self.covers(old)))
+            .or_else(|| older.iter().position(|old| old.covers(self)))
+    }
+
+    fn still_allowed_by(&self, newer: &[Self]) -> bool {
+        newer.iter().any(|new| new.covers(self))
+    }
+
+    fn check_value(value: &str) -> Result<(), String> {
+        Self::parse(value).map(drop)
+    }
+
+    /// Checked when parsed; nothing more to check.
+    fn validate(&self) -> Result<(), super::EntryError> {
+        Ok(())
     }
 }
 

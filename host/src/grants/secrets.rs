@@ -16,9 +16,15 @@ use std::path::{Path, PathBuf};
 use super::NetGrant;
 use super::net::{HostPattern, Scheme};
 
-/// A secret as a manifest requests it.
+/// A secret as a manifest requests it and the lockfile records it:
+/// `{ name = "API_KEY", header = "Authorization", format = "Bearer {}",
+/// hosts = ["api.example.com"] }`, `format` being `{}` unless it says
+/// otherwise.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a table such as { name = \"API_KEY\", header = \"Authorization\", hosts = [\"api.example.com\"] }"
+)]
 pub struct SecretGrant {
     /// The secret's name; its value comes from the user's environment
     /// variable of that name or the user config.
@@ -187,6 +193,56 @@ impl SecretGrant {
     /// Whether the secret is sent to `host` (a host name, not a pattern).
     pub fn is_sent_to(&self, host: &str) -> bool {
         self.hosts.iter().any(|p| super::net::host_matches(p, host))
+    }
+}
+
+impl super::Capability for SecretGrant {
+    const WORD: &'static str = "secret";
+    const ALIASES: &'static [&'static str] = &["secrets"];
+    const LABEL: &'static str = "secret";
+    const CONSENT_RANK: u8 = 1;
+    const SAY_NONE: bool = false;
+    const EXAMPLE: &'static str = "{ name = \"API_KEY\", header = \"Authorization\", format = \"Bearer {}\", hosts = [\"api.example.com\"] }";
+
+    fn key(&self) -> String {
+        self.name.clone()
+    }
+
+    fn words(&self) -> String {
+        self.describe()
+    }
+
+    /// The same name, header and format, and every host covered.
+    fn is_within(&self, granted: &Self) -> bool {
+        self.name == granted.name
+            && self.header.eq_ignore_ascii_case(&granted.header)
+            && self.format == granted.format
+            && self
+                .hosts
+                .iter()
+                .all(|h| granted.hosts.iter().any(|g| host_covers(g, h)))
+    }
+
+    fn check_value(value: &str) -> Result<(), String> {
+        check_name(value)
+    }
+
+    fn validate(&self) -> Result<(), super::EntryError> {
+        SecretGrant::validate(self).map_err(|e| match e {
+            SecretError::Invalid { field, message, .. } => super::EntryError::field(field, message),
+            other => super::EntryError::entry(other.to_string()),
+        })
+    }
+
+    /// Every host it is sent to must be reachable over https, and over
+    /// https only ([`check_hosts_granted`]).
+    fn validate_among(&self, all: &super::Capabilities) -> Result<(), super::EntryError> {
+        check_hosts_granted(std::slice::from_ref(self), &all.net)
+            .map_err(|e| super::EntryError::entry(e.to_string()))
+    }
+
+    fn check_reserved(&self, model_keys: &[&str]) -> Result<(), super::ReservedName> {
+        Ok(SecretGrant::check_reserved(self, model_keys)?)
     }
 }
 

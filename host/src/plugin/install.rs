@@ -532,8 +532,8 @@ impl<'a> Installer<'a> {
             return Err(InstallError::ChangedMeanwhile { name });
         }
         // What the user revoked stays revoked.
-        let revoked = subtract(&old.consented, &old.granted);
-        let granted = subtract(&requested, &revoked);
+        let revoked = old.consented.subtract(&old.granted);
+        let granted = requested.subtract(&revoked);
         let new_folder = self.commit(&mut locked, &prepared, components, &requested, &granted)?;
         if old.folder != new_folder {
             let _ = std::fs::remove_dir_all(old.dir(self.store.root()));
@@ -1455,36 +1455,6 @@ fn diff_in_one_line(diff: &CapabilityDiff) -> String {
         .join("; ")
 }
 
-/// `caps` without the items of `minus` (matched exactly).
-pub fn subtract(caps: &Capabilities, minus: &Capabilities) -> Capabilities {
-    Capabilities {
-        fs: caps
-            .fs
-            .iter()
-            .filter(|x| !minus.fs.contains(x))
-            .cloned()
-            .collect(),
-        net: caps
-            .net
-            .iter()
-            .filter(|x| !minus.net.contains(x))
-            .cloned()
-            .collect(),
-        env: caps
-            .env
-            .iter()
-            .filter(|x| !minus.env.contains(x))
-            .cloned()
-            .collect(),
-        secrets: caps
-            .secrets
-            .iter()
-            .filter(|x| !minus.secrets.contains(x))
-            .cloned()
-            .collect(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1520,7 +1490,7 @@ mod tests {
     fn revoked_items_stay_revoked_through_subtract() {
         let all = caps(&[], &["https://a.example", "https://b.example"], &["TZ"]);
         let granted = caps(&[], &["https://a.example"], &["TZ"]);
-        let revoked = subtract(&all, &granted);
+        let revoked = all.subtract(&granted);
         assert_eq!(revoked.net, vec![net("https://b.example")]);
         assert!(revoked.env.is_empty());
     }

@@ -39,6 +39,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::grants::Capabilities;
+use crate::quantity::{Size, TimeSpan};
 
 /// The lockfile's format version.
 const FORMAT: u32 = 1;
@@ -98,16 +99,53 @@ pub struct LockComponent {
     pub exports: Vec<String>,
 }
 
-/// Limits recorded from the manifest.
+/// Limits recorded from the manifest, written as the manifest writes them
+/// (`memory = "128MiB"`, `timeout = "20s"`; see [`crate::quantity`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "LimitsTable", into = "LimitsTable")]
 pub struct LockLimits {
     /// Memory cap in bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory: Option<u64>,
     /// Time limit per call, in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+}
+
+/// The `limits` table of a lockfile entry as written. Lockfiles written
+/// before sizes and durations had one spelling hold `memory` as bytes
+/// (still a size) and `timeout_ms`; both are read.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsTable {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    memory: Option<Size>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    timeout: Option<TimeSpan>,
+    #[serde(default, skip_serializing)]
+    timeout_ms: Option<u64>,
+}
+
+impl From<LimitsTable> for LockLimits {
+    fn from(table: LimitsTable) -> Self {
+        let timeout = table
+            .timeout
+            .map(|t| u64::try_from(t.0.as_millis()).unwrap_or(u64::MAX));
+        Self {
+            memory: table.memory.map(|size| size.0),
+            timeout_ms: timeout.or(table.timeout_ms),
+        }
+    }
+}
+
+impl From<LockLimits> for LimitsTable {
+    fn from(limits: LockLimits) -> Self {
+        Self {
+            memory: limits.memory.map(Size),
+            timeout: limits
+                .timeout_ms
+                .map(|ms| TimeSpan(std::time::Duration::from_millis(ms))),
+            timeout_ms: None,
+        }
+    }
 }
 
 /// The lockfile could not be read or written.
@@ -371,6 +409,125 @@ mod tests {
             lock.plugins["demo"].tool_component().unwrap().path,
             "demo.wasm"
         );
+    }
+
+    /// Every kind of capability, as a manifest requests it, is written to
+    /// the lockfile in the manifest's own schema, read back unchanged, and
+    /// becomes what a call gets.
+    #[test]
+    fn each_capability_round_trips_from_manifest_through_lockfile_to_a_call() {
+        use crate::grants::{Access, FsGrant, Grants, OwnFolders, SecretValues};
+        use crate::plugin::manifest::Manifest;
+
+        let dir = tempfile::tempdir().unwrap();
+        let srv = dir.path().join("srv");
+        let workspace = dir.path().join("ws");
+        std::fs::create_dir(&srv).unwrap();
+        std::fs::create_dir(&workspace).unwrap();
+        let manifest = Manifest::parse(
+            &format!(
+                r#"name = "rt"
+version = "1.0.0"
+description = "Round trip"
+components = ["rt.wasm"]
+
+[capabilities]
+fs = [{{ path = "$WORKSPACE" }}, {{ path = "{}", access = "read-write" }}]
+net = ["https://api.example.com", "HTTPS://*.Example.org:8443/"]
+env = ["TZ"]
+secrets = [{{ name = "RT_TOKEN", header = "Authorization", format = "Bearer {{}}", hosts = ["api.example.com"] }}]
+
+[limits]
+memory = "64MiB"
+timeout = "1500ms"
+"#,
+                srv.display()
+            ),
+            Path::new("plugin.toml"),
+        )
+        .unwrap();
+        let requested = manifest.capabilities.clone();
+
+        let path = dir.path().join("capstan.lock");
+        let mut lock = Lockfile::load(&path).unwrap();
+        let mut recorded = entry();
+        recorded.consented = requested.clone();
+        recorded.granted = requested.clone();
+        recorded.limits = LockLimits {
+            memory: manifest.limits.memory,
+            timeout_ms: Some(1500),
+        };
+        lock.plugins.insert("rt".into(), recorded);
+        lock.save(&path).unwrap();
+
+        // Written as a manifest writes it, in normal form.
+        let text = std::fs::read_to_string(&path).unwrap();
+        for written in [
+            "path = \"$WORKSPACE\"",
+            "access = \"read\"",
+            "access = \"read-write\"",
+            "\"https://*.example.org:8443\"",
+            "env = [\"TZ\"]",
+            "format = \"Bearer {}\"",
+            "memory = \"64MiB\"",
+            "timeout = \"1500ms\"",
+        ] {
+            assert!(text.contains(written), "{written} in:\n{text}");
+        }
+        let back = Lockfile::load(&path).unwrap();
+        assert_eq!(back, lock);
+        let granted = &back.plugins["rt"].granted;
+        assert_eq!(granted, &requested);
+
+        // One schema: the lockfile's table is a manifest's [capabilities].
+        let table = toml::to_string(&BTreeMap::from([("capabilities", granted)])).unwrap();
+        let again = Manifest::parse(
+            &format!(
+                "name = \"rt\"\nversion = \"1.0.0\"\ndescription = \"d\"\ncomponents = []\n\n{table}"
+            ),
+            Path::new("plugin.toml"),
+        )
+        .unwrap();
+        assert_eq!(again.capabilities, requested);
+
+        // And a call gets each of them.
+        let config = dir.path().join("config.toml");
+        let values = SecretValues::from_pairs(&config, [("RT_TOKEN", "t0ken")]);
+        let grants = Grants::for_plugin(
+            granted,
+            &workspace,
+            &dir.path().join("data"),
+            &values,
+            &OwnFolders::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            grants.workspace.as_ref().map(FsGrant::access),
+            Some(Access::Read)
+        );
+        assert_eq!(grants.fs.len(), 1);
+        assert_eq!(grants.fs[0].host_path(), srv.canonicalize().unwrap());
+        assert_eq!(grants.fs[0].access(), Access::ReadWrite);
+        assert_eq!(grants.net, requested.net);
+        assert_eq!(grants.env, requested.env);
+        assert_eq!(grants.secrets.len(), 1);
+        assert_eq!(grants.secrets[0].header_value(), "Bearer t0ken");
+    }
+
+    #[test]
+    fn limits_written_before_one_spelling_are_still_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("capstan.lock");
+        let mut lock = Lockfile::load(&path).unwrap();
+        lock.plugins.insert("demo".into(), entry());
+        lock.save(&path).unwrap();
+        let text = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("memory = \"1MiB\"", "memory = 1048576\ntimeout_ms = 2500");
+        std::fs::write(&path, text).unwrap();
+        let limits = Lockfile::load(&path).unwrap().plugins["demo"].limits;
+        assert_eq!(limits.memory, Some(1 << 20));
+        assert_eq!(limits.timeout_ms, Some(2500));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use super::host_api::{EventSink, LogLevel, PluginEvent, ReportBudget};
 use super::limits::{Limits, MemoryCap};
 use super::warm::Retirer;
 use crate::grants::Grants;
-use crate::grants::net::{NetHooks, socket_refusal};
+use crate::grants::net::NetHooks;
 
 /// How often the deadline clock ticks. A call overrunning its time limit is
 /// stopped within about one tick.
@@ -325,27 +325,11 @@ fn call_state(
     let audit = options.audit.clone().map(|log| {
         crate::policy::audit::AuditScope::new(log, plugin, call_id, options.session_id.as_deref())
     });
-    // Exactly the granted variables that are set now; nothing else.
-    let env = options.grants.env_values();
     let mut builder = WasiCtxBuilder::new();
-    builder
-        .stdout(stdout.clone())
-        .stderr(stderr.clone())
-        .envs(&env);
-    // Sockets stay off. Without an audit log none can be created. With
-    // one they can, so that each address a socket would connect, listen
-    // or send to is refused *and recorded* (`socket_refusal`); name
-    // lookups are never allowed.
-    if let Some(scope) = &audit {
-        builder
-            .allow_tcp(true)
-            .allow_udp(true)
-            .socket_addr_check(socket_refusal(scope.clone()));
-    }
-    let mut wasi = builder.build();
-    options
+    builder.stdout(stdout.clone()).stderr(stderr.clone());
+    let wasi = options
         .grants
-        .apply(&mut wasi, file_io == FileIo::CurrentThread)
+        .wire(builder, audit.as_ref(), file_io == FileIo::CurrentThread)
         .map_err(|e| CallError::Setup {
             plugin: plugin.to_string(),
             reason: e.to_string(),
@@ -365,17 +349,9 @@ fn call_state(
         reports: ReportBudget::default(),
         audit,
         http,
-        net: NetHooks::new(&options.grants.net, &options.grants.secrets),
+        net: options.grants.net_hooks(),
         touched: false,
     };
-    if let Some(scope) = &state.audit
-        && !env.is_empty()
-    {
-        let names = env.into_iter().map(|(name, _)| name);
-        scope.record(crate::policy::audit::AuditEvent::EnvRead {
-            names: names.collect(),
-        });
-    }
     Ok((state, stdout, stderr))
 }
 

@@ -1,4 +1,5 @@
 //! The limits every call runs under: memory, wall-clock time, result size.
+//! How sizes and durations are written is [`crate::quantity`]'s.
 
 use std::time::Duration;
 
@@ -52,50 +53,6 @@ impl Default for Limits {
             timeout: Duration::from_secs(30),
             output: 1 << 20,
         }
-    }
-}
-
-/// Splits `256MiB` into 256 and `MiB` (the unit may be empty).
-fn number_and_unit(text: &str) -> Option<(u64, &str)> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    Some((number.parse().ok()?, unit.trim()))
-}
-
-/// Parses a size such as `256MiB`, `64M`, `1GiB` or `1048576` into bytes.
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let (number, unit) = number_and_unit(text)
-        .ok_or_else(|| format!("`{text}` is not a size; write it like 256MiB or 1GiB"))?;
-    let factor: u64 = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kb" | "kib" => 1 << 10,
-        "m" | "mb" | "mib" => 1 << 20,
-        "g" | "gb" | "gib" => 1 << 30,
-        other => {
-            return Err(format!(
-                "unknown size unit `{other}` in `{text}`; use KiB, MiB or GiB"
-            ));
-        }
-    };
-    number
-        .checked_mul(factor)
-        .ok_or_else(|| format!("`{text}` is too large"))
-}
-
-/// Parses a duration such as `30s`, `500ms`, `2m` or `10` (seconds).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let (number, unit) = number_and_unit(text)
-        .ok_or_else(|| format!("`{text}` is not a duration; write it like 30s or 500ms"))?;
-    match unit {
-        "" | "s" => Ok(Duration::from_secs(number)),
-        "ms" => Ok(Duration::from_millis(number)),
-        "m" | "min" => Ok(Duration::from_secs(number.saturating_mul(60))),
-        other => Err(format!(
-            "unknown time unit `{other}` in `{text}`; use ms, s or m"
-        )),
     }
 }
 
@@ -167,25 +124,6 @@ impl wasmtime::ResourceLimiter for MemoryCap {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_parse_with_units() {
-        assert_eq!(parse_size("256MiB").unwrap(), 256 << 20);
-        assert_eq!(parse_size("64m").unwrap(), 64 << 20);
-        assert_eq!(parse_size("1GiB").unwrap(), 1 << 30);
-        assert_eq!(parse_size("4096").unwrap(), 4096);
-        assert!(parse_size("lots").is_err());
-        assert!(parse_size("12 parsecs").is_err());
-    }
-
-    #[test]
-    fn durations_parse_with_units() {
-        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(parse_duration("7").unwrap(), Duration::from_secs(7));
-        assert!(parse_duration("soon").is_err());
-    }
 
     #[test]
     fn host_resources_follow_the_memory_limit() {
