@@ -142,7 +142,12 @@ fn writes_outside_the_workspace_are_refused_even_when_it_is_writable() {
         dotdot = sb.env.dotdot_outside("dotdot"),
     );
     let out = sb.sh(&["--allow-write"], &script);
-    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "{}", combined(&out));
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        0,
+        "{}",
+        combined(&out)
+    );
     assert_eq!(sb.env.read("inside.txt"), "d\n");
     // The command's output (its stderr included) is capstan's stdout.
     assert_eq!(
@@ -291,7 +296,10 @@ fn the_environment_holds_no_key_or_secret() {
         .collect();
     for name in &names {
         assert!(
-            ["PATH", "HOME", "LANG", "TERM", "TMPDIR", "PWD", "SHLVL", "_"].contains(name),
+            [
+                "PATH", "HOME", "LANG", "TERM", "TMPDIR", "PWD", "SHLVL", "_"
+            ]
+            .contains(name),
             "unexpected variable {name}:\n{env}"
         );
     }
@@ -389,7 +397,11 @@ fn a_granted_origin_is_reached_through_the_proxy_and_nothing_else() {
     );
     let out = sb.sh(&["--allow-net", &origin], &script);
     let text = stdout(&out);
-    assert!(text.contains("hello from the granted origin"), "{}", combined(&out));
+    assert!(
+        text.contains("hello from the granted origin"),
+        "{}",
+        combined(&out)
+    );
     assert!(!text.contains("you should not see this"), "{text}");
     assert!(text.contains("direct=7"), "{}", combined(&out));
     // One connection: the proxied request. Not the direct one, not the one
@@ -407,7 +419,11 @@ fn a_granted_origin_is_reached_through_the_proxy_and_nothing_else() {
         urls.contains(&format!("http://localhost:{}", granted.port).as_str()),
         "{refused:?}"
     );
-    assert!(stderr(&out).contains("capstan: refused"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("capstan: refused"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -419,7 +435,10 @@ fn private_and_metadata_addresses_are_refused_even_by_name() {
     );
     let text = stdout(&out);
     assert!(text.contains("a loopback address"), "{}", combined(&out));
-    assert!(text.contains("http://169.254.169.254 is not granted"), "{text}");
+    assert!(
+        text.contains("http://169.254.169.254 is not granted"),
+        "{text}"
+    );
     assert_eq!(sb.audit("http_refused").len(), 2);
     assert_eq!(sb.audit("http_sent").len(), 0);
 }
@@ -467,16 +486,37 @@ fn processes_that_leave_the_session_die_with_the_command() {
 #[test]
 fn a_timeout_kills_the_whole_tree() {
     let sb = Sandbox::new();
-    let out = sb.sh(
-        &["--timeout", "1s"],
-        "setsid sleep 1245.5 & sleep 1246.5",
-    );
+    let out = sb.sh(&["--timeout", "1s"], "setsid sleep 1245.5 & sleep 1246.5");
     assert_exit(&out, 124);
     assert!(stderr(&out).contains("ran out of time"), "{}", stderr(&out));
     assert_eq!(left_over("1245.5"), Vec::<String>::new());
     assert_eq!(left_over("1246.5"), Vec::<String>::new());
     let runs = sb.audit("command_run");
     assert_eq!(runs[0]["ending"], "timed out");
+}
+
+#[test]
+fn a_command_that_closes_its_output_still_meets_its_deadline() {
+    let sb = Sandbox::new();
+    let out = sb.sh(
+        &["--timeout", "1s"],
+        "exec >/dev/null 2>&1; setsid sleep 1249.5 & sleep 1250.5",
+    );
+    assert_exit(&out, 124);
+    assert_eq!(left_over("1249.5"), Vec::<String>::new());
+    assert_eq!(left_over("1250.5"), Vec::<String>::new());
+}
+
+#[test]
+fn sandbox_off_is_loud_and_audited() {
+    let sb = Sandbox::new();
+    sb.config("[exec]\nsandbox = \"off\"\n");
+    let out = sb.sh(&[], "echo ran");
+    assert_exit(&out, 0);
+    assert!(stderr(&out).contains("UNSANDBOXED"), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "ran\n");
+    let runs = sb.audit("command_run");
+    assert_eq!(runs[0]["sandboxed"], false);
 }
 
 #[test]
@@ -510,7 +550,13 @@ fn a_setuid_binary_gains_nothing() {
     let out = sb.run(&["--", "./suid-cat", "/proc/self/status"]);
     assert_exit(&out, 0);
     let status = stdout(&out);
-    for line in ["CapPrm:\t0000000000000000", "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "NoNewPrivs:\t1", "Seccomp:\t2"] {
+    for line in [
+        "CapPrm:\t0000000000000000",
+        "CapEff:\t0000000000000000",
+        "CapBnd:\t0000000000000000",
+        "NoNewPrivs:\t1",
+        "Seccomp:\t2",
+    ] {
         assert!(status.contains(line), "{line} missing:\n{status}");
     }
     // And what root could otherwise read is not there.
@@ -536,7 +582,12 @@ fn capstan_cannot_be_killed_or_traced_from_the_sandbox() {
         .unwrap();
     std::fs::write(sb.ws().join("pid"), child.id().to_string()).unwrap();
     let mut text = String::new();
-    child.stdout.take().unwrap().read_to_string(&mut text).unwrap();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0), "{text}");
     assert!(text.contains("kill=1"), "{text}");
@@ -551,10 +602,8 @@ fn capstan_cannot_be_killed_or_traced_from_the_sandbox() {
 #[test]
 fn a_sample_projects_tests_pass_with_the_workspace_writable() {
     let sb = Sandbox::new();
-    sb.env.write(
-        "calc/__init__.py",
-        "def add(a, b):\n    return a + b\n",
-    );
+    sb.env
+        .write("calc/__init__.py", "def add(a, b):\n    return a + b\n");
     sb.env.write("tests/__init__.py", "");
     sb.env.write(
         "tests/test_calc.py",
@@ -584,7 +633,11 @@ fn the_exit_code_passes_through_and_refusals_are_audited() {
     assert_exit(&sb.sh(&[], "exit 42"), 42);
     let out = sb.run(&["--", "/no/such/program"]);
     assert_exit(&out, 1);
-    assert!(stderr(&out).contains("cannot run `/no/such/program`"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cannot run `/no/such/program`"),
+        "{}",
+        stderr(&out)
+    );
     let refused = sb.audit("command_refused");
     assert_eq!(refused.len(), 1);
     assert_eq!(refused[0]["command"], "/no/such/program");
@@ -601,7 +654,10 @@ fn a_project_config_cannot_widen_what_commands_reach() {
         ".capstan/config.toml",
         "[exec]\nread = [\"~\"]\nnet = [\"https://example.com\"]\n",
     );
-    let out = sb.sh(&[], &format!("cat {}/.ssh/id_rsa", sb.user_home.path().display()));
+    let out = sb.sh(
+        &[],
+        &format!("cat {}/.ssh/id_rsa", sb.user_home.path().display()),
+    );
     assert!(!stdout(&out).contains("SSH-PRIVATE-KEY"));
     assert!(stderr(&out).contains("ignored [exec]"), "{}", stderr(&out));
 }

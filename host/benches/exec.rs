@@ -84,12 +84,18 @@ fn main() {
     });
 
     header("capstan exec sandbox benchmark");
-    row("exec.run `true` in the sandbox (set up + torn down)", &sandboxed);
+    row(
+        "exec.run `true` in the sandbox (set up + torn down)",
+        &sandboxed,
+    );
     row("exec.run `bash -c true` in the sandbox", &shell);
     row("exec.run `true` with a network grant (proxy)", &with_net);
     row("spawn `bash -c true`, no sandbox", &bare);
     match &bwrap {
-        Some(bwrap) => row("bwrap --ro-bind / / --unshare-net --unshare-pid true", bwrap),
+        Some(bwrap) => row(
+            "bwrap --ro-bind / / --unshare-net --unshare-pid true",
+            bwrap,
+        ),
         None => println!("bwrap: not installed (apt-get install -y bubblewrap), skipped"),
     }
     println!();

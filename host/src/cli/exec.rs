@@ -10,9 +10,7 @@ use anyhow::{Context, bail};
 use serde_json::json;
 
 use super::Exit;
-use crate::exec::{
-    Cancel, CommandLine, Ending, ExecGrants, ExecOutcome, ExecRequest, MAX_TIMEOUT,
-};
+use crate::exec::{Cancel, CommandLine, Ending, ExecGrants, ExecOutcome, ExecRequest, MAX_TIMEOUT};
 use crate::grants::fs::OwnFolders;
 use crate::grants::net::NetGrant;
 use crate::home::Home;
@@ -96,10 +94,10 @@ fn run(args: ExecArgs) -> anyhow::Result<u8> {
             NetGrant::parse(origin).map_err(|e| anyhow::anyhow!("--allow-net {origin}: {e}"))?,
         );
     }
-    if let Some(timeout) = args.timeout {
-        if timeout > MAX_TIMEOUT || timeout.is_zero() {
-            bail!("--timeout must be between 1s and 10m");
-        }
+    if let Some(timeout) = args.timeout
+        && (timeout > MAX_TIMEOUT || timeout.is_zero())
+    {
+        bail!("--timeout must be between 1s and 10m");
     }
     let cwd = if args.workspace.is_some() && !current.starts_with(&workspace) {
         None
@@ -175,7 +173,9 @@ fn report(outcome: &ExecOutcome, request: &ExecRequest, default_timeout: Duratio
             crate::sandbox::error::human_duration(request.timeout.unwrap_or(default_timeout))
         ),
         Ending::Cancelled => {
-            eprintln!("capstan: the command was interrupted and killed with every process it started")
+            eprintln!(
+                "capstan: the command was interrupted and killed with every process it started"
+            )
         }
         Ending::Exited(_) => {}
     }

@@ -145,6 +145,7 @@ pub fn main() -> ExitCode {
             Some(Command::Audit(command)) => audit::run(command),
             Some(Command::Skill(command)) => skill::run(command).await,
             Some(Command::New(args)) => new::run_new(args),
+            // Run above, before the runtime was built.
             Some(Command::Exec(_)) => Exit::Usage,
             None => {
                 let interactive = !cli.session.print

@@ -236,12 +236,13 @@ impl ExecGrants {
         home: Option<&Path>,
         own: &OwnFolders,
     ) -> Result<Self, ExecConfigError> {
-        let workspace_path = workspace.canonicalize().map_err(|source| {
-            ExecConfigError::Workspace {
-                path: workspace.to_path_buf(),
-                source,
-            }
-        })?;
+        let workspace_path =
+            workspace
+                .canonicalize()
+                .map_err(|source| ExecConfigError::Workspace {
+                    path: workspace.to_path_buf(),
+                    source,
+                })?;
         let secrets: Vec<PathBuf> = SECRET_FOLDERS
             .iter()
             .filter_map(|s| expand(s, home))
@@ -458,15 +459,15 @@ mod tests {
             env: vec!["CAPSTAN_HOME".into()],
             ..ExecSettings::default()
         };
-        let err = ExecGrants::resolve(&settings, ws.path(), None, &OwnFolders::default())
-            .unwrap_err();
+        let err =
+            ExecGrants::resolve(&settings, ws.path(), None, &OwnFolders::default()).unwrap_err();
         assert!(err.to_string().contains("CAPSTAN_"), "{err}");
         let settings = ExecSettings {
             read: Some(vec!["relative/dir".into()]),
             ..ExecSettings::default()
         };
-        let err = ExecGrants::resolve(&settings, ws.path(), None, &OwnFolders::default())
-            .unwrap_err();
+        let err =
+            ExecGrants::resolve(&settings, ws.path(), None, &OwnFolders::default()).unwrap_err();
         assert!(err.to_string().contains("absolute"), "{err}");
     }
 }

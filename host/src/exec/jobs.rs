@@ -8,7 +8,9 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use super::{Cancel, CappedOutput, ExecError, ExecGrants, ExecOutcome, ExecRequest, RunningCommand};
+use super::{
+    Cancel, CappedOutput, ExecError, ExecGrants, ExecOutcome, ExecRequest, RunningCommand,
+};
 
 /// A background job's id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -138,12 +140,11 @@ impl JobTable {
             return Err(self.unknown(id, &jobs));
         };
         let output = take(job);
-        if output.outcome.is_some() {
-            if let Some(mut job) = jobs.remove(&id) {
-                if let Some(thread) = job.thread.take() {
-                    let _ = thread.join();
-                }
-            }
+        if output.outcome.is_some()
+            && let Some(mut job) = jobs.remove(&id)
+            && let Some(thread) = job.thread.take()
+        {
+            let _ = thread.join();
         }
         Ok(output)
     }
@@ -214,5 +215,80 @@ fn take(job: &Job) -> JobOutput {
         command: job.command.clone(),
         new_output: std::mem::take(&mut state.unread),
         outcome: state.outcome.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::exec::{CommandLine, Ending, ExecSettings};
+    use crate::grants::fs::OwnFolders;
+
+    fn grants(ws: &std::path::Path) -> ExecGrants {
+        ExecGrants::resolve(&ExecSettings::default(), ws, None, &OwnFolders::default()).unwrap()
+    }
+
+    fn shell(text: &str) -> ExecRequest {
+        ExecRequest::new(CommandLine::Shell(text.into()))
+    }
+
+    /// Whether a process whose command line holds `needle` runs here.
+    fn running(needle: &str) -> bool {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+            std::fs::read(entry.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+        })
+    }
+
+    fn wait_gone(needle: &str) -> bool {
+        for _ in 0..100 {
+            if !running(needle) {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        false
+    }
+
+    #[test]
+    fn jobs_run_in_the_background_and_die_when_killed_or_dropped() {
+        let ws = tempfile::tempdir().unwrap();
+        let table = JobTable::new();
+        let a = table
+            .start(shell("echo ready; exec sleep 1247.5"), grants(ws.path()))
+            .unwrap();
+        let b = table
+            .start(shell("setsid sleep 1248.5 & wait"), grants(ws.path()))
+            .unwrap();
+        assert_eq!(table.list().len(), 2);
+        let mut seen = String::new();
+        for _ in 0..100 {
+            seen.push_str(&table.output(a).unwrap().new_output.text());
+            if seen.contains("ready") {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert_eq!(seen, "ready\n");
+        let killed = table.kill(a).unwrap();
+        assert_eq!(killed.outcome.unwrap().ending, Ending::Cancelled);
+        assert!(wait_gone("1247.5"));
+        assert!(table.output(a).is_err());
+        let left: Vec<JobId> = table.list().into_iter().map(|(id, _)| id).collect();
+        assert_eq!(left, [b]);
+        assert!(running("1248.5"));
+        drop(table);
+        assert!(wait_gone("1248.5"));
+    }
+
+    #[test]
+    fn a_job_that_cannot_start_is_an_error_not_a_job() {
+        let ws = tempfile::tempdir().unwrap();
+        let table = JobTable::new();
+        let request = ExecRequest::new(CommandLine::Argv(vec!["/no/such/program".into()]));
+        assert!(table.start(request, grants(ws.path())).is_err());
+        assert!(table.list().is_empty());
     }
 }

@@ -35,7 +35,10 @@ impl fmt::Display for MissingCapability {
                 write!(f, "reach {origin} (--allow-net {origin})")
             }
             MissingCapability::Network(None) => {
-                write!(f, "the network (--allow-net ORIGIN, e.g. https://example.com)")
+                write!(
+                    f,
+                    "the network (--allow-net ORIGIN, e.g. https://example.com)"
+                )
             }
         }
     }

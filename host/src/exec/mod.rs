@@ -79,9 +79,9 @@ impl CommandLine {
                 .iter()
                 .map(|arg| {
                     if !arg.is_empty()
-                        && arg.chars().all(|c| {
-                            c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c)
-                        })
+                        && arg
+                            .chars()
+                            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
                     {
                         arg.clone()
                     } else {

@@ -79,17 +79,14 @@ impl RunningCommand {
     /// Sets up the sandbox for `request` under `grants` and starts it. A
     /// setup that fails is recorded in the audit log and nothing runs.
     pub fn start(request: &ExecRequest, grants: &ExecGrants) -> Result<Self, ExecError> {
-        let audit = grants
-            .audit
-            .as_ref()
-            .map(|scope| {
-                crate::policy::audit::AuditScope::new(
-                    scope.log.clone(),
-                    &scope.plugin,
-                    &request.call_id,
-                    scope.session_id.as_deref(),
-                )
-            });
+        let audit = grants.audit.as_ref().map(|scope| {
+            crate::policy::audit::AuditScope::new(
+                scope.log.clone(),
+                &scope.plugin,
+                &request.call_id,
+                scope.session_id.as_deref(),
+            )
+        });
         let started = Self::start_unrecorded(request, grants, audit.clone());
         if let (Err(error), Some(audit)) = (&started, &audit) {
             audit.record(AuditEvent::CommandRefused {
@@ -143,7 +140,7 @@ impl RunningCommand {
             sandboxed: grants.sandboxed,
             audit,
         };
-        let (keeper, stopper, listener) = if grants.sandboxed {
+        let (mut keeper, stopper, listener) = if grants.sandboxed {
             let setup = sandbox_setup(request, grants, &cwd, temp.path())?;
             let started = spawn::start(&mut command, setup).map_err(|e| match e.step {
                 Some(step) => ExecError::Setup {
@@ -170,15 +167,17 @@ impl RunningCommand {
         };
         drop(command);
         let proxy = match listener {
-            Some(listener) => Some(
-                Proxy::start(listener, net, summary.audit.clone()).map_err(|source| {
+            Some(listener) => match Proxy::start(listener, net, summary.audit.clone()) {
+                Ok(proxy) => Some(proxy),
+                Err(source) => {
                     stopper.kill();
-                    ExecError::Setup {
+                    let _ = keeper.wait();
+                    return Err(ExecError::Setup {
                         step: "starting the proxy",
                         source,
-                    }
-                })?,
-            ),
+                    });
+                }
+            },
             None => None,
         };
         let started = Instant::now();
@@ -223,8 +222,12 @@ impl RunningCommand {
                 });
         }
         let mut ending = None;
-        let mut killed_at = None;
-        loop {
+        let mut killed_at: Option<Instant> = None;
+        let mut output_open = true;
+        // Until the first process has exited and the output has ended (or
+        // been given up on after a kill): a command that closes its output
+        // and goes on running still meets its deadline.
+        let status = loop {
             if ending.is_none() {
                 if cancel.is_cancelled() {
                     ending = Some(Ending::Cancelled);
@@ -236,35 +239,45 @@ impl RunningCommand {
                     killed_at = Some(Instant::now());
                 }
             }
-            if killed_at.is_some_and(|at| at.elapsed() > DRAIN_AFTER_KILL) {
-                break;
-            }
-            match chunks.recv_timeout(TICK) {
-                Ok(chunk) => {
-                    on_output(&chunk);
-                    output.push(&chunk);
+            if output_open {
+                match chunks.recv_timeout(TICK) {
+                    Ok(chunk) => {
+                        on_output(&chunk);
+                        output.push(&chunk);
+                        continue;
+                    }
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(mpsc::RecvTimeoutError::Disconnected) => output_open = false,
                 }
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                if killed_at.is_some_and(|at| at.elapsed() > DRAIN_AFTER_KILL) {
+                    output_open = false;
+                }
+            } else {
+                std::thread::sleep(TICK);
             }
-        }
-        // The output ended: the command's processes are gone (or, with the
-        // sandbox off, its first process closed its output).
-        let status = self.keeper.wait();
+            match self.keeper.try_wait() {
+                Ok(Some(status)) if !output_open => break Ok(status),
+                Ok(Some(_)) => {
+                    // With the sandbox on, the namespace is gone and the
+                    // output ends now; with it off, what is left of the
+                    // process group goes, and its output is read a while.
+                    if !self.summary.sandboxed && killed_at.is_none() {
+                        self.stopper.kill();
+                        killed_at = Some(Instant::now());
+                    }
+                }
+                Ok(None) => {}
+                Err(error) => break Err(error),
+            }
+        };
         self.finished = true;
         let code = match status {
             Ok(status) => status
                 .code()
-                .or_else(|| {
-                    std::os::unix::process::ExitStatusExt::signal(&status).map(|s| 128 + s)
-                })
+                .or_else(|| std::os::unix::process::ExitStatusExt::signal(&status).map(|s| 128 + s))
                 .unwrap_or(-1),
             Err(_) => -1,
         };
-        if !self.summary.sandboxed {
-            // Anything left in its process group goes with it.
-            self.stopper.kill();
-        }
         let ending = ending.unwrap_or(Ending::Exited(code));
         let duration = self.started.elapsed();
         let refusals = self.proxy.take().map(Proxy::stop).unwrap_or_default();

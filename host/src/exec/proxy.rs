@@ -79,10 +79,7 @@ impl Proxy {
     /// Stops accepting, closes every connection, and returns the refusals.
     pub fn stop(mut self) -> Vec<ProxyRefusal> {
         self.halt();
-        self.refusals
-            .lock()
-            .map(|r| r.clone())
-            .unwrap_or_default()
+        self.refusals.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
     fn halt(&mut self) {

@@ -492,11 +492,7 @@ fn keeper(
             // The thread that started us is already gone.
             libc::_exit(1);
         }
-        check(
-            report,
-            Step::Namespaces,
-            libc::unshare(NAMESPACES).into(),
-        )?;
+        check(report, Step::Namespaces, libc::unshare(NAMESPACES).into())?;
         if !write_file(c"/proc/self/setgroups", b"deny")
             || !write_file(c"/proc/self/uid_map", setup.uid_map.as_bytes())
             || !write_file(c"/proc/self/gid_map", setup.gid_map.as_bytes())
@@ -625,7 +621,11 @@ fn init_process(setup: &Setup, report: RawFd, socket: Option<RawFd>) -> io::Resu
                 rlim_cur: value,
                 rlim_max: value,
             };
-            check(report, Step::Limits, libc::setrlimit(resource, &limit).into())?;
+            check(
+                report,
+                Step::Limits,
+                libc::setrlimit(resource, &limit).into(),
+            )?;
         }
         // The new /proc is another file system than the one the ruleset
         // was built against: grant reading it here.
