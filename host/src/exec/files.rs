@@ -12,6 +12,7 @@
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use landlock::{
     ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
@@ -111,7 +112,7 @@ pub(super) fn ruleset(grants: &FileGrants) -> Result<OwnedFd, FileRulesError> {
     let file_rw = AccessFs::from_file(ABI_USED);
     let all = AccessFs::from_all(ABI_USED);
     for path in system_read() {
-        created = add(created, &path, read)?;
+        created = add(created, path, read)?;
     }
     for device in DEVICES {
         created = add(created, Path::new(device), file_rw)?;
@@ -147,11 +148,15 @@ fn add(
 }
 
 /// The system paths commands read: [`SYSTEM_READ`] and every entry of
-/// `/etc` but [`ETC_HIDDEN`] (and their subfolders' hidden entries).
-fn system_read() -> Vec<PathBuf> {
-    let mut paths: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
-    paths.extend(listed_except(Path::new("/etc"), ""));
-    paths
+/// `/etc` but [`ETC_HIDDEN`] (and their subfolders' hidden entries). Listed
+/// once per process.
+fn system_read() -> &'static [PathBuf] {
+    static PATHS: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    PATHS.get_or_init(|| {
+        let mut paths: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
+        paths.extend(listed_except(Path::new("/etc"), ""));
+        paths
+    })
 }
 
 /// The entries of `dir` (named relative to `/etc` as `prefix`) but the

@@ -224,6 +224,7 @@ impl RunningCommand {
         let mut ending = None;
         let mut killed_at: Option<Instant> = None;
         let mut output_open = true;
+        let mut pause = Duration::from_micros(50);
         // Until the first process has exited and the output has ended (or
         // been given up on after a kill): a command that closes its output
         // and goes on running still meets its deadline.
@@ -253,7 +254,10 @@ impl RunningCommand {
                     output_open = false;
                 }
             } else {
-                std::thread::sleep(TICK);
+                // The first process exits right after its output ends, as
+                // a rule: look again soon, then less often.
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(TICK);
             }
             match self.keeper.try_wait() {
                 Ok(Some(status)) if !output_open => break Ok(status),

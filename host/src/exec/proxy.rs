@@ -28,12 +28,10 @@ const MAX_HEAD: usize = 16 * 1024;
 /// How long the proxy waits for a request head, or for a connection out.
 const IO_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// How often the accepting thread looks whether it should stop.
-const POLL: Duration = Duration::from_millis(20);
-
 /// A running proxy; stopping it ends every tunnel.
 pub struct Proxy {
     stop: Arc<AtomicBool>,
+    listener: Arc<TcpListener>,
     accepting: Option<JoinHandle<()>>,
     refusals: Arc<Mutex<Vec<ProxyRefusal>>>,
     open: Arc<Mutex<Vec<TcpStream>>>,
@@ -54,7 +52,7 @@ impl Proxy {
         grants: Vec<NetGrant>,
         audit: Option<AuditScope>,
     ) -> io::Result<Self> {
-        listener.set_nonblocking(true)?;
+        let listener = Arc::new(listener);
         let stop = Arc::new(AtomicBool::new(false));
         let refusals = Arc::new(Mutex::new(Vec::new()));
         let open = Arc::new(Mutex::new(Vec::new()));
@@ -65,11 +63,13 @@ impl Proxy {
             open: open.clone(),
         });
         let stopping = stop.clone();
+        let accepted = listener.clone();
         let accepting = std::thread::Builder::new()
             .name("capstan-exec-proxy".into())
-            .spawn(move || accept_loop(&listener, &stopping, &shared))?;
+            .spawn(move || accept_loop(&accepted, &stopping, &shared))?;
         Ok(Self {
             stop,
+            listener,
             accepting: Some(accepting),
             refusals,
             open,
@@ -84,6 +84,7 @@ impl Proxy {
 
     fn halt(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
+        super::spawn::shut_down(&self.listener);
         if let Some(accepting) = self.accepting.take() {
             let _ = accepting.join();
         }
@@ -101,6 +102,8 @@ impl Drop for Proxy {
     }
 }
 
+/// Accepts connections until the proxy is stopped (which shuts the
+/// listener down, so `accept` fails).
 fn accept_loop(listener: &TcpListener, stop: &AtomicBool, shared: &Arc<Shared>) {
     while !stop.load(Ordering::SeqCst) {
         match listener.accept() {
@@ -110,8 +113,8 @@ fn accept_loop(listener: &TcpListener, stop: &AtomicBool, shared: &Arc<Shared>) 
                     .name("capstan-exec-proxy-conn".into())
                     .spawn(move || serve(stream, &shared));
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(POLL),
-            Err(_) => std::thread::sleep(POLL),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
         }
     }
 }

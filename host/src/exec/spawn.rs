@@ -243,6 +243,15 @@ pub(super) fn kill_group(pgid: u32) {
     }
 }
 
+/// Wakes a thread blocked in `accept` on `listener` (it returns an error),
+/// so the proxy stops at once when its command ends.
+pub(super) fn shut_down(listener: &TcpListener) {
+    // SAFETY: a plain system call on a descriptor `listener` owns.
+    unsafe {
+        libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR);
+    }
+}
+
 /// Message tags on the report pipe.
 const TAG_INIT_PID: i32 = 1;
 const TAG_FAILED_STEP: i32 = 2;
