@@ -72,6 +72,13 @@ fn run(args: ExecArgs) -> anyhow::Result<u8> {
     for warning in &settings.warnings {
         eprintln!("warning: {warning}");
     }
+    if let Some(key) = &settings.model.api_key_env
+        && settings.exec.env.contains(key)
+    {
+        bail!(
+            "[exec] env: `{key}` holds the model's API key (model.api_key_env), which commands never see; remove it from [exec] env"
+        );
+    }
     let user_home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from);

@@ -63,6 +63,15 @@ pub const SECRET_FOLDERS: &[&str] = &[
     "~/.git-credentials",
 ];
 
+/// Variables holding the model providers' API keys: never passed to a
+/// command, even when `[exec] env` names them.
+pub const MODEL_KEYS: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "OPENROUTER_API_KEY",
+];
+
 /// The `[exec]` section as written in one settings file.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -277,6 +286,14 @@ impl ExecGrants {
                     ),
                 });
             }
+            if MODEL_KEYS.contains(&name.as_str()) {
+                return Err(ExecConfigError::Invalid {
+                    key: "env",
+                    message: format!(
+                        "`{name}` holds a model API key, which commands never see; remove it from [exec] env"
+                    ),
+                });
+            }
         }
         let timeout = match &settings.timeout {
             None => DEFAULT_TIMEOUT,
@@ -462,6 +479,13 @@ mod tests {
         let err =
             ExecGrants::resolve(&settings, ws.path(), None, &OwnFolders::default()).unwrap_err();
         assert!(err.to_string().contains("CAPSTAN_"), "{err}");
+        let settings = ExecSettings {
+            env: vec!["ANTHROPIC_API_KEY".into()],
+            ..ExecSettings::default()
+        };
+        let err =
+            ExecGrants::resolve(&settings, ws.path(), None, &OwnFolders::default()).unwrap_err();
+        assert!(err.to_string().contains("model API key"), "{err}");
         let settings = ExecSettings {
             read: Some(vec!["relative/dir".into()]),
             ..ExecSettings::default()
