@@ -86,6 +86,7 @@ bench: setup
     cargo bench -p capstan --bench runtime
     cargo bench -p capstan --bench agent
     cargo bench -p capstan --bench hooks
+    cargo bench -p capstan --bench exec
     cargo bench -p capstan --bench languages
 
 # An agent session on a sample project with the offline scripted model (no

@@ -7,6 +7,8 @@
 //!
 //! - [`sandbox`]: the engine, the compile cache, and one fresh, limited
 //!   instance per call;
+//! - [`exec`]: native commands in an OS sandbox (Landlock, seccomp,
+//!   namespaces) built from the same grants;
 //! - [`grants`]: what a call may touch, one module per capability;
 //! - [`plugin`]: which plugins exist and where their components come from;
 //! - [`model`]: the conversation types and the language-model providers;
@@ -24,6 +26,7 @@
 
 pub mod agent;
 pub mod cli;
+pub mod exec;
 pub mod grants;
 pub mod home;
 pub mod hooks;

@@ -147,6 +147,33 @@ fn human_line(record: &AuditRecord) -> String {
             source,
             user,
         } => format!("plugin_changed by {user} from {source}: {change}"),
+        AuditEvent::CommandRun {
+            command,
+            cwd,
+            write,
+            net,
+            sandboxed,
+            ending,
+            exit_code,
+            duration_ms,
+        } => {
+            let mut given = vec![if *write { "write" } else { "read-only" }.to_string()];
+            given.extend(net.iter().map(|origin| format!("net {origin}")));
+            if !sandboxed {
+                given.push("UNSANDBOXED".to_string());
+            }
+            let ended = match exit_code {
+                Some(code) => format!("{ending} {code}"),
+                None => ending.clone(),
+            };
+            format!(
+                "command_run `{command}` in {cwd} ({}): {ended} after {duration_ms} ms",
+                given.join(", ")
+            )
+        }
+        AuditEvent::CommandRefused { command, reason } => {
+            format!("command_refused `{command}`: {reason}")
+        }
         AuditEvent::HookDecision {
             event,
             decision,

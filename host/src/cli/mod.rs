@@ -4,6 +4,7 @@
 mod audit;
 mod change_preview;
 pub mod escape;
+mod exec;
 mod exit;
 mod new;
 mod plugin;
@@ -86,6 +87,9 @@ enum Command {
     Skill(skill::SkillCommand),
     /// Start a plugin project: a tool, hook or skill in Rust, Python or JavaScript.
     New(new::NewArgs),
+    /// Run a command in the OS sandbox (workspace read-only unless
+    /// --allow-write, no network unless --allow-net); exits with its code.
+    Exec(exec::ExecArgs),
 }
 
 /// When the process started, for "ready in" figures.
@@ -107,6 +111,12 @@ pub fn main() -> ExitCode {
             }
             .into();
         }
+    };
+    // A command in the OS sandbox runs on this thread: the sandbox ties
+    // the command's life to the thread that starts it.
+    let cli = match cli.command {
+        Some(Command::Exec(args)) => return exec::main(args),
+        _ => cli,
     };
     // Tool calls run on one thread; sessions get a second, so Ctrl-C is
     // noticed even while a tool holds the first.
@@ -135,6 +145,8 @@ pub fn main() -> ExitCode {
             Some(Command::Audit(command)) => audit::run(command),
             Some(Command::Skill(command)) => skill::run(command).await,
             Some(Command::New(args)) => new::run_new(args),
+            // Run above, before the runtime was built.
+            Some(Command::Exec(_)) => Exit::Usage,
             None => {
                 let interactive = !cli.session.print
                     && std::io::stdin().is_terminal()

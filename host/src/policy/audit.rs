@@ -209,6 +209,36 @@ pub enum AuditEvent {
         /// Why, as the user was told.
         reason: String,
     },
+    /// A native command ran (`capstan exec`, the model's `exec.*` tools).
+    /// The record's `plugin` is `exec` and its `call_id` the tool call's.
+    CommandRun {
+        /// The command string or argv, as run.
+        command: String,
+        /// The folder it started in.
+        cwd: String,
+        /// Whether it could write the workspace.
+        write: bool,
+        /// The origins it could reach through the proxy.
+        net: Vec<String>,
+        /// Whether it ran in the OS sandbox (`false` only with
+        /// `[exec] sandbox = "off"`).
+        sandboxed: bool,
+        /// `exited`, `timed out` or `cancelled`.
+        ending: String,
+        /// Its exit code, when it exited (`128 + n` if killed by signal n).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        /// How long it ran, in milliseconds.
+        duration_ms: u64,
+    },
+    /// A native command was refused before it ran: its sandbox could not be
+    /// set up, or it asked for what cannot be granted.
+    CommandRefused {
+        /// The command string or argv.
+        command: String,
+        /// Why, as the caller was told.
+        reason: String,
+    },
     /// What a plugin may touch was changed by `capstan plugin install`,
     /// `update`, `grant`, `revoke` or `remove`. The record's `call_id` is
     /// the command (`install`, ...).

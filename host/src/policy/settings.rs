@@ -34,7 +34,14 @@
 //! allow = ["fs.edit(src/**)"]
 //! ask = []
 //! deny = ["fs.write(.env)"]
+//!
+//! [exec]                   # native commands: see crate::exec::ExecSettings
+//! net = ["https://index.crates.io"]
 //! ```
+//!
+//! `[exec]` says what native commands may reach; only the user config and
+//! the project local config may set it (a project's is ignored with a
+//! warning), since it widens the sandbox.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -42,6 +49,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::{Layer, Mode, Rule, RuleKind};
+use crate::exec::ExecSettings;
 use crate::home::Home;
 use crate::session::workspace_key;
 use crate::untrusted_folder::UntrustedFolder;
@@ -106,6 +114,9 @@ pub struct Settings {
     pub warnings: Vec<String>,
     /// The files that existed and were read.
     pub files: Vec<(Layer, PathBuf)>,
+    /// What native commands may reach: the user's `[exec]`, then the
+    /// project local one's.
+    pub exec: ExecSettings,
 }
 
 /// Settings that could not be read or written.
@@ -153,6 +164,8 @@ struct SettingsFile {
     model: ModelSettings,
     #[serde(default)]
     permissions: PermissionsSection,
+    #[serde(default)]
+    exec: ExecSettings,
     /// Plugin secret values, read by `grants::secrets::SecretValues`.
     #[serde(default, rename = "secrets")]
     _secrets: Option<serde::de::IgnoredAny>,
@@ -201,6 +214,7 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
         settings.files.push((Layer::User, user_path));
         user_mode = file.permissions.mode;
         settings.model.override_with(file.model);
+        settings.exec.override_with(file.exec);
         push_rules(&mut settings.rules, file.permissions, Layer::User);
     }
 
@@ -208,8 +222,17 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
     if let Some(file) = read_project(&workspace, &project_path, &mut settings.warnings)? {
         let shown = project_path.display();
         let SettingsFile {
-            model, permissions, ..
+            model,
+            permissions,
+            exec,
+            ..
         } = file;
+        if exec.is_set() {
+            settings.warnings.push(format!(
+                "{shown}: ignored [exec] — a project's config may not widen what commands reach; set it in your user config ({})",
+                home.config_file().display()
+            ));
+        }
         let ModelSettings {
             provider,
             name,
@@ -271,6 +294,7 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
         settings.files.push((Layer::ProjectLocal, local_path));
         local_mode = file.permissions.mode;
         settings.model.override_with(file.model);
+        settings.exec.override_with(file.exec);
         push_rules(&mut settings.rules, file.permissions, Layer::ProjectLocal);
     }
 

@@ -1,0 +1,857 @@
+//! Starting a command inside its own namespaces, and stopping it: the one
+//! file of the exec sandbox with `unsafe` code.
+//!
+//! `std::process::Command` forks; its `pre_exec` hook runs in the child
+//! (the *keeper*) before `exec`. The keeper:
+//!
+//! 1. dies with the thread that started it (`PR_SET_PDEATHSIG`);
+//! 2. enters new user, mount, PID, network, IPC and UTS namespaces and maps
+//!    its own user and group ids into the user namespace;
+//! 3. forks the *init*: process 1 of the new PID namespace, which will
+//!    `exec` the command. When it exits, the kernel kills every process
+//!    left in the namespace (`setsid`, double-forked, anything);
+//! 4. reports the init's pid to the host, closes every descriptor and waits
+//!    for the init, then exits with its status (`128 + signal` if killed).
+//!
+//! The init, still privileged inside its user namespace only: dies with the
+//! keeper, starts a new session (no controlling terminal), makes the mounts
+//! private, mounts a `/proc` of its own PID namespace, caps the number of
+//! PIDs of the namespace, bind-mounts the read-only paths read-only, brings
+//! the loopback up and hands a listening socket for the proxy to the host
+//! (when the command may reach the network), sets the resource limits,
+//! drops every capability (bounding set, ambient, effective, permitted,
+//! inheritable), sets `no_new_privs`, enters the Landlock domain and
+//! installs the seccomp filters; `std` then `exec`s the command.
+//!
+//! # Safety
+//!
+//! Between `fork` and `exec` the child of a multi-threaded process may only
+//! make async-signal-safe calls: no allocation, no locks. Everything both
+//! children need (paths as C strings, the id maps, the Landlock ruleset, the
+//! BPF programs) is prepared before the fork in [`Setup`]; the code below
+//! only reads it and makes raw system calls on stack values.
+
+#![allow(unsafe_code)]
+
+use std::ffi::{CStr, CString};
+use std::io::{self, Read};
+use std::net::TcpListener;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+
+use seccompiler::BpfProgram;
+
+/// The port the proxy listens on inside a command's network namespace
+/// (the namespace is the command's own, so the port is always free).
+pub(super) const PROXY_PORT: u16 = 3128;
+
+/// Everything the keeper and the init need, prepared before the fork.
+pub(super) struct Setup {
+    /// The uid map written for the new user namespace (`uid uid 1`).
+    pub uid_map: CString,
+    /// The gid map (`gid gid 1`).
+    pub gid_map: CString,
+    /// Folders (or files) bind-mounted read-only over themselves.
+    pub read_only: Vec<CString>,
+    /// The folder the command starts in.
+    pub cwd: CString,
+    /// The Landlock ruleset the init restricts itself with.
+    pub ruleset: OwnedFd,
+    /// Landlock access rights granted on the new `/proc` (read).
+    pub proc_access: u64,
+    /// The seccomp filters, installed in order.
+    pub filters: Vec<BpfProgram>,
+    /// The PID namespace's `pid_max`, as written to `/proc/sys/kernel/pid_max`.
+    pub pid_max: CString,
+    /// Whether failing to cap the namespace's PIDs is fatal (it is for root,
+    /// which `RLIMIT_NPROC` does not hold).
+    pub pid_max_required: bool,
+    /// `RLIMIT_NPROC`.
+    pub processes: u64,
+    /// `RLIMIT_DATA`.
+    pub memory: u64,
+    /// `RLIMIT_FSIZE`.
+    pub file_size: u64,
+    /// Whether the command gets a proxy listener in its network namespace.
+    pub proxy: bool,
+}
+
+/// A step of the sandbox setup, as reported when it fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub(super) enum Step {
+    /// `PR_SET_PDEATHSIG`.
+    ParentDeath = 1,
+    /// `unshare` of the namespaces.
+    Namespaces,
+    /// Writing the uid and gid maps.
+    IdMaps,
+    /// Forking the init.
+    Fork,
+    /// `setsid`.
+    Session,
+    /// Making the mounts private.
+    PrivateMounts,
+    /// Mounting `/proc`.
+    Proc,
+    /// Capping the namespace's PIDs.
+    PidLimit,
+    /// A read-only bind mount.
+    ReadOnlyMount,
+    /// Entering the working folder.
+    Chdir,
+    /// Bringing up the loopback interface.
+    Loopback,
+    /// Creating and handing over the proxy listener.
+    ProxyListener,
+    /// `setrlimit`.
+    Limits,
+    /// Dropping capabilities.
+    Capabilities,
+    /// `no_new_privs`.
+    NoNewPrivs,
+    /// Entering the Landlock domain.
+    Landlock,
+    /// Installing the seccomp filters.
+    Seccomp,
+}
+
+impl Step {
+    fn from_code(code: i32) -> Option<Self> {
+        use Step::*;
+        [
+            ParentDeath,
+            Namespaces,
+            IdMaps,
+            Fork,
+            Session,
+            PrivateMounts,
+            Proc,
+            PidLimit,
+            ReadOnlyMount,
+            Chdir,
+            Loopback,
+            ProxyListener,
+            Limits,
+            Capabilities,
+            NoNewPrivs,
+            Landlock,
+            Seccomp,
+        ]
+        .into_iter()
+        .find(|s| *s as i32 == code)
+    }
+
+    /// What the step does, in words.
+    pub(super) fn describe(self) -> &'static str {
+        match self {
+            Step::ParentDeath => "tying the command's life to capstan's",
+            Step::Namespaces => {
+                "creating user, mount, PID and network namespaces (user namespaces may be disabled: see sysctl user.max_user_namespaces and kernel.apparmor_restrict_unprivileged_userns)"
+            }
+            Step::IdMaps => "mapping the user and group ids into the user namespace",
+            Step::Fork => "starting the command's first process",
+            Step::Session => "starting a new session",
+            Step::PrivateMounts => "making the mounts private",
+            Step::Proc => "mounting /proc for the command's PID namespace",
+            Step::PidLimit => {
+                "capping the number of processes (needs Linux 6.14+ for a per-namespace pid_max when running as root)"
+            }
+            Step::ReadOnlyMount => "mounting a protected path read-only",
+            Step::Chdir => "entering the working folder",
+            Step::Loopback => "bringing up the loopback interface",
+            Step::ProxyListener => "creating the proxy's listener",
+            Step::Limits => "setting the resource limits",
+            Step::Capabilities => "dropping capabilities",
+            Step::NoNewPrivs => "setting no_new_privs",
+            Step::Landlock => "entering the Landlock domain",
+            Step::Seccomp => "installing the seccomp filter",
+        }
+    }
+}
+
+/// The sandbox could not be set up, or the command could not be started.
+#[derive(Debug)]
+pub(super) struct StartError {
+    /// The setup step that failed, if one did (else `exec` failed).
+    pub step: Option<Step>,
+    /// The system's error.
+    pub source: io::Error,
+}
+
+/// A started command.
+pub(super) struct Started {
+    /// The keeper.
+    pub keeper: Child,
+    /// The command's process 1, to kill the whole namespace.
+    pub init: Option<InitProcess>,
+    /// The listener inside the command's network namespace, for the proxy.
+    pub listener: Option<TcpListener>,
+}
+
+/// Process 1 of a command's PID namespace, held by a pidfd so a kill can
+/// never reach a recycled pid.
+pub(super) struct InitProcess {
+    pidfd: OwnedFd,
+}
+
+impl InitProcess {
+    /// Kills the init and with it every process of the namespace.
+    pub(super) fn kill(&self) {
+        // SAFETY: a plain system call on a descriptor we own; no memory is
+        // passed but a null `siginfo`.
+        unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                self.pidfd.as_raw_fd(),
+                libc::SIGKILL,
+                std::ptr::null::<libc::siginfo_t>(),
+                0u32,
+            );
+        }
+    }
+}
+
+/// The Landlock ABI the kernel supports, 0 if none.
+pub(super) fn landlock_abi() -> i32 {
+    const LANDLOCK_CREATE_RULESET_VERSION: u32 = 1;
+    // SAFETY: with a null attribute and size 0 the call only returns the
+    // ABI version; no memory is read or written.
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    i32::try_from(abi).unwrap_or(0).max(0)
+}
+
+/// Kills the process group `pgid` (an unsandboxed command's).
+pub(super) fn kill_group(pgid: u32) {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
+        return;
+    };
+    if pgid <= 1 {
+        return;
+    }
+    // SAFETY: a plain system call with integer arguments.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+}
+
+/// Wakes a thread blocked in `accept` on `listener` (it returns an error),
+/// so the proxy stops at once when its command ends.
+pub(super) fn shut_down(listener: &TcpListener) {
+    // SAFETY: a plain system call on a descriptor `listener` owns.
+    unsafe {
+        libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR);
+    }
+}
+
+/// Message tags on the report pipe.
+const TAG_INIT_PID: i32 = 1;
+const TAG_FAILED_STEP: i32 = 2;
+
+/// The namespaces a command gets.
+const NAMESPACES: libc::c_int = libc::CLONE_NEWUSER
+    | libc::CLONE_NEWNS
+    | libc::CLONE_NEWPID
+    | libc::CLONE_NEWNET
+    | libc::CLONE_NEWIPC
+    | libc::CLONE_NEWUTS;
+
+/// Starts `command` (its program, arguments, environment, folder and stdio
+/// already set) in the sandbox `setup` describes.
+pub(super) fn start(command: &mut Command, setup: Setup) -> Result<Started, StartError> {
+    let fail = |source| StartError { step: None, source };
+    let (report_read, report_write) = pipe().map_err(fail)?;
+    let pair = if setup.proxy {
+        Some(socket_pair().map_err(fail)?)
+    } else {
+        None
+    };
+    let report = report_write.as_raw_fd();
+    let child_socket = pair.as_ref().map(|(_, child)| child.as_raw_fd());
+    // SAFETY: getpid has no preconditions.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the hook runs in the forked child and only makes
+    // async-signal-safe system calls on data prepared before the fork (see
+    // the module documentation).
+    unsafe {
+        command.pre_exec(move || keeper(&setup, parent, report, child_socket));
+    }
+    let spawned = command.spawn();
+    drop(report_write);
+    let (parent_socket, child_socket) = match pair {
+        Some((parent_end, child_end)) => (Some(parent_end), Some(child_end)),
+        None => (None, None),
+    };
+    drop(child_socket);
+    let report = read_report(report_read);
+    let keeper = match spawned {
+        Ok(child) => child,
+        Err(source) => {
+            return Err(StartError {
+                step: report.failed,
+                source,
+            });
+        }
+    };
+    let init = report.init.and_then(|pid| open_init(pid, keeper.id()));
+    let listener = match parent_socket {
+        Some(socket) => Some(receive_listener(&socket).map_err(|source| StartError {
+            step: Some(Step::ProxyListener),
+            source,
+        })?),
+        None => None,
+    };
+    Ok(Started {
+        keeper,
+        init,
+        listener,
+    })
+}
+
+/// What the keeper and the init reported.
+struct Report {
+    init: Option<libc::pid_t>,
+    failed: Option<Step>,
+}
+
+/// Reads the report pipe to its end: every writer has exec'd or exited.
+fn read_report(read: OwnedFd) -> Report {
+    let mut file = std::fs::File::from(read);
+    let mut bytes = Vec::new();
+    let _ = file.read_to_end(&mut bytes);
+    let mut report = Report {
+        init: None,
+        failed: None,
+    };
+    for message in bytes.chunks_exact(8) {
+        let tag = i32::from_ne_bytes([message[0], message[1], message[2], message[3]]);
+        let value = i32::from_ne_bytes([message[4], message[5], message[6], message[7]]);
+        match tag {
+            TAG_INIT_PID => report.init = Some(value),
+            TAG_FAILED_STEP => report.failed = report.failed.or(Step::from_code(value)),
+            _ => {}
+        }
+    }
+    report
+}
+
+/// A pidfd for the init `pid`, if the keeper (its parent, `keeper`) has
+/// not exited yet: until then the init cannot have been reaped, so `pid`
+/// is still the init's.
+fn open_init(pid: libc::pid_t, keeper: u32) -> Option<InitProcess> {
+    // SAFETY: plain system calls; `info` is a zeroed value we own.
+    unsafe {
+        let fd = libc::syscall(libc::SYS_pidfd_open, pid, 0u32);
+        let fd = RawFd::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+        let pidfd = OwnedFd::from_raw_fd(fd);
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let keeper = libc::id_t::from(keeper);
+        let waited = libc::waitid(
+            libc::P_PID,
+            keeper,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        );
+        if waited != 0 || info.si_pid() != 0 {
+            return None;
+        }
+        Some(InitProcess { pidfd })
+    }
+}
+
+/// A pipe, both ends close-on-exec.
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: `fds` is a two-element array, as pipe2 requires.
+    let done = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    if done != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 succeeded, so both are open descriptors nobody else owns.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// A Unix datagram socket pair, close-on-exec, to hand the listener over.
+fn socket_pair() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as RawFd; 2];
+    // SAFETY: `fds` is a two-element array, as socketpair requires.
+    let done = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if done != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: socketpair succeeded, so both are open descriptors nobody
+    // else owns.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Space for one descriptor in a control message, aligned for `cmsghdr`.
+#[repr(C, align(8))]
+struct ControlBuffer([u8; 64]);
+
+/// Receives the listener the init sent over `socket`.
+fn receive_listener(socket: &OwnedFd) -> io::Result<TcpListener> {
+    let mut byte = [0u8; 1];
+    let mut control = ControlBuffer([0; 64]);
+    // SAFETY: every pointer in `message` points to a local buffer of the
+    // size given; the control message is read only within the buffer
+    // (CMSG_FIRSTHDR/CMSG_DATA) and only when the kernel filled it.
+    unsafe {
+        let mut iov = libc::iovec {
+            iov_base: byte.as_mut_ptr().cast(),
+            iov_len: 1,
+        };
+        let mut message: libc::msghdr = std::mem::zeroed();
+        message.msg_iov = &mut iov;
+        message.msg_iovlen = 1;
+        message.msg_control = control.0.as_mut_ptr().cast();
+        message.msg_controllen = control.0.len() as _;
+        let received = libc::recvmsg(
+            socket.as_raw_fd(),
+            &mut message,
+            libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC,
+        );
+        if received < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let header = libc::CMSG_FIRSTHDR(&message);
+        if header.is_null()
+            || (*header).cmsg_level != libc::SOL_SOCKET
+            || (*header).cmsg_type != libc::SCM_RIGHTS
+        {
+            return Err(io::Error::other("the sandbox sent no listener"));
+        }
+        let fd: RawFd = std::ptr::read_unaligned(libc::CMSG_DATA(header).cast());
+        Ok(TcpListener::from(OwnedFd::from_raw_fd(fd)))
+    }
+}
+
+// ---- Below: code that runs between fork and exec. -------------------------
+
+/// Reports a failed step on the report pipe and returns the error.
+fn failed(report: RawFd, step: Step) -> io::Result<()> {
+    let error = io::Error::last_os_error();
+    send(report, TAG_FAILED_STEP, step as i32);
+    Err(error)
+}
+
+/// Writes one message to the report pipe.
+fn send(report: RawFd, tag: i32, value: i32) {
+    let mut message = [0u8; 8];
+    message[..4].copy_from_slice(&tag.to_ne_bytes());
+    message[4..].copy_from_slice(&value.to_ne_bytes());
+    // SAFETY: writes 8 bytes from a stack buffer.
+    unsafe {
+        libc::write(report, message.as_ptr().cast(), message.len());
+    }
+}
+
+/// Checks a system call's result: `-1` is a failure of `step`.
+fn check(report: RawFd, step: Step, result: libc::c_long) -> io::Result<()> {
+    if result == -1 {
+        return failed(report, step);
+    }
+    Ok(())
+}
+
+/// Writes `data` to the file `path` (a /proc file).
+fn write_file(path: &CStr, data: &[u8]) -> bool {
+    // SAFETY: `path` is a C string; `data` a slice we only read.
+    unsafe {
+        let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return false;
+        }
+        let written = libc::write(fd, data.as_ptr().cast(), data.len());
+        libc::close(fd);
+        usize::try_from(written).is_ok_and(|n| n == data.len())
+    }
+}
+
+/// The keeper: namespaces, id maps, the init, then waiting for it.
+fn keeper(
+    setup: &Setup,
+    parent: libc::pid_t,
+    report: RawFd,
+    socket: Option<RawFd>,
+) -> io::Result<()> {
+    // SAFETY: async-signal-safe system calls only (see the module
+    // documentation); pointers are to C strings and stack values.
+    unsafe {
+        check(
+            report,
+            Step::ParentDeath,
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0).into(),
+        )?;
+        if libc::getppid() != parent {
+            // The thread that started us is already gone.
+            libc::_exit(1);
+        }
+        check(report, Step::Namespaces, libc::unshare(NAMESPACES).into())?;
+        if !write_file(c"/proc/self/setgroups", b"deny")
+            || !write_file(c"/proc/self/uid_map", setup.uid_map.as_bytes())
+            || !write_file(c"/proc/self/gid_map", setup.gid_map.as_bytes())
+        {
+            return failed(report, Step::IdMaps);
+        }
+        let init = libc::fork();
+        if init < 0 {
+            return failed(report, Step::Fork);
+        }
+        if init == 0 {
+            return init_process(setup, report, socket);
+        }
+        send(report, TAG_INIT_PID, init);
+        // The keeper needs no descriptor: holding the command's output
+        // pipe would keep it open after the command ends.
+        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
+        let code = loop {
+            let mut status = 0;
+            let waited = libc::waitpid(init, &mut status, 0);
+            if waited == init {
+                if libc::WIFEXITED(status) {
+                    break libc::WEXITSTATUS(status);
+                }
+                if libc::WIFSIGNALED(status) {
+                    break 128 + libc::WTERMSIG(status);
+                }
+                continue;
+            }
+            if waited < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break 127;
+            }
+        };
+        libc::_exit(code);
+    }
+}
+
+/// Capability sets for `capset`, version 3 (two 32-bit words each).
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: libc::c_int,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// `struct landlock_path_beneath_attr` (packed in the kernel's header).
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// Process 1 of the namespace: everything up to `exec`.
+fn init_process(setup: &Setup, report: RawFd, socket: Option<RawFd>) -> io::Result<()> {
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+    // SAFETY: async-signal-safe system calls only (see the module
+    // documentation); pointers are to C strings prepared before the fork
+    // and to stack values.
+    unsafe {
+        // Nothing inherited reaches the command but what `std` set up.
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        );
+        check(
+            report,
+            Step::ParentDeath,
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0).into(),
+        )?;
+        check(report, Step::Session, libc::setsid().into())?;
+        check(
+            report,
+            Step::PrivateMounts,
+            libc::mount(
+                std::ptr::null(),
+                c"/".as_ptr(),
+                std::ptr::null(),
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            )
+            .into(),
+        )?;
+        check(
+            report,
+            Step::Proc,
+            libc::mount(
+                c"proc".as_ptr(),
+                c"/proc".as_ptr(),
+                c"proc".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                std::ptr::null(),
+            )
+            .into(),
+        )?;
+        if !write_file(c"/proc/sys/kernel/pid_max", setup.pid_max.as_bytes())
+            && setup.pid_max_required
+        {
+            return failed(report, Step::PidLimit);
+        }
+        for path in &setup.read_only {
+            bind_read_only(path, report)?;
+        }
+        check(report, Step::Chdir, libc::chdir(setup.cwd.as_ptr()).into())?;
+        if let Some(socket) = socket {
+            loopback_up(report)?;
+            hand_over_listener(socket, report)?;
+        }
+        let limits = [
+            (libc::RLIMIT_NPROC, setup.processes),
+            (libc::RLIMIT_DATA, setup.memory),
+            (libc::RLIMIT_FSIZE, setup.file_size),
+            (libc::RLIMIT_CORE, 0),
+        ];
+        for (resource, value) in limits {
+            let limit = libc::rlimit {
+                rlim_cur: value,
+                rlim_max: value,
+            };
+            check(
+                report,
+                Step::Limits,
+                libc::setrlimit(resource, &limit).into(),
+            )?;
+        }
+        // The new /proc is another file system than the one the ruleset
+        // was built against: grant reading it here.
+        let proc_fd = libc::open(c"/proc".as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+        if proc_fd < 0 {
+            return failed(report, Step::Landlock);
+        }
+        let rule = PathBeneathAttr {
+            allowed_access: setup.proc_access,
+            parent_fd: proc_fd,
+        };
+        check(
+            report,
+            Step::Landlock,
+            libc::syscall(
+                libc::SYS_landlock_add_rule,
+                setup.ruleset.as_raw_fd(),
+                LANDLOCK_RULE_PATH_BENEATH,
+                &rule as *const PathBeneathAttr,
+                0u32,
+            ),
+        )?;
+        libc::close(proc_fd);
+        for capability in 0..64 {
+            // Past the last capability the kernel answers EINVAL.
+            libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0);
+        }
+        check(
+            report,
+            Step::Capabilities,
+            libc::prctl(
+                libc::PR_CAP_AMBIENT,
+                libc::PR_CAP_AMBIENT_CLEAR_ALL,
+                0,
+                0,
+                0,
+            )
+            .into(),
+        )?;
+        check(
+            report,
+            Step::NoNewPrivs,
+            libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0).into(),
+        )?;
+        check(
+            report,
+            Step::Landlock,
+            libc::syscall(
+                libc::SYS_landlock_restrict_self,
+                setup.ruleset.as_raw_fd(),
+                0u32,
+            ),
+        )?;
+        let header = CapHeader {
+            version: LINUX_CAPABILITY_VERSION_3,
+            pid: 0,
+        };
+        let data = [CapData {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        }; 2];
+        check(
+            report,
+            Step::Capabilities,
+            libc::syscall(libc::SYS_capset, &header as *const CapHeader, data.as_ptr()),
+        )?;
+        for filter in &setup.filters {
+            let program = libc::sock_fprog {
+                len: filter.len() as libc::c_ushort,
+                filter: filter.as_ptr() as *mut libc::sock_filter,
+            };
+            check(
+                report,
+                Step::Seccomp,
+                libc::prctl(
+                    libc::PR_SET_SECCOMP,
+                    libc::SECCOMP_MODE_FILTER,
+                    &program as *const libc::sock_fprog,
+                    0,
+                    0,
+                )
+                .into(),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Bind-mounts `path` over itself, read-only, keeping the flags the mount
+/// it lies on has (a user namespace may not clear them).
+fn bind_read_only(path: &CStr, report: RawFd) -> io::Result<()> {
+    // SAFETY: `path` is a C string; `stat` a zeroed stack value the kernel
+    // fills.
+    unsafe {
+        check(
+            report,
+            Step::ReadOnlyMount,
+            libc::mount(
+                path.as_ptr(),
+                path.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND | libc::MS_REC,
+                std::ptr::null(),
+            )
+            .into(),
+        )?;
+        let mut stat: libc::statvfs = std::mem::zeroed();
+        check(
+            report,
+            Step::ReadOnlyMount,
+            libc::statvfs(path.as_ptr(), &mut stat).into(),
+        )?;
+        let kept = [
+            (libc::ST_NOSUID, libc::MS_NOSUID),
+            (libc::ST_NODEV, libc::MS_NODEV),
+            (libc::ST_NOEXEC, libc::MS_NOEXEC),
+            (libc::ST_NOATIME, libc::MS_NOATIME),
+            (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+            (libc::ST_RELATIME, libc::MS_RELATIME),
+        ];
+        let mut flags = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY;
+        for (st, ms) in kept {
+            if stat.f_flag & st != 0 {
+                flags |= ms;
+            }
+        }
+        check(
+            report,
+            Step::ReadOnlyMount,
+            libc::mount(
+                std::ptr::null(),
+                path.as_ptr(),
+                std::ptr::null(),
+                flags,
+                std::ptr::null(),
+            )
+            .into(),
+        )
+    }
+}
+
+/// Brings the namespace's loopback interface up.
+fn loopback_up(report: RawFd) -> io::Result<()> {
+    // SAFETY: `request` is a zeroed stack `ifreq` whose name we fill
+    // within its bounds; the kernel reads and writes only that value.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return failed(report, Step::Loopback);
+        }
+        let mut request: libc::ifreq = std::mem::zeroed();
+        request.ifr_name[0] = b'l' as libc::c_char;
+        request.ifr_name[1] = b'o' as libc::c_char;
+        if libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut request) < 0 {
+            libc::close(fd);
+            return failed(report, Step::Loopback);
+        }
+        request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short;
+        if libc::ioctl(fd, libc::SIOCSIFFLAGS, &request) < 0 {
+            libc::close(fd);
+            return failed(report, Step::Loopback);
+        }
+        libc::close(fd);
+    }
+    Ok(())
+}
+
+/// Listens on 127.0.0.1:[`PROXY_PORT`] in the namespace and sends the
+/// listening socket to the host over `socket`.
+fn hand_over_listener(socket: RawFd, report: RawFd) -> io::Result<()> {
+    // SAFETY: the address, the buffers and the control message are stack
+    // values of the sizes given; CMSG_* stay within `control`.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return failed(report, Step::ProxyListener);
+        }
+        let address = libc::sockaddr_in {
+            sin_family: libc::AF_INET as libc::sa_family_t,
+            sin_port: PROXY_PORT.to_be(),
+            sin_addr: libc::in_addr {
+                s_addr: u32::from_be_bytes([127, 0, 0, 1]).to_be(),
+            },
+            sin_zero: [0; 8],
+        };
+        if libc::bind(
+            fd,
+            (&address as *const libc::sockaddr_in).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        ) != 0
+            || libc::listen(fd, 128) != 0
+        {
+            libc::close(fd);
+            return failed(report, Step::ProxyListener);
+        }
+        let mut byte = [0u8; 1];
+        let mut control = ControlBuffer([0; 64]);
+        let mut iov = libc::iovec {
+            iov_base: byte.as_mut_ptr().cast(),
+            iov_len: 1,
+        };
+        let mut message: libc::msghdr = std::mem::zeroed();
+        message.msg_iov = &mut iov;
+        message.msg_iovlen = 1;
+        message.msg_control = control.0.as_mut_ptr().cast();
+        message.msg_controllen = libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) as _;
+        let header = libc::CMSG_FIRSTHDR(&message);
+        (*header).cmsg_level = libc::SOL_SOCKET;
+        (*header).cmsg_type = libc::SCM_RIGHTS;
+        (*header).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(header).cast::<RawFd>(), fd);
+        let sent = libc::sendmsg(socket, &message, libc::MSG_NOSIGNAL);
+        libc::close(fd);
+        if sent < 0 {
+            return failed(report, Step::ProxyListener);
+        }
+    }
+    Ok(())
+}
