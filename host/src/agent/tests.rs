@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::*;
 use crate::hooks::HookSet;
-use crate::model::{EventSink, ModelFuture, Response};
+use crate::model::{Block, EventSink, ModelFuture, Request, Response, Role, StreamEvent};
 use crate::plugin::Catalog;
 use crate::sandbox::{Limits, Sandbox};
 
@@ -128,11 +128,16 @@ impl Frontend for TestFrontend {
         !self.answers.is_empty()
     }
 
-    fn ask(&mut self, request: &PermissionRequest<'_>) -> PermissionAnswer {
+    fn ask<'a>(
+        &'a mut self,
+        request: &'a PermissionRequest<'a>,
+    ) -> futures_util::future::LocalBoxFuture<'a, PermissionAnswer> {
         self.asked.push(request.tool.name.clone());
-        self.answers
+        let answer = self
+            .answers
             .pop_front()
-            .unwrap_or(PermissionAnswer::Deny { reason: None })
+            .unwrap_or(PermissionAnswer::Deny { reason: None });
+        Box::pin(async move { answer })
     }
 }
 
@@ -168,7 +173,9 @@ async fn setup_offering(steps: Vec<Step>, mode: Mode, subagents: bool) -> Setup 
         .await
         .unwrap();
     if subagents {
-        toolbox.enable_subagents();
+        toolbox
+            .register(std::sync::Arc::new(super::subagent::TaskTool::default()))
+            .unwrap();
     }
     let model = TestModel::new(steps);
     let agent = Agent::new(
@@ -420,7 +427,7 @@ async fn the_turn_limit_ends_the_turn_with_every_call_answered() {
         Step::Answer("3", read()),
     ];
     let mut s = setup(steps, Mode::Default).await;
-    s.agent.config.max_turns = 2;
+    s.agent.parts.config.max_turns = 2;
     let report = s
         .agent
         .run_turn("go", &mut TestFrontend::default(), &Interrupt::new())
@@ -438,7 +445,7 @@ async fn long_results_are_capped_with_a_note() {
         Step::Answer("ok", Vec::new()),
     ];
     let mut s = setup(steps, Mode::Default).await;
-    s.agent.config.result_cap = 8;
+    s.agent.parts.config.result_cap = 8;
     s.agent
         .run_turn("go", &mut TestFrontend::default(), &Interrupt::new())
         .await
@@ -508,7 +515,7 @@ async fn near_the_context_window_the_turn_goes_on_from_a_summary() {
     ];
     let mut s = setup(steps, Mode::Default).await;
     // Every test answer reports 15 tokens: over 85% of this window.
-    s.agent.config.context_window = 15;
+    s.agent.parts.config.context_window = 15;
     let report = s
         .agent
         .run_turn("go", &mut TestFrontend::default(), &Interrupt::new())
