@@ -99,6 +99,7 @@ struct TestFrontend {
     interrupt_on_start: Option<(String, Interrupt)>,
     answers: VecDeque<PermissionAnswer>,
     asked: Vec<String>,
+    asked_needs: Vec<CallNeeds>,
 }
 
 impl Frontend for TestFrontend {
@@ -133,6 +134,7 @@ impl Frontend for TestFrontend {
         request: &'a PermissionRequest<'a>,
     ) -> futures_util::future::LocalBoxFuture<'a, PermissionAnswer> {
         self.asked.push(request.tool.name.clone());
+        self.asked_needs.push(request.needs.clone());
         let answer = self
             .answers
             .pop_front()
@@ -1087,4 +1089,109 @@ async fn compaction_fires_pre_compact_and_post_compact() {
         .find(|p| p["hook_event_name"] == "PostCompact")
         .unwrap();
     assert_eq!(post["compact_summary"], "SUMMARY: said hello.");
+}
+
+/// A tool source the loop has never heard of, as exec or MCP tools will
+/// be: one handler, registered with one line. It stamps its input and
+/// remembers what each call was given.
+struct Stamp {
+    spec: crate::sandbox::ToolSpec,
+    seen: Arc<Mutex<Vec<(String, Option<String>, bool)>>>,
+}
+
+impl ToolHandler for Stamp {
+    fn name(&self) -> &str {
+        "stamp"
+    }
+
+    fn spec(&self) -> &crate::sandbox::ToolSpec {
+        &self.spec
+    }
+
+    fn needs(&self) -> CallNeeds {
+        CallNeeds {
+            writes_workspace: true,
+            granted: vec!["runs `stamp` natively".to_string()],
+        }
+    }
+
+    fn call<'a>(
+        &'a self,
+        call: ToolCall<'a>,
+    ) -> futures_util::future::LocalBoxFuture<'a, ToolOutcome> {
+        self.seen.lock().unwrap().push((
+            call.call_id.to_string(),
+            call.session_id.map(str::to_string),
+            call.session.is_some(),
+        ));
+        let text = format!("stamped {}", call.input["text"]);
+        Box::pin(async move { ToolOutcome::from(Ok(text)) })
+    }
+}
+
+#[tokio::test]
+async fn a_new_tool_source_is_one_handler_and_one_registration() {
+    let steps = vec![
+        Step::Answer("stamping", vec![("stamp", json!({"text": "hi"}))]),
+        Step::Answer("done", Vec::new()),
+    ];
+    let ws = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new(&crate::home::Home::at(compile_cache(), compile_cache())).unwrap();
+    let mut toolbox = Toolbox::load(sandbox, &Catalog::builtin(), ws.path(), Limits::default())
+        .await
+        .unwrap();
+    let seen = Arc::default();
+    let stamp = Stamp {
+        spec: crate::sandbox::ToolSpec {
+            name: "stamp".into(),
+            description: "Stamps a text.".into(),
+            input_schema: json!({"type": "object"}),
+            read_only: false,
+            destructive: false,
+            idempotent: true,
+            open_world: false,
+        },
+        seen: Arc::clone(&seen),
+    };
+    toolbox.register(Arc::new(stamp)).unwrap();
+    // The `task` tool registers the same way; a second tool the model would
+    // call by the same name is refused.
+    toolbox
+        .register(Arc::new(super::subagent::TaskTool::default()))
+        .unwrap();
+    assert!(matches!(
+        toolbox.register(Arc::new(super::subagent::TaskTool::default())),
+        Err(ToolboxError::NameClash { .. })
+    ));
+    let model = TestModel::new(steps);
+    let mut agent = Agent::new(
+        Box::new(model.clone()),
+        toolbox,
+        Policy::new(Mode::Default, Vec::new()),
+        AgentConfig::new("test-model", "system"),
+        ws.path().to_path_buf(),
+        None,
+    );
+    let mut frontend = TestFrontend {
+        answers: [PermissionAnswer::AllowOnce].into(),
+        ..TestFrontend::default()
+    };
+    let report = agent
+        .run_turn("go", &mut frontend, &Interrupt::new())
+        .await
+        .unwrap();
+    assert_eq!(report.end, TurnEnd::Finished(StopReason::EndTurn));
+    let requests = model.requests();
+    assert!(requests[0].tools.iter().any(|t| t.name == "stamp"));
+    // It does not say it changes nothing, so the policy asked, naming
+    // what the call needs.
+    assert_eq!(frontend.asked, ["stamp"]);
+    assert!(frontend.asked_needs[0].writes_workspace);
+    assert_eq!(frontend.asked_needs[0].granted, ["runs `stamp` natively"]);
+    let sent = results(requests[1].messages.last().unwrap());
+    assert_eq!(sent, [("call_1_0".into(), "stamped \"hi\"".into(), false)]);
+    assert_eq!(
+        seen.lock().unwrap().as_slice(),
+        [("call_1_0".to_string(), None, true)]
+    );
 }
