@@ -21,7 +21,7 @@
 //! - [`context`]: the system prompt and project instructions;
 //! - [`cost`]: tokens and cost;
 //! - [`compact`]: replacing a long conversation by the model's summary;
-//! - [`subagent`]: the `task` tool, which hands work to a sub-agent.
+//! - [`session_parts`]: what a sub-agent shares with its session.
 
 pub mod approval;
 pub mod compact;

@@ -1096,8 +1096,12 @@ async fn compaction_fires_pre_compact_and_post_compact() {
 /// remembers what each call was given.
 struct Stamp {
     spec: crate::sandbox::ToolSpec,
-    seen: Arc<Mutex<Vec<(String, Option<String>, bool)>>>,
+    seen: Arc<Mutex<Vec<StampCall>>>,
 }
+
+/// What one call of [`Stamp`] was given: its id, the session's id, and
+/// whether the session's parts came with it.
+type StampCall = (String, Option<String>, bool);
 
 impl ToolHandler for Stamp {
     fn name(&self) -> &str {

@@ -30,6 +30,8 @@ use crate::policy::audit::AuditLog;
 use crate::sandbox::{CallError, EventSink, Limits, Sandbox};
 use crate::skills::Skills;
 
+pub use super::tool::model_name;
+
 /// Why the tools could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum ToolboxError {
@@ -74,8 +76,6 @@ pub struct Toolbox {
     /// Never raised: the interrupt of calls made outside a turn.
     idle: Interrupt,
 }
-
-pub use super::tool::model_name;
 
 impl Toolbox {
     /// No tools yet, running components in `sandbox`.
