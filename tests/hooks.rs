@@ -864,3 +864,60 @@ fn installed_hooks(env: &Env) -> Vec<Value> {
     let init: Value = serde_json::from_str(stdout(&output).lines().next().unwrap()).unwrap();
     init["hooks"].as_array().cloned().unwrap_or_default()
 }
+
+/// The store folder of the installed hook-echo package.
+fn echo_store(env: &Env) -> PathBuf {
+    let dir = env.home.path().join("plugins/store/hook-echo");
+    std::fs::read_dir(dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path()
+}
+
+#[test]
+fn an_installed_hook_whose_files_changed_or_whose_audit_log_fails_does_not_run() {
+    let env = Env::new();
+    install(&env, &echo_package(&env, ""));
+    let mock = || {
+        MockModel::start(vec![
+            sse(Answer::text("Reading.").call("r", "fs__read", json!({"path": "a.txt"}))),
+            sse(Answer::text("ok")),
+        ])
+    };
+    env.write("a.txt", "alpha\n");
+    // As installed, it sees the session's events.
+    let output = session(&env, &mock(), "r", &[]);
+    assert_exit(&output, 0);
+    assert!(!echoes(&output).is_empty(), "{}", stderr(&output));
+
+    // Its manifest changed in the store (not its component): every stored
+    // file is checked, so the plugin is refused and its code never runs.
+    let manifest = echo_store(&env).join("plugin.toml");
+    let original = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, format!("{original}\n# changed\n")).unwrap();
+    let output = session(&env, &mock(), "r", &[]);
+    assert_exit(&output, 0);
+    assert!(echoes(&output).is_empty(), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("plugin hook-echo is unavailable") && err.contains("plugin.toml"),
+        "{err}"
+    );
+    std::fs::write(&manifest, original).unwrap();
+
+    // Its audit log cannot be opened: its hooks would make decisions nobody
+    // could trace, so they do not run either.
+    let log = env.home.path().join("audit/audit.jsonl");
+    let _ = std::fs::remove_file(&log);
+    std::fs::create_dir_all(&log).unwrap();
+    let output = session(&env, &mock(), "r", &[]);
+    assert_exit(&output, 0);
+    assert!(echoes(&output).is_empty(), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains("plugin hook-echo is unavailable") && err.contains("audit log"),
+        "{err}"
+    );
+}

@@ -1373,3 +1373,71 @@ fn an_update_that_adds_hooks_needs_consent_again_and_says_what_they_see() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(lock(&env).contains("version = \"0.2.0\""), "{}", lock(&env));
 }
+
+/// Puts a folder where the audit log goes, so it cannot be opened.
+fn break_audit_log(env: &Env) -> PathBuf {
+    let log = env.home.path().join("audit/audit.jsonl");
+    let _ = std::fs::remove_file(&log);
+    std::fs::create_dir_all(&log).unwrap();
+    log
+}
+
+#[test]
+fn an_installed_tool_does_not_run_when_its_audit_log_cannot_be_written() {
+    use support::mock_model::{Answer, MockModel, Reply};
+    let env = Env::new();
+    install(
+        &env,
+        &package(env.outside.path(), "0.1.0", &fs_component(), READ_ONLY),
+    );
+    env.write("secret.txt", "TOP-SECRET-CONTENT\n");
+    break_audit_log(&env);
+
+    // `capstan tool call`: the call fails, naming the log, and nothing of
+    // the file comes out.
+    let out = env
+        .call("files.read", r#"{"path":"secret.txt"}"#, &[])
+        .env("TZ", "UTC")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("TOP-SECRET"), "{}", stdout(&out));
+    assert!(stderr(&out).contains("audit log"), "{}", stderr(&out));
+
+    // A session: the plugin is left out with the reason, its tool is not
+    // offered, and a call of it never reaches the file.
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("")
+                .call(
+                    "t1",
+                    "files__read",
+                    serde_json::json!({"path": "secret.txt"}),
+                )
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("Done.").anthropic()),
+    ]);
+    let out = env
+        .anthropic_session(&mock.url(), "sk-ant-test", "mock-model", "read it")
+        .env("TZ", "UTC")
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("plugin files is unavailable") && err.contains("audit log"),
+        "{err}"
+    );
+    let received = mock.received();
+    let tools = received[0].body["tools"].to_string();
+    assert!(!tools.contains("files__read"), "{tools}");
+    for request in &received {
+        assert!(
+            !request.body.to_string().contains("TOP-SECRET"),
+            "{}",
+            request.body
+        );
+    }
+}

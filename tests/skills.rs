@@ -908,3 +908,75 @@ fn capstan_new_skill_without_a_language_writes_a_skill_md_plugin_that_installs_a
     assert_exit(&output, 2);
     assert!(stderr(&output).contains("--lang"), "{}", stderr(&output));
 }
+
+#[test]
+fn a_skill_component_whose_files_changed_or_whose_audit_log_fails_is_skipped() {
+    let env = Env::new();
+    env.write("VERSION", "9.9.9\n");
+    install(&env, &skill_kit_plugin(&env));
+    let names = |list: &Value| -> Vec<String> {
+        list["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(names(&skill_list_json(&env)).contains(&"release-notes".to_string()));
+
+    // Its manifest changed in the store, not the component it runs: every
+    // stored file is checked, as for tools and hooks, so its skills are
+    // left out, with the reason.
+    let manifest = walk_find(&env.home.path().join("plugins/store"), "plugin.toml").unwrap();
+    let original = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(
+        &manifest,
+        original.replace("access = \"read\"", "access = \"read-write\""),
+    )
+    .unwrap();
+    let list = skill_list_json(&env);
+    assert!(
+        !names(&list).contains(&"release-notes".to_string()),
+        "{list:#}"
+    );
+    let warnings = list["warnings"].to_string();
+    assert!(
+        warnings.contains("skill-kit") && warnings.contains("plugin.toml"),
+        "{warnings}"
+    );
+    // Nor can the model load one in a session.
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("")
+                .call("t1", "skill", json!({"name": "release-notes"}))
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("ok").anthropic()),
+    ]);
+    let output = run(&mut session(&env, &mock, "notes"));
+    assert_exit(&output, 0);
+    for request in mock.received() {
+        assert!(
+            !request.body.to_string().contains("The VERSION file says"),
+            "{}",
+            request.body
+        );
+    }
+    std::fs::write(&manifest, original).unwrap();
+
+    // Its audit log cannot be opened: its skills are left out too, rather
+    // than run unaudited.
+    let log = env.home.path().join("audit/audit.jsonl");
+    let _ = std::fs::remove_file(&log);
+    std::fs::create_dir_all(&log).unwrap();
+    let list = skill_list_json(&env);
+    assert!(
+        !names(&list).contains(&"release-notes".to_string()),
+        "{list:#}"
+    );
+    let warnings = list["warnings"].to_string();
+    assert!(
+        warnings.contains("skill-kit") && warnings.contains("audit log"),
+        "{warnings}"
+    );
+}

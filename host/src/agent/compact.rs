@@ -7,7 +7,12 @@
 //! of every tool result. The transcript keeps the whole history and records
 //! the compaction, so a resumed session continues from the summary too.
 
-use crate::model::{Block, Message, Role, Usage};
+use serde_json::json;
+
+use super::{Agent, AgentError, AgentEvent, Frontend, Interrupt};
+use crate::hooks::HookEvent;
+use crate::model::{Block, Message, Request, Role, StreamEvent, Usage};
+use crate::session::record::Event;
 
 /// Why a compaction happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,6 +179,133 @@ pub fn summary_message(summary: &str, mid_turn: bool) -> Message {
     Message {
         role: Role::User,
         content: vec![Block::Text { text }],
+    }
+}
+
+/// The agent's side of compaction: asking the model for the summary and
+/// replacing the conversation by it.
+impl Agent {
+    /// Whether the last request came close enough to the context window
+    /// that the conversation should be compacted before the next one.
+    pub(super) fn should_compact(&self) -> bool {
+        self.context_tokens
+            .is_some_and(|tokens| needs_compaction(tokens, self.parts.config.context_window))
+    }
+
+    /// Compacts automatically; a summary the model could not give is a
+    /// notice, and the conversation goes on as it was.
+    pub(super) async fn compact_or_notice(
+        &mut self,
+        frontend: &mut dyn Frontend,
+        interrupt: &Interrupt,
+        mid_turn: bool,
+    ) -> Result<(), AgentError> {
+        match self
+            .compact_with(CompactTrigger::Auto, None, frontend, interrupt, mid_turn)
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(AgentError::Compact(error)) => {
+                // Not asked again until another request reports its size.
+                self.context_tokens = None;
+                let text = format!("could not compact the conversation: {error}");
+                frontend.event(AgentEvent::Notice(&text));
+                Ok(())
+            }
+            Err(other) => Err(other),
+        }
+    }
+
+    /// Replaces the conversation by the model's summary of it (`/compact`,
+    /// with an optional focus for the summary). The transcript keeps the
+    /// whole history and records the compaction.
+    pub async fn compact(
+        &mut self,
+        focus: Option<&str>,
+        frontend: &mut dyn Frontend,
+        interrupt: &Interrupt,
+    ) -> Result<CompactReport, AgentError> {
+        self.compact_with(CompactTrigger::Manual, focus, frontend, interrupt, false)
+            .await
+    }
+
+    async fn compact_with(
+        &mut self,
+        trigger: CompactTrigger,
+        focus: Option<&str>,
+        frontend: &mut dyn Frontend,
+        interrupt: &Interrupt,
+        mid_turn: bool,
+    ) -> Result<CompactReport, AgentError> {
+        if self.messages.is_empty() {
+            return Err(CompactError::Empty.into());
+        }
+        let fields = json!({
+            "trigger": trigger.name(),
+            "custom_instructions": focus.unwrap_or_default(),
+        });
+        self.fire(HookEvent::PreCompact, fields, None, frontend)
+            .await?;
+        frontend.event(AgentEvent::Compacting { trigger });
+        let request = Request {
+            model: self.parts.config.model.clone(),
+            system: self.parts.config.system.clone(),
+            messages: summary_request_messages(&self.messages, focus),
+            // Requests holding tool calls must declare the tools; the
+            // instruction says not to call them, and calls are ignored.
+            tools: self.tool_defs(),
+            max_tokens: self.parts.config.max_tokens,
+        };
+        let mut sink = |event: StreamEvent| {
+            if let StreamEvent::Retrying {
+                attempt,
+                after,
+                reason,
+            } = event
+            {
+                frontend.event(AgentEvent::Retrying {
+                    attempt,
+                    after,
+                    reason: &reason,
+                });
+            }
+        };
+        let outcome = tokio::select! {
+            result = self.parts.provider.stream(&request, &mut sink) => Some(result),
+            () = interrupt.raised() => None,
+        };
+        let response = match outcome {
+            None => return Err(CompactError::Interrupted.into()),
+            Some(result) => result?,
+        };
+        self.cost.add(response.usage);
+        frontend.event(AgentEvent::Usage(response.usage));
+        if let Some(transcript) = &mut self.transcript {
+            transcript.record_usage(response.usage)?;
+        }
+        let summary = summary_text(&response.content).ok_or(CompactError::NoSummary)?;
+        let message = summary_message(&summary, mid_turn);
+        let report = CompactReport {
+            trigger,
+            messages_before: self.messages.len(),
+            tokens_before: self.context_tokens,
+            summary,
+        };
+        self.record(Event::Compacted {
+            trigger: trigger.name().to_string(),
+            messages_before: report.messages_before,
+            message: message.clone(),
+        })?;
+        self.messages = vec![message];
+        self.context_tokens = None;
+        frontend.event(AgentEvent::Compacted(&report));
+        let fields = json!({
+            "trigger": trigger.name(),
+            "compact_summary": report.summary,
+        });
+        self.fire(HookEvent::PostCompact, fields, None, frontend)
+            .await?;
+        Ok(report)
     }
 }
 

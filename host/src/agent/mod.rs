@@ -8,48 +8,60 @@
 //! carries a tool call without its result. Everything is written to the
 //! session's transcript as it happens.
 //!
-//! - [`toolbox`]: the plugins' tools, named for the model, and calling them;
+//! - [`turn`]: the loop of one turn;
+//! - [`dispatch`]: running one answer's tool calls, batch by batch;
+//! - [`approval`]: whether a call may run (hooks, policy, the user);
+//! - [`tool`]: the one shape of every tool, [`ToolHandler`];
+//! - [`toolbox`]: the registry of the session's tools;
+//! - [`component_tool`], [`skill_tool`], [`subagent`]: the tool sources
+//!   (plugins' components, `skill`, `task`);
+//! - [`profile`]: the user's session or a sub-agent, and its tools;
 //! - [`scheduler`]: which calls run together, and capping results;
 //! - [`interrupt`]: the user's Ctrl-C;
 //! - [`context`]: the system prompt and project instructions;
 //! - [`cost`]: tokens and cost;
 //! - [`compact`]: replacing a long conversation by the model's summary;
-//! - [`subagent`]: the `task` tool, which hands work to a sub-agent.
+//! - [`session_parts`]: what a sub-agent shares with its session.
 
+pub mod approval;
 pub mod compact;
+pub mod component_tool;
 pub mod context;
 pub mod cost;
+pub mod dispatch;
 pub mod interrupt;
+pub mod profile;
 pub mod scheduler;
+pub mod session_parts;
+pub mod skill_tool;
 pub mod subagent;
+pub mod tool;
 pub mod toolbox;
+pub mod turn;
 
-use std::future::Future;
-use std::path::{Path, PathBuf};
-use std::pin::Pin;
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use futures_util::StreamExt;
+use futures_util::future::LocalBoxFuture;
 use serde_json::{Value, json};
 
 use crate::home::Home;
-use crate::hooks::{self, Combined, HookAnswer, HookEvent, HookSet, SessionFacts, Verdict};
-use crate::model::{
-    Block, Message, ModelError, Provider, Request, Role, StopReason, StreamEvent, Usage,
-};
+use crate::hooks::{self, Combined, HookAnswer, HookEvent, HookSet, SessionFacts};
+use crate::model::{Message, ModelError, Provider, StopReason, Usage};
 use crate::policy::audit::{AuditEvent, AuditLog, AuditScope};
-use crate::policy::{
-    Decision, DecisionSource, Layer, Mode, Outcome, Policy, Rule, RuleKind, ToolFacts,
-};
-use crate::sandbox::CallError;
+use crate::policy::{Decision, Layer, Mode, Policy, Rule, RuleKind};
 use crate::session::record::Event;
 use crate::session::{SessionError, TranscriptWriter};
 
+pub use approval::{PermissionAnswer, PermissionRequest};
 pub use compact::{CompactError, CompactReport, CompactTrigger};
 pub use cost::SessionCost;
 pub use interrupt::Interrupt;
-pub use toolbox::{AgentTool, Toolbox, ToolboxError};
+pub use profile::{AgentProfile, ToolAllowance};
+pub use session_parts::SessionParts;
+pub use tool::{AgentTool, CallNeeds, ToolCall, ToolHandler, ToolOutcome};
+pub use toolbox::{Toolbox, ToolboxError};
 
 /// How many times per prompt a Stop hook can make the model keep going.
 pub const MAX_STOP_CONTINUES: u32 = 3;
@@ -174,39 +186,6 @@ pub enum AgentEvent<'a> {
     Compacted(&'a CompactReport),
 }
 
-/// A tool call that needs the user's say-so.
-#[derive(Debug)]
-pub struct PermissionRequest<'a> {
-    /// The tool.
-    pub tool: &'a AgentTool,
-    /// Its input.
-    pub input: &'a Value,
-    /// Why the policy asks.
-    pub reason: &'a str,
-    /// The permission mode.
-    pub mode: Mode,
-    /// The workspace, against which the call's relative paths resolve.
-    pub workspace: &'a Path,
-}
-
-/// What the user answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PermissionAnswer {
-    /// Run this call.
-    AllowOnce,
-    /// Run this tool without asking for the rest of the session.
-    AllowSession,
-    /// Run this tool without asking, in this project, from now on.
-    AllowAlways,
-    /// Don't run it; the reason, if given, goes to the model.
-    Deny {
-        /// What the user said.
-        reason: Option<String>,
-    },
-    /// Don't run it, and stop the turn.
-    Interrupt,
-}
-
 /// Where the session shows what happens and asks for permission.
 pub trait Frontend: Send {
     /// Shows an event.
@@ -218,9 +197,14 @@ pub trait Frontend: Send {
     }
 
     /// Asks the user about a call. Only called when [`Self::can_prompt`].
-    fn ask(&mut self, request: &PermissionRequest<'_>) -> PermissionAnswer {
+    /// Asynchronous, so the answer may come from elsewhere than a
+    /// terminal (an MCP client's elicitation, a sub-agent's parent).
+    fn ask<'a>(
+        &'a mut self,
+        request: &'a PermissionRequest<'a>,
+    ) -> LocalBoxFuture<'a, PermissionAnswer> {
         let _ = request;
-        PermissionAnswer::Deny { reason: None }
+        Box::pin(std::future::ready(PermissionAnswer::Deny { reason: None }))
     }
 }
 
@@ -274,155 +258,26 @@ pub enum AgentError {
 /// One agent session: the conversation, the model, the tools and the
 /// permission policy.
 pub struct Agent {
-    provider: Arc<dyn Provider>,
-    toolbox: Arc<Toolbox>,
-    policy: Policy,
-    config: AgentConfig,
+    parts: SessionParts,
+    profile: AgentProfile,
+    /// For a sub-agent, the session and the call it works for.
+    parent: Option<ParentLink>,
     messages: Vec<Message>,
     transcript: Option<TranscriptWriter>,
     cost: SessionCost,
-    workspace: PathBuf,
     home: Option<Home>,
     /// The tokens the last request used, for deciding when to compact.
     context_tokens: Option<u64>,
-    /// Whether this is a sub-agent, which offers only the tools
-    /// [`subagent::allowed`] keeps.
-    subagent: bool,
-    hooks: Arc<HookSet>,
-    hook_audit: Option<AuditLog>,
     /// Context from SessionStart hooks, given with the next prompt.
     hook_context: Vec<(String, String)>,
-    /// For a sub-agent, the session it works for.
-    parent_session_id: Option<String>,
-    /// For a sub-agent, its id in hook payloads (the `task` call's id).
-    subagent_id: Option<String>,
 }
 
-/// What a sub-agent is made of: the session's model, tools, policy,
-/// configuration and workspace, shared.
-#[derive(Clone)]
-struct SubagentParts {
-    provider: Arc<dyn Provider>,
-    toolbox: Arc<Toolbox>,
-    policy: Policy,
-    config: AgentConfig,
-    workspace: PathBuf,
-    hooks: Arc<HookSet>,
-    hook_audit: Option<AuditLog>,
-    /// The session the sub-agent works for, named in its hooks' payloads.
+/// Whom a sub-agent works for.
+struct ParentLink {
+    /// The session, named in the sub-agent's hook payloads.
     session_id: Option<String>,
-}
-
-/// A sub-agent's run: its result for the model, how long it took, and the
-/// tokens it used.
-type SubagentRun = Pin<Box<dyn Future<Output = (Result<String, CallError>, Duration, Usage)>>>;
-
-impl SubagentParts {
-    /// Runs the `task` call `input` in a fresh sub-agent. Boxed, because a
-    /// sub-agent runs the same loop that called it.
-    fn run(self, input: Value, call_id: String, interrupt: Interrupt) -> SubagentRun {
-        Box::pin(async move {
-            let started = Instant::now();
-            let task = match subagent::parse_input(&input) {
-                Ok(task) => task,
-                Err(problem) => {
-                    return (
-                        Err(CallError::InvalidInput(problem)),
-                        started.elapsed(),
-                        Usage::default(),
-                    );
-                }
-            };
-            let mut config = self.config;
-            config.system = subagent::system_prompt(&config.system);
-            let cost = SessionCost::new(config.model.clone());
-            let mut agent = Agent {
-                provider: self.provider,
-                toolbox: self.toolbox,
-                policy: self.policy,
-                config,
-                messages: Vec::new(),
-                transcript: None,
-                cost,
-                workspace: self.workspace,
-                home: None,
-                context_tokens: None,
-                subagent: true,
-                hooks: self.hooks,
-                hook_audit: self.hook_audit,
-                hook_context: Vec::new(),
-                parent_session_id: self.session_id,
-                subagent_id: None,
-            };
-            let mut log = subagent::SubagentLog::default();
-            agent.subagent_id = Some(call_id);
-            let start = json!({
-                "agent_type": subagent::TOOL_NAME,
-                "description": task.description,
-                "prompt": task.prompt,
-            });
-            let outcome = match agent
-                .fire(HookEvent::SubagentStart, start, None, &mut log)
-                .await
-            {
-                Ok(_) => agent.turn(&task.prompt, &mut log, &interrupt).await,
-                Err(error) => Err(error),
-            };
-            let elapsed = started.elapsed();
-            match outcome {
-                Ok(report) => {
-                    let text = match report.end {
-                        TurnEnd::Finished(_) => log.result(&report.text, report.requests, elapsed),
-                        TurnEnd::PromptBlocked { hook, reason } => {
-                            return (
-                                Err(CallError::Denied(format!(
-                                    "hook {hook} blocked the sub-agent's task: {reason}"
-                                ))),
-                                elapsed,
-                                report.usage,
-                            );
-                        }
-                        TurnEnd::Interrupted => {
-                            return (
-                                Err(CallError::Failed("the sub-agent was interrupted".into())),
-                                elapsed,
-                                report.usage,
-                            );
-                        }
-                        TurnEnd::MaxTurns(n) => log.result(
-                            &format!(
-                                "{}\n\n(The sub-agent stopped after {n} model requests without finishing.)",
-                                report.text
-                            ),
-                            report.requests,
-                            elapsed,
-                        ),
-                    };
-                    (Ok(text), elapsed, report.usage)
-                }
-                Err(error) => (
-                    Err(CallError::Failed(format!("the sub-agent failed: {error}"))),
-                    elapsed,
-                    agent.cost.usage,
-                ),
-            }
-        })
-    }
-}
-
-/// One tool call the model asked for.
-struct Call {
-    id: String,
-    name: String,
-    input: Value,
-}
-
-/// A call the checks let run: the tool, the input it runs with (a hook may
-/// have changed it), and notes from hooks for the model.
-struct Authorized {
-    tool: AgentTool,
-    input: Value,
-    notes: Vec<String>,
+    /// The call that started it (the sub-agent's id in hook payloads).
+    call_id: String,
 }
 
 impl Agent {
@@ -436,52 +291,89 @@ impl Agent {
         workspace: PathBuf,
         home: Option<Home>,
     ) -> Self {
-        let cost = SessionCost::new(config.model.clone());
-        Self {
+        let parts = SessionParts {
             provider: Arc::from(provider),
             toolbox: Arc::new(toolbox),
             policy,
             config,
+            workspace,
+            hooks: Arc::default(),
+            hook_audit: None,
+        };
+        Self::from_parts(parts, AgentProfile::main(), None, home)
+    }
+
+    /// A sub-agent of the session whose parts are `parts`, running as
+    /// `profile` for call `call_id` of session `session_id`; it has no
+    /// transcript of its own and saves no answers.
+    pub(crate) fn subagent(
+        parts: SessionParts,
+        profile: AgentProfile,
+        session_id: Option<&str>,
+        call_id: &str,
+    ) -> Self {
+        let parent = ParentLink {
+            session_id: session_id.map(str::to_string),
+            call_id: call_id.to_string(),
+        };
+        Self::from_parts(parts, profile, Some(parent), None)
+    }
+
+    /// An agent with no history, running as `profile`.
+    fn from_parts(
+        mut parts: SessionParts,
+        profile: AgentProfile,
+        parent: Option<ParentLink>,
+        home: Option<Home>,
+    ) -> Self {
+        parts.config = profile.apply(parts.config);
+        let cost = SessionCost::new(parts.config.model.clone());
+        Self {
+            parts,
+            profile,
+            parent,
             messages: Vec::new(),
             transcript: None,
             cost,
-            workspace,
             home,
             context_tokens: None,
-            subagent: false,
-            hooks: Arc::default(),
-            hook_audit: None,
             hook_context: Vec::new(),
-            parent_session_id: None,
-            subagent_id: None,
         }
     }
 
+    /// The agent this conversation runs as.
+    pub fn profile(&self) -> &AgentProfile {
+        &self.profile
+    }
+
     /// Whether the model is offered `tool` in this conversation.
-    fn offers(&self, tool: &AgentTool) -> bool {
-        !self.subagent || subagent::allowed(tool)
+    pub(super) fn offers(&self, tool: &AgentTool) -> bool {
+        self.profile.tools.allows(tool)
     }
 
     /// The tool the model calls `name`, if this conversation offers it.
-    fn find_tool(&self, name: &str) -> Option<&AgentTool> {
-        self.toolbox.find(name).filter(|tool| self.offers(tool))
+    pub(super) fn find_tool(&self, name: &str) -> Option<&AgentTool> {
+        self.parts
+            .toolbox
+            .find(name)
+            .filter(|tool| self.offers(tool))
     }
 
     /// The tools offered to the model.
-    fn tool_defs(&self) -> Vec<crate::model::ToolDef> {
-        self.toolbox.defs_where(|tool| self.offers(tool))
+    pub(super) fn tool_defs(&self) -> Vec<crate::model::ToolDef> {
+        self.parts.toolbox.defs_where(|tool| self.offers(tool))
     }
 
     /// Runs `hooks` on this session's events, recording their decisions in
     /// `audit` as well as the transcript.
     pub fn set_hooks(&mut self, hooks: HookSet, audit: Option<AuditLog>) {
-        self.hooks = Arc::new(hooks);
-        self.hook_audit = audit;
+        self.parts.hooks = Arc::new(hooks);
+        self.parts.hook_audit = audit;
     }
 
     /// The session's hooks.
     pub fn hooks(&self) -> &HookSet {
-        &self.hooks
+        &self.parts.hooks
     }
 
     /// Fires SessionStart (`source`: `startup`, `resume` or `clear`); context
@@ -491,7 +383,7 @@ impl Agent {
         source: &str,
         frontend: &mut dyn Frontend,
     ) -> Result<(), AgentError> {
-        let fields = json!({ "source": source, "model": self.config.model });
+        let fields = json!({ "source": source, "model": self.parts.config.model });
         let combined = self
             .fire(HookEvent::SessionStart, fields, None, frontend)
             .await?;
@@ -548,7 +440,7 @@ impl Agent {
         self.context_tokens = None;
         self.hook_context.clear();
         self.transcript = transcript;
-        self.cost = SessionCost::new(self.config.model.clone());
+        self.cost = SessionCost::new(self.parts.config.model.clone());
         Ok(())
     }
 
@@ -565,7 +457,7 @@ impl Agent {
         self.transcript
             .as_ref()
             .map(TranscriptWriter::id)
-            .or(self.parent_session_id.as_deref())
+            .or(self.parent.as_ref().and_then(|p| p.session_id.as_deref()))
     }
 
     /// The conversation so far.
@@ -575,23 +467,23 @@ impl Agent {
 
     /// The tools.
     pub fn toolbox(&self) -> &Toolbox {
-        &self.toolbox
+        &self.parts.toolbox
     }
 
     /// The permission policy.
     pub fn policy(&self) -> &Policy {
-        &self.policy
+        &self.parts.policy
     }
 
     /// Changes the permission mode.
     pub fn set_mode(&mut self, mode: Mode) {
-        self.policy.set_mode(mode);
+        self.parts.policy.set_mode(mode);
     }
 
     /// Stops applying a rule for the rest of the session (`/permissions
     /// remove`); whether it was there.
     pub fn remove_rule(&mut self, kind: RuleKind, rule: &Rule, layer: Layer) -> bool {
-        self.policy.remove_rule(kind, rule, layer)
+        self.parts.policy.remove_rule(kind, rule, layer)
     }
 
     /// Tokens and cost so far.
@@ -601,448 +493,48 @@ impl Agent {
 
     /// The configuration.
     pub fn config(&self) -> &AgentConfig {
-        &self.config
+        &self.parts.config
     }
 
     /// The provider's name.
     pub fn provider_name(&self) -> &str {
-        self.provider.name()
-    }
-
-    /// Runs one turn: the user's `prompt`, then model answers and tool
-    /// calls until the model ends its turn, the user interrupts, or
-    /// `max_turns` requests were made. Skills loaded during the turn (or
-    /// run by the user just before it) stop being active when it ends.
-    pub async fn run_turn(
-        &mut self,
-        prompt: &str,
-        frontend: &mut dyn Frontend,
-        interrupt: &Interrupt,
-    ) -> Result<TurnReport, AgentError> {
-        let report = self.turn(prompt, frontend, interrupt).await;
-        self.toolbox.end_skill_turn();
-        report
-    }
-
-    async fn turn(
-        &mut self,
-        prompt: &str,
-        frontend: &mut dyn Frontend,
-        interrupt: &Interrupt,
-    ) -> Result<TurnReport, AgentError> {
-        if self.should_compact() {
-            self.compact_or_notice(frontend, interrupt, false).await?;
-        }
-        let mut report = TurnReport {
-            end: TurnEnd::Finished(StopReason::EndTurn),
-            text: String::new(),
-            requests: 0,
-            tool_calls: 0,
-            usage: Usage::default(),
-        };
-        // A sub-agent's task is not a prompt the user submitted; its start
-        // fired SubagentStart instead.
-        let submitted = if self.subagent {
-            Combined::default()
-        } else {
-            self.fire(
-                HookEvent::UserPromptSubmit,
-                json!({ "prompt": prompt }),
-                None,
-                frontend,
-            )
-            .await?
-        };
-        if let Some((hook, reason)) = submitted.denied() {
-            let (hook, reason) = (hook.to_string(), reason.to_string());
-            let text = format!("hook {hook} blocked the prompt: {reason}");
-            frontend.event(AgentEvent::Notice(&text));
-            self.record(Event::Interrupted { reason: text })?;
-            report.end = TurnEnd::PromptBlocked { hook, reason };
-            return Ok(report);
-        }
-        let mut context = std::mem::take(&mut self.hook_context);
-        context.extend(submitted.context);
-        self.push_user_text(prompt, &context)?;
-        let mut stop_continues = 0;
-        loop {
-            if report.requests >= self.config.max_turns {
-                let reason = format!(
-                    "stopped after {} model requests (--max-turns)",
-                    report.requests
-                );
-                self.record(Event::Interrupted { reason })?;
-                report.end = TurnEnd::MaxTurns(report.requests);
-                return Ok(report);
-            }
-            if report.requests > 0 && self.should_compact() {
-                self.compact_or_notice(frontend, interrupt, true).await?;
-            }
-            report.requests += 1;
-            let request = Request {
-                model: self.config.model.clone(),
-                system: self.config.system.clone(),
-                messages: self.messages.clone(),
-                tools: self.tool_defs(),
-                max_tokens: self.config.max_tokens,
-            };
-            frontend.event(AgentEvent::Thinking);
-            let mut streamed = String::new();
-            let outcome = {
-                let toolbox = &self.toolbox;
-                let mut sink = |event: StreamEvent| match event {
-                    StreamEvent::TextDelta(text) => {
-                        frontend.event(AgentEvent::Text(&text));
-                        streamed.push_str(&text);
-                    }
-                    StreamEvent::ToolUseStarted { name, .. } => {
-                        let tool = toolbox.find(&name).map_or(name.as_str(), |t| &t.name);
-                        frontend.event(AgentEvent::PreparingTool { tool });
-                    }
-                    StreamEvent::ToolUseFinished { .. } => {}
-                    StreamEvent::Retrying {
-                        attempt,
-                        after,
-                        reason,
-                    } => frontend.event(AgentEvent::Retrying {
-                        attempt,
-                        after,
-                        reason: &reason,
-                    }),
-                };
-                tokio::select! {
-                    result = self.provider.stream(&request, &mut sink) => Some(result),
-                    () = interrupt.raised() => None,
-                }
-            };
-            let response = match outcome {
-                None => {
-                    self.keep_partial_answer(streamed)?;
-                    self.record(Event::Interrupted {
-                        reason: "interrupted by the user while the model was answering".into(),
-                    })?;
-                    report.end = TurnEnd::Interrupted;
-                    return Ok(report);
-                }
-                Some(Err(error)) => {
-                    self.keep_partial_answer(streamed)?;
-                    self.record(Event::Interrupted {
-                        reason: error.to_string(),
-                    })?;
-                    return Err(error.into());
-                }
-                Some(Ok(response)) => response,
-            };
-            report.usage.add(response.usage);
-            self.context_tokens = Some(compact::tokens_in_context(response.usage));
-            self.cost.add(response.usage);
-            frontend.event(AgentEvent::Usage(response.usage));
-            if let Some(transcript) = &mut self.transcript {
-                transcript.record_usage(response.usage)?;
-            }
-            let content: Vec<Block> = response
-                .content
-                .into_iter()
-                .filter(|block| !matches!(block, Block::Text { text } if text.is_empty()))
-                .collect();
-            report.text = content
-                .iter()
-                .filter_map(|block| match block {
-                    Block::Text { text } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-                .join("");
-            let calls: Vec<Call> = content
-                .iter()
-                .filter_map(|block| match block {
-                    Block::ToolUse { id, name, input } => Some(Call {
-                        id: id.clone(),
-                        name: name.clone(),
-                        input: input.clone(),
-                    }),
-                    _ => None,
-                })
-                .collect();
-            if content.is_empty() {
-                if self
-                    .keep_going(&mut stop_continues, &report.text, frontend)
-                    .await?
-                {
-                    continue;
-                }
-                report.end = TurnEnd::Finished(response.stop_reason);
-                return Ok(report);
-            }
-            let message = Message {
-                role: Role::Assistant,
-                content,
-            };
-            frontend.event(AgentEvent::Answer(&message));
-            if let Some(transcript) = &mut self.transcript {
-                transcript.record_assistant(&message, Some(response.stop_reason.clone()))?;
-            }
-            self.messages.push(message);
-            if calls.is_empty() {
-                if self
-                    .keep_going(&mut stop_continues, &report.text, frontend)
-                    .await?
-                {
-                    continue;
-                }
-                report.end = TurnEnd::Finished(response.stop_reason);
-                return Ok(report);
-            }
-            report.tool_calls += u32::try_from(calls.len()).unwrap_or(u32::MAX);
-            let results = self.run_calls(&calls, frontend, interrupt).await?;
-            let message = Message {
-                role: Role::User,
-                content: results,
-            };
-            frontend.event(AgentEvent::ToolResults(&message));
-            if let Some(transcript) = &mut self.transcript {
-                transcript.record_tool_results(&message)?;
-            }
-            self.messages.push(message);
-            if interrupt.is_raised() {
-                self.record(Event::Interrupted {
-                    reason: "interrupted by the user while tools were running".into(),
-                })?;
-                report.end = TurnEnd::Interrupted;
-                return Ok(report);
-            }
-        }
-    }
-
-    /// Whether the last request came close enough to the context window
-    /// that the conversation should be compacted before the next one.
-    fn should_compact(&self) -> bool {
-        self.context_tokens
-            .is_some_and(|tokens| compact::needs_compaction(tokens, self.config.context_window))
-    }
-
-    /// Compacts automatically; a summary the model could not give is a
-    /// notice, and the conversation goes on as it was.
-    async fn compact_or_notice(
-        &mut self,
-        frontend: &mut dyn Frontend,
-        interrupt: &Interrupt,
-        mid_turn: bool,
-    ) -> Result<(), AgentError> {
-        match self
-            .compact_with(CompactTrigger::Auto, None, frontend, interrupt, mid_turn)
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(AgentError::Compact(error)) => {
-                // Not asked again until another request reports its size.
-                self.context_tokens = None;
-                let text = format!("could not compact the conversation: {error}");
-                frontend.event(AgentEvent::Notice(&text));
-                Ok(())
-            }
-            Err(other) => Err(other),
-        }
-    }
-
-    /// Replaces the conversation by the model's summary of it (`/compact`,
-    /// with an optional focus for the summary). The transcript keeps the
-    /// whole history and records the compaction.
-    pub async fn compact(
-        &mut self,
-        focus: Option<&str>,
-        frontend: &mut dyn Frontend,
-        interrupt: &Interrupt,
-    ) -> Result<CompactReport, AgentError> {
-        self.compact_with(CompactTrigger::Manual, focus, frontend, interrupt, false)
-            .await
-    }
-
-    async fn compact_with(
-        &mut self,
-        trigger: CompactTrigger,
-        focus: Option<&str>,
-        frontend: &mut dyn Frontend,
-        interrupt: &Interrupt,
-        mid_turn: bool,
-    ) -> Result<CompactReport, AgentError> {
-        if self.messages.is_empty() {
-            return Err(CompactError::Empty.into());
-        }
-        let fields = json!({
-            "trigger": trigger.name(),
-            "custom_instructions": focus.unwrap_or_default(),
-        });
-        self.fire(HookEvent::PreCompact, fields, None, frontend)
-            .await?;
-        frontend.event(AgentEvent::Compacting { trigger });
-        let request = Request {
-            model: self.config.model.clone(),
-            system: self.config.system.clone(),
-            messages: compact::summary_request_messages(&self.messages, focus),
-            // Requests holding tool calls must declare the tools; the
-            // instruction says not to call them, and calls are ignored.
-            tools: self.tool_defs(),
-            max_tokens: self.config.max_tokens,
-        };
-        let mut sink = |event: StreamEvent| {
-            if let StreamEvent::Retrying {
-                attempt,
-                after,
-                reason,
-            } = event
-            {
-                frontend.event(AgentEvent::Retrying {
-                    attempt,
-                    after,
-                    reason: &reason,
-                });
-            }
-        };
-        let outcome = tokio::select! {
-            result = self.provider.stream(&request, &mut sink) => Some(result),
-            () = interrupt.raised() => None,
-        };
-        let response = match outcome {
-            None => return Err(CompactError::Interrupted.into()),
-            Some(result) => result?,
-        };
-        self.cost.add(response.usage);
-        frontend.event(AgentEvent::Usage(response.usage));
-        if let Some(transcript) = &mut self.transcript {
-            transcript.record_usage(response.usage)?;
-        }
-        let summary = compact::summary_text(&response.content).ok_or(CompactError::NoSummary)?;
-        let message = compact::summary_message(&summary, mid_turn);
-        let report = CompactReport {
-            trigger,
-            messages_before: self.messages.len(),
-            tokens_before: self.context_tokens,
-            summary,
-        };
-        self.record(Event::Compacted {
-            trigger: trigger.name().to_string(),
-            messages_before: report.messages_before,
-            message: message.clone(),
-        })?;
-        self.messages = vec![message];
-        self.context_tokens = None;
-        frontend.event(AgentEvent::Compacted(&report));
-        let fields = json!({
-            "trigger": trigger.name(),
-            "compact_summary": report.summary,
-        });
-        self.fire(HookEvent::PostCompact, fields, None, frontend)
-            .await?;
-        Ok(report)
-    }
-
-    /// Adds the user's text, and context hooks added to it, joining it to a
-    /// user message already last (after an interrupted turn) so roles keep
-    /// alternating.
-    fn push_user_text(
-        &mut self,
-        text: &str,
-        context: &[(String, String)],
-    ) -> Result<(), AgentError> {
-        let mut blocks = vec![Block::Text {
-            text: text.to_string(),
-        }];
-        blocks.extend(context.iter().map(|(hook, text)| Block::Text {
-            text: format!("Context from hook {hook}:\n{text}"),
-        }));
-        let message = Message {
-            role: Role::User,
-            content: blocks.clone(),
-        };
-        if let Some(transcript) = &mut self.transcript {
-            transcript.record_user(&message)?;
-        }
-        match self.messages.last_mut() {
-            Some(last) if last.role == Role::User => last.content.extend(blocks),
-            _ => self.messages.push(message),
-        }
-        Ok(())
-    }
-
-    /// Fires Stop (SubagentStop in a sub-agent) when the model ends its
-    /// turn; returns whether a hook asked it to keep going (at most
-    /// [`MAX_STOP_CONTINUES`] times per prompt), in which case the hook's
-    /// text was added for the model.
-    async fn keep_going(
-        &mut self,
-        continues: &mut u32,
-        last_message: &str,
-        frontend: &mut dyn Frontend,
-    ) -> Result<bool, AgentError> {
-        let event = if self.subagent {
-            HookEvent::SubagentStop
-        } else {
-            HookEvent::Stop
-        };
-        if !self.hooks.wants(event) {
-            return Ok(false);
-        }
-        let fields = json!({
-            "stop_hook_active": *continues > 0,
-            "last_assistant_message": last_message,
-        });
-        let combined = self.fire(event, fields, None, frontend).await?;
-        let Some((hook, text)) = combined.keep_going else {
-            return Ok(false);
-        };
-        if *continues >= MAX_STOP_CONTINUES {
-            let notice = format!(
-                "hook {hook} asked the model to keep going again; that happens at most {MAX_STOP_CONTINUES} times per prompt, so the turn ends"
-            );
-            frontend.event(AgentEvent::Notice(&notice));
-            return Ok(false);
-        }
-        *continues += 1;
-        let notice = format!("hook {hook} asked the model to keep going: {text}");
-        frontend.event(AgentEvent::Notice(&notice));
-        self.push_user_text(
-            &format!(
-                "A {} hook ({hook}) asked you not to stop yet: {text}",
-                event.name()
-            ),
-            &[],
-        )?;
-        Ok(true)
+        self.parts.provider.name()
     }
 
     /// What every hook payload says about the session.
-    fn session_facts(&self) -> SessionFacts<'_> {
+    pub(super) fn session_facts(&self) -> SessionFacts<'_> {
         SessionFacts {
             session_id: self.session_id().unwrap_or_default(),
             transcript_path: self.transcript.as_ref().map(|t| t.path()),
-            cwd: &self.workspace,
-            mode: self.policy.mode(),
+            cwd: &self.parts.workspace,
+            mode: self.parts.policy.mode(),
         }
     }
 
     /// Delivers `event` to the hooks that want it, records their answers and
     /// shows their messages; returns the answers combined.
-    async fn fire(
+    pub(super) async fn fire(
         &mut self,
         event: HookEvent,
         fields: Value,
         tool_use_id: Option<&str>,
         frontend: &mut dyn Frontend,
     ) -> Result<Combined, AgentError> {
-        if !self.hooks.wants(event) {
+        if !self.parts.hooks.wants(event) {
             return Ok(Combined::default());
         }
         let mut fields = fields;
         // A sub-agent's events say which sub-agent, as Claude Code's do.
-        if let (Some(id), Some(object)) = (&self.subagent_id, fields.as_object_mut()) {
-            object.entry("agent_id").or_insert_with(|| json!(id));
+        if let (Some(parent), Some(object)) = (&self.parent, fields.as_object_mut()) {
+            object
+                .entry("agent_id")
+                .or_insert_with(|| json!(parent.call_id));
             object
                 .entry("agent_type")
-                .or_insert_with(|| json!(subagent::TOOL_NAME));
+                .or_insert_with(|| json!(self.profile.name));
         }
         let payload = hooks::payload(event, &self.session_facts(), fields);
-        let answers = self.hooks.dispatch(event, &payload).await;
+        let answers = self.parts.hooks.dispatch(event, &payload).await;
         let combined = hooks::combine(event, &answers);
         self.record_hooks(event, &answers, &combined, tool_use_id, frontend)?;
         Ok(combined)
@@ -1051,7 +543,7 @@ impl Agent {
     /// Records each hook's answer in the transcript and (unless it had no
     /// opinion) the audit log, and shows the user the hooks' messages and
     /// warnings.
-    fn record_hooks(
+    pub(super) fn record_hooks(
         &mut self,
         event: HookEvent,
         answers: &[HookAnswer],
@@ -1066,7 +558,7 @@ impl Agent {
             };
             let detail = detail.map(|d| clip(&d, 2000));
             if decision != "proceed"
-                && let Some(log) = &self.hook_audit
+                && let Some(log) = &self.parts.hook_audit
             {
                 AuditScope::new(
                     log.clone(),
@@ -1097,546 +589,12 @@ impl Agent {
         Ok(())
     }
 
-    /// Keeps the text streamed before an answer broke off, so the
-    /// conversation shows what the user saw.
-    fn keep_partial_answer(&mut self, streamed: String) -> Result<(), AgentError> {
-        if streamed.trim().is_empty() {
-            return Ok(());
-        }
-        let message = Message {
-            role: Role::Assistant,
-            content: vec![Block::Text { text: streamed }],
-        };
-        if let Some(transcript) = &mut self.transcript {
-            transcript.record_assistant(&message, None)?;
-        }
-        self.messages.push(message);
-        Ok(())
-    }
-
-    fn record(&mut self, event: Event) -> Result<(), AgentError> {
+    /// Appends `event` to the transcript, if there is one.
+    pub(super) fn record(&mut self, event: Event) -> Result<(), AgentError> {
         if let Some(transcript) = &mut self.transcript {
             transcript.append(event)?;
         }
         Ok(())
-    }
-
-    /// Runs an answer's tool calls batch by batch and returns one result
-    /// per call, in call order.
-    async fn run_calls(
-        &mut self,
-        calls: &[Call],
-        frontend: &mut dyn Frontend,
-        interrupt: &Interrupt,
-    ) -> Result<Vec<Block>, AgentError> {
-        let mut results: Vec<Option<(String, bool)>> = vec![None; calls.len()];
-        let read_only: Vec<bool> = calls
-            .iter()
-            .map(|call| {
-                self.find_tool(&call.name)
-                    .is_none_or(|tool| tool.spec.read_only)
-            })
-            .collect();
-        for batch in scheduler::batches(&read_only) {
-            if interrupt.is_raised() {
-                break;
-            }
-            let mut runnable: Vec<(usize, Authorized)> = Vec::new();
-            for index in batch {
-                let call = &calls[index];
-                match self.authorize(call, frontend, interrupt).await? {
-                    Ok(authorized) => runnable.push((index, authorized)),
-                    Err(refusal) => {
-                        let tool = self
-                            .find_tool(&call.name)
-                            .map_or(call.name.clone(), |t| t.name.clone());
-                        frontend.event(AgentEvent::ToolFinished {
-                            id: &call.id,
-                            tool: &tool,
-                            input: &call.input,
-                            is_error: true,
-                            output: &refusal,
-                            duration: Duration::ZERO,
-                        });
-                        results[index] = Some((refusal, true));
-                    }
-                }
-            }
-            if runnable.is_empty() {
-                continue;
-            }
-            for (index, authorized) in &runnable {
-                let call = &calls[*index];
-                frontend.event(AgentEvent::ToolStarted {
-                    id: &call.id,
-                    tool: &authorized.tool.name,
-                    input: &authorized.input,
-                });
-            }
-            let toolbox = &self.toolbox;
-            let hooks = &self.hooks;
-            let session_id = self.transcript.as_ref().map(TranscriptWriter::id);
-            let parts = SubagentParts {
-                provider: self.provider.clone(),
-                toolbox: self.toolbox.clone(),
-                policy: self.policy.clone(),
-                config: self.config.clone(),
-                workspace: self.workspace.clone(),
-                hooks: self.hooks.clone(),
-                hook_audit: self.hook_audit.clone(),
-                session_id: session_id.map(str::to_string),
-            };
-            let mut subagent_usage = Usage::default();
-            let facts = self.session_facts();
-            let facts = &facts;
-            let mut post_hooks = Vec::new();
-            // Results are recorded as each call finishes, so an interrupt
-            // keeps the ones already done and only the rest are reported as
-            // interrupted. PostToolUse (or PostToolUseFailure) hooks run as
-            // part of their call. A `task` call runs a sub-agent.
-            let mut runs =
-                futures_util::stream::iter(runnable.iter().map(|(index, authorized)| {
-                    let call = &calls[*index];
-                    let parts = parts.clone();
-                    let interrupt = interrupt.clone();
-                    async move {
-                        let tool = &authorized.tool;
-                        let (result, duration, usage) = if Toolbox::is_subagent_tool(tool) {
-                            parts
-                                .run(authorized.input.clone(), call.id.clone(), interrupt)
-                                .await
-                        } else {
-                            let (result, duration) =
-                                toolbox.call(tool, &authorized.input, session_id).await;
-                            (result, duration, Usage::default())
-                        };
-                        let (event, fields) = match &result {
-                            Ok(text) => (
-                                HookEvent::PostToolUse,
-                                json!({
-                                    "tool_name": tool.name,
-                                    "tool_input": authorized.input,
-                                    "tool_response": text,
-                                    "tool_use_id": call.id,
-                                }),
-                            ),
-                            Err(error) => (
-                                HookEvent::PostToolUseFailure,
-                                json!({
-                                    "tool_name": tool.name,
-                                    "tool_input": authorized.input,
-                                    "tool_use_id": call.id,
-                                    "error": error.to_string(),
-                                    "is_interrupt": false,
-                                }),
-                            ),
-                        };
-                        let answers = if hooks.wants(event) {
-                            let payload = hooks::payload(event, facts, fields);
-                            hooks.dispatch(event, &payload).await
-                        } else {
-                            Vec::new()
-                        };
-                        (*index, authorized, result, duration, event, answers, usage)
-                    }
-                }))
-                .buffer_unordered(self.config.max_parallel.max(1));
-            loop {
-                let next = tokio::select! {
-                    biased;
-                    () = interrupt.raised() => None,
-                    next = runs.next() => next,
-                };
-                let Some((index, authorized, result, duration, event, answers, usage)) = next
-                else {
-                    break;
-                };
-                subagent_usage.add(usage);
-                let call = &calls[index];
-                let (mut output, is_error) = match result {
-                    Ok(text) => (scheduler::cap_result(text, self.config.result_cap), false),
-                    Err(error) => (
-                        scheduler::cap_result(error.to_string(), self.config.result_cap),
-                        true,
-                    ),
-                };
-                let combined = hooks::combine(event, &answers);
-                let mut notes = authorized.notes.clone();
-                if let Some((hook, reason)) = combined.denied() {
-                    notes.push(format!("Hook {hook} flagged this result: {reason}"));
-                }
-                notes.extend(
-                    combined
-                        .context
-                        .iter()
-                        .map(|(hook, text)| format!("Note from hook {hook}: {text}")),
-                );
-                for note in notes {
-                    output.push_str("\n\n[");
-                    output.push_str(&note);
-                    output.push(']');
-                }
-                frontend.event(AgentEvent::ToolFinished {
-                    id: &call.id,
-                    tool: &authorized.tool.name,
-                    input: &authorized.input,
-                    is_error,
-                    output: &output,
-                    duration,
-                });
-                results[index] = Some((output, is_error));
-                post_hooks.push((call.id.clone(), event, answers, combined));
-            }
-            drop(runs);
-            for (id, event, answers, combined) in post_hooks {
-                self.record_hooks(event, &answers, &combined, Some(&id), frontend)?;
-            }
-            if subagent_usage != Usage::default() {
-                self.cost.add(subagent_usage);
-                frontend.event(AgentEvent::Usage(subagent_usage));
-                if let Some(transcript) = &mut self.transcript {
-                    transcript.record_usage(subagent_usage)?;
-                }
-            }
-            if interrupt.is_raised() {
-                break;
-            }
-        }
-        Ok(calls
-            .iter()
-            .zip(results)
-            .map(|(call, result)| {
-                let (content, is_error) = result.unwrap_or_else(|| {
-                    let tool = self
-                        .find_tool(&call.name)
-                        .map_or(call.name.clone(), |t| t.name.clone());
-                    frontend.event(AgentEvent::ToolFinished {
-                        id: &call.id,
-                        tool: &tool,
-                        input: &call.input,
-                        is_error: true,
-                        output: INTERRUPTED_RESULT,
-                        duration: Duration::ZERO,
-                    });
-                    (INTERRUPTED_RESULT.to_string(), true)
-                });
-                Block::ToolResult {
-                    tool_use_id: call.id.clone(),
-                    content,
-                    is_error,
-                }
-            })
-            .collect())
-    }
-
-    /// Decides whether a call may run: the tool must exist and its input be
-    /// an object, and the policy (or the user) must allow it. Returns the
-    /// tool, or the error result to send back.
-    async fn authorize(
-        &mut self,
-        call: &Call,
-        frontend: &mut dyn Frontend,
-        interrupt: &Interrupt,
-    ) -> Result<Result<Authorized, String>, AgentError> {
-        let Some(tool) = self.find_tool(&call.name).cloned() else {
-            let known: Vec<&str> = self
-                .toolbox
-                .tools()
-                .iter()
-                .filter(|tool| self.offers(tool))
-                .map(|t| t.model_name.as_str())
-                .collect();
-            return Ok(Err(format!(
-                "There is no tool called `{}`. Available tools: {}.",
-                call.name,
-                known.join(", ")
-            )));
-        };
-        if !call.input.is_object() {
-            return Ok(Err(format!(
-                "The input of {} must be a JSON object matching its schema.",
-                tool.model_name
-            )));
-        }
-        if let Some(refusal) = self.toolbox.skill_refusal(&tool) {
-            return Ok(Err(refusal));
-        }
-        let mut input = call.input.clone();
-        let mut notes = Vec::new();
-        let mut verdict = Verdict::Proceed;
-        let mut hook_decision = None;
-        if self.hooks.wants(HookEvent::PreToolUse) {
-            let fields = json!({
-                "tool_name": tool.name,
-                "tool_input": call.input,
-                "tool_use_id": call.id,
-            });
-            let combined = self
-                .fire(HookEvent::PreToolUse, fields, Some(&call.id), frontend)
-                .await?;
-            notes.extend(
-                combined
-                    .context
-                    .iter()
-                    .map(|(hook, text)| format!("Note from hook {hook}: {text}")),
-            );
-            if let Some((hook, reason)) = combined.denied() {
-                hook_decision = Some(hook_deny(
-                    hook,
-                    format!("hook {hook} blocked this call: {reason}"),
-                ));
-            } else if let Some((hook, modified)) = &combined.modified {
-                match hooks::schema::validate(modified, &tool.spec.input_schema) {
-                    Ok(()) => {
-                        input = modified.clone();
-                        let text = format!("hook {hook} changed the input of {}", tool.name);
-                        frontend.event(AgentEvent::Notice(&text));
-                    }
-                    Err(why) => {
-                        hook_decision = Some(hook_deny(
-                            hook,
-                            format!(
-                                "hook {hook} changed the input of {} to one its schema refuses ({why}), so the call was not run.",
-                                tool.name
-                            ),
-                        ));
-                    }
-                }
-            }
-            verdict = combined.verdict;
-        }
-        let mut decision = match hook_decision {
-            Some(decision) => decision,
-            None => {
-                let facts = ToolFacts {
-                    tool: &tool.name,
-                    read_only: tool.spec.read_only,
-                    destructive: tool.spec.destructive,
-                    open_world: tool.spec.open_world,
-                    input: &input,
-                    workspace: &self.workspace,
-                };
-                self.policy.decide(&facts)
-            }
-        };
-        // A hook's allow spares the user a question the mode would ask, but
-        // never overrides a deny rule or plan mode (those are denials), nor
-        // an ask rule the user wrote; a hook's ask makes an allowed call ask.
-        let asked_by_rule = decision.outcome == Outcome::Ask
-            && matches!(decision.source, DecisionSource::Rule { .. });
-        match verdict {
-            Verdict::Allow { hook } if decision.outcome == Outcome::Ask && !asked_by_rule => {
-                decision = Decision {
-                    outcome: Outcome::Allow,
-                    reason: format!("hook {hook} allowed this call"),
-                    source: DecisionSource::Hook(hook),
-                };
-            }
-            Verdict::Ask { hook, reason } if decision.outcome == Outcome::Allow => {
-                decision = Decision {
-                    outcome: Outcome::Ask,
-                    reason: format!("hook {hook} asks first: {reason}"),
-                    source: DecisionSource::Hook(hook),
-                };
-            }
-            _ => {}
-        }
-        if decision.outcome == Outcome::Ask && self.hooks.wants(HookEvent::PermissionRequest) {
-            let fields = json!({
-                "tool_name": tool.name,
-                "tool_input": input,
-                "tool_use_id": call.id,
-                "reason": decision.reason,
-            });
-            let combined = self
-                .fire(
-                    HookEvent::PermissionRequest,
-                    fields,
-                    Some(&call.id),
-                    frontend,
-                )
-                .await?;
-            match combined.verdict {
-                Verdict::Deny { hook, reason } => {
-                    decision = hook_deny(
-                        &hook,
-                        format!("hook {hook} refused the permission request: {reason}"),
-                    );
-                }
-                // The same holds here: a question an ask rule puts is the
-                // user's to answer, whatever a hook says.
-                Verdict::Allow { hook } if asked_by_rule => {
-                    let text = format!(
-                        "hook {hook} allowed {}, but an ask rule you wrote asks first, and only you can answer it",
-                        tool.name
-                    );
-                    frontend.event(AgentEvent::Notice(&text));
-                }
-                Verdict::Allow { hook } => {
-                    decision = Decision {
-                        outcome: Outcome::Allow,
-                        reason: format!("hook {hook} granted the permission request"),
-                        source: DecisionSource::Hook(hook),
-                    };
-                }
-                _ => {}
-            }
-        }
-        if decision.outcome == Outcome::Ask {
-            decision = if frontend.can_prompt() {
-                let fields = json!({
-                    "message": format!("capstan needs your permission to use {}", tool.name),
-                    "notification_type": "permission_prompt",
-                    "title": "Permission needed",
-                });
-                self.fire(HookEvent::Notification, fields, Some(&call.id), frontend)
-                    .await?;
-                let request = PermissionRequest {
-                    tool: &tool,
-                    input: &input,
-                    reason: &decision.reason,
-                    mode: self.policy.mode(),
-                    workspace: &self.workspace,
-                };
-                let answer = frontend.ask(&request);
-                self.apply_answer(&tool, answer, frontend, interrupt)
-            } else {
-                decision.without_prompt(&tool.name)
-            };
-        }
-        let (source, rule) = describe_source(&decision.source);
-        self.record(Event::Permission {
-            tool_use_id: call.id.clone(),
-            tool: tool.name.clone(),
-            outcome: match decision.outcome {
-                Outcome::Allow => "allow",
-                Outcome::Ask => "ask",
-                Outcome::Deny => "deny",
-            }
-            .to_string(),
-            source,
-            rule,
-            reason: decision.reason.clone(),
-        })?;
-        frontend.event(AgentEvent::Permission {
-            id: &call.id,
-            tool: &tool.name,
-            decision: &decision,
-        });
-        Ok(match decision.outcome {
-            Outcome::Allow => Ok(Authorized { tool, input, notes }),
-            Outcome::Ask | Outcome::Deny => Err(format!(
-                "{REFUSAL_PREFIX} {} Do not retry the same call; adapt, or ask the user.",
-                decision.reason
-            )),
-        })
-    }
-
-    /// Turns the user's answer into a decision, remembering it as asked.
-    fn apply_answer(
-        &mut self,
-        tool: &AgentTool,
-        answer: PermissionAnswer,
-        frontend: &mut dyn Frontend,
-        interrupt: &Interrupt,
-    ) -> Decision {
-        let allow = |source: DecisionSource, reason: String| Decision {
-            outcome: Outcome::Allow,
-            source,
-            reason,
-        };
-        match answer {
-            PermissionAnswer::AllowOnce => allow(
-                DecisionSource::User,
-                "the user allowed this call".to_string(),
-            ),
-            PermissionAnswer::AllowSession => {
-                self.policy.allow_for_session(Rule::tool(&tool.name));
-                allow(
-                    DecisionSource::Session,
-                    format!("the user allowed {} for this session", tool.name),
-                )
-            }
-            PermissionAnswer::AllowAlways => {
-                let rule = Rule::tool(&tool.name);
-                let saved = self.home.as_ref().map(|home| {
-                    crate::policy::settings::save_local_allow(home, &self.workspace, &rule)
-                });
-                // The rule applies from now on as the file it was saved in
-                // says, so `/permissions` removes it from there.
-                match saved {
-                    Some(Ok(_)) => {
-                        self.policy
-                            .add_rule(RuleKind::Allow, rule.clone(), Layer::ProjectLocal)
-                    }
-                    _ => self.policy.allow_for_session(rule.clone()),
-                }
-                let reason = match saved {
-                    Some(Ok(path)) => {
-                        let text = format!(
-                            "{} is always allowed in this project: the rule `{rule}` was saved to {}; /permissions lists saved rules and removes them",
-                            tool.name,
-                            path.display()
-                        );
-                        frontend.event(AgentEvent::Notice(&text));
-                        format!(
-                            "the user always allows {} in this project (saved to {})",
-                            tool.name,
-                            path.display()
-                        )
-                    }
-                    Some(Err(error)) => {
-                        let text = format!(
-                            "{} allowed for this session only: the answer could not be saved: {error}",
-                            tool.name
-                        );
-                        frontend.event(AgentEvent::Notice(&text));
-                        text
-                    }
-                    None => format!("the user allowed {} for this session", tool.name),
-                };
-                allow(DecisionSource::User, reason)
-            }
-            PermissionAnswer::Deny { reason } => Decision {
-                outcome: Outcome::Deny,
-                source: DecisionSource::User,
-                reason: match reason {
-                    Some(why) if !why.trim().is_empty() => {
-                        format!("the user denied this call, saying: {}.", why.trim())
-                    }
-                    _ => "the user denied this call.".to_string(),
-                },
-            },
-            PermissionAnswer::Interrupt => {
-                interrupt.raise();
-                Decision {
-                    outcome: Outcome::Deny,
-                    source: DecisionSource::User,
-                    reason: "the user interrupted instead of answering.".to_string(),
-                }
-            }
-        }
-    }
-}
-
-/// The decision's source and rule, as recorded in the transcript.
-fn describe_source(source: &DecisionSource) -> (String, Option<String>) {
-    match source {
-        DecisionSource::Mode(mode) => (format!("mode {mode}"), None),
-        DecisionSource::Rule { rule, layer } => (format!("rule ({layer})"), Some(rule.clone())),
-        DecisionSource::Session => ("session".to_string(), None),
-        DecisionSource::User => ("user".to_string(), None),
-        DecisionSource::NonInteractive => ("non-interactive".to_string(), None),
-        DecisionSource::Hook(hook) => (format!("hook {hook}"), None),
-    }
-}
-
-/// A denial by a hook.
-fn hook_deny(hook: &str, reason: String) -> Decision {
-    Decision {
-        outcome: Outcome::Deny,
-        source: DecisionSource::Hook(hook.to_string()),
-        reason,
     }
 }
 

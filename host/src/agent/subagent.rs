@@ -2,21 +2,28 @@
 //! a fresh agent with its own conversation, and the answer it ends with
 //! comes back as the tool's result.
 //!
-//! A sub-agent gets a subset of the session's grants: only the tools that
-//! change nothing (each still in its own sandbox, with the workspace
-//! read-only), never `task` itself (no nesting) nor `skill` (skills narrow
-//! the main conversation's tools). The session's permission policy applies
+//! A sub-agent runs the same loop under its own [`AgentProfile`]: the
+//! session's parts (model, tools, policy, hooks), its own system prompt,
+//! and a subset of the session's grants: only the tools that change
+//! nothing (each still in its own sandbox, with the workspace read-only),
+//! never `task` itself (no nesting) nor `skill` (skills narrow the main
+//! conversation's tools). The session's permission policy applies
 //! unchanged, and nobody is asked on its behalf: a call that would need the
 //! user's answer is refused. Its requests count towards the session's
 //! tokens and cost. Being read-only, several `task` calls of one answer run
 //! in parallel, like other read-only calls.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use futures_util::future::LocalBoxFuture;
 use serde_json::{Value, json};
 
-use super::{AgentEvent, AgentTool, Frontend};
-use crate::sandbox::ToolSpec;
+use super::profile::{AgentProfile, ToolAllowance};
+use super::session_parts::SessionParts;
+use super::tool::{ToolCall, ToolHandler, ToolOutcome};
+use super::{Agent, AgentEvent, Frontend, Interrupt, TurnEnd};
+use crate::hooks::HookEvent;
+use crate::sandbox::{CallError, ToolSpec};
 
 /// The tool's name, for the model and in messages.
 pub const TOOL_NAME: &str = "task";
@@ -98,9 +105,123 @@ pub fn system_prompt(system: &str) -> String {
     format!("{system}{SUBAGENT_PROMPT}")
 }
 
-/// Whether a sub-agent may use `tool`.
-pub fn allowed(tool: &AgentTool) -> bool {
-    tool.spec.read_only && tool.name != TOOL_NAME && tool.name != crate::skills::session::TOOL_NAME
+/// The profile of the `task` tool's sub-agent, in a session whose system
+/// prompt is `system`: its own prompt after the session's, and only the
+/// tools that change nothing, neither `task` nor `skill`.
+pub fn profile(system: &str) -> AgentProfile {
+    AgentProfile {
+        name: TOOL_NAME.to_string(),
+        system: Some(system_prompt(system)),
+        model: None,
+        tools: ToolAllowance::ReadOnly {
+            except: vec![
+                TOOL_NAME.to_string(),
+                crate::skills::session::TOOL_NAME.to_string(),
+            ],
+        },
+    }
+}
+
+/// The `task` tool: runs its call in a fresh sub-agent of the session.
+pub struct TaskTool {
+    spec: ToolSpec,
+}
+
+impl Default for TaskTool {
+    fn default() -> Self {
+        Self { spec: tool_spec() }
+    }
+}
+
+impl ToolHandler for TaskTool {
+    fn name(&self) -> &str {
+        TOOL_NAME
+    }
+
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn call<'a>(&'a self, call: ToolCall<'a>) -> LocalBoxFuture<'a, ToolOutcome> {
+        Box::pin(async move {
+            let Some(parts) = call.session else {
+                return ToolOutcome::from(Err(CallError::Failed(
+                    "the task tool runs only inside an agent session".to_string(),
+                )));
+            };
+            run(
+                parts.clone(),
+                call.input,
+                call.call_id,
+                call.session_id,
+                call.interrupt,
+            )
+            .await
+        })
+    }
+}
+
+/// Runs the `task` call `input` in a fresh sub-agent built from the
+/// session's `parts`. Boxed, because a sub-agent runs the same loop that
+/// called it.
+fn run<'a>(
+    parts: SessionParts,
+    input: &'a Value,
+    call_id: &'a str,
+    session_id: Option<&'a str>,
+    interrupt: &'a Interrupt,
+) -> LocalBoxFuture<'a, ToolOutcome> {
+    Box::pin(async move {
+        let started = Instant::now();
+        let task = match parse_input(input) {
+            Ok(task) => task,
+            Err(problem) => return ToolOutcome::from(Err(CallError::InvalidInput(problem))),
+        };
+        let profile = profile(&parts.config.system);
+        let mut agent = Agent::subagent(parts, profile, session_id, call_id);
+        let mut log = SubagentLog::default();
+        let start = json!({
+            "agent_type": agent.profile().name,
+            "description": task.description,
+            "prompt": task.prompt,
+        });
+        let outcome = match agent
+            .fire(HookEvent::SubagentStart, start, None, &mut log)
+            .await
+        {
+            Ok(_) => agent.turn(&task.prompt, &mut log, interrupt).await,
+            Err(error) => Err(error),
+        };
+        let elapsed = started.elapsed();
+        let report = match outcome {
+            Ok(report) => report,
+            Err(error) => {
+                return ToolOutcome {
+                    result: Err(CallError::Failed(format!("the sub-agent failed: {error}"))),
+                    usage: agent.cost().usage,
+                };
+            }
+        };
+        let result = match report.end {
+            TurnEnd::Finished(_) => Ok(log.result(&report.text, report.requests, elapsed)),
+            TurnEnd::PromptBlocked { hook, reason } => Err(CallError::Denied(format!(
+                "hook {hook} blocked the sub-agent's task: {reason}"
+            ))),
+            TurnEnd::Interrupted => Err(CallError::Failed("the sub-agent was interrupted".into())),
+            TurnEnd::MaxTurns(n) => Ok(log.result(
+                &format!(
+                    "{}\n\n(The sub-agent stopped after {n} model requests without finishing.)",
+                    report.text
+                ),
+                report.requests,
+                elapsed,
+            )),
+        };
+        ToolOutcome {
+            result,
+            usage: report.usage,
+        }
+    })
 }
 
 /// What a sub-agent did, gathered from its events for the result.

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::*;
 use crate::hooks::HookSet;
-use crate::model::{EventSink, ModelFuture, Response};
+use crate::model::{Block, EventSink, ModelFuture, Request, Response, Role, StreamEvent};
 use crate::plugin::Catalog;
 use crate::sandbox::{Limits, Sandbox};
 
@@ -99,6 +99,7 @@ struct TestFrontend {
     interrupt_on_start: Option<(String, Interrupt)>,
     answers: VecDeque<PermissionAnswer>,
     asked: Vec<String>,
+    asked_needs: Vec<CallNeeds>,
 }
 
 impl Frontend for TestFrontend {
@@ -128,11 +129,17 @@ impl Frontend for TestFrontend {
         !self.answers.is_empty()
     }
 
-    fn ask(&mut self, request: &PermissionRequest<'_>) -> PermissionAnswer {
+    fn ask<'a>(
+        &'a mut self,
+        request: &'a PermissionRequest<'a>,
+    ) -> futures_util::future::LocalBoxFuture<'a, PermissionAnswer> {
         self.asked.push(request.tool.name.clone());
-        self.answers
+        self.asked_needs.push(request.needs.clone());
+        let answer = self
+            .answers
             .pop_front()
-            .unwrap_or(PermissionAnswer::Deny { reason: None })
+            .unwrap_or(PermissionAnswer::Deny { reason: None });
+        Box::pin(async move { answer })
     }
 }
 
@@ -168,7 +175,9 @@ async fn setup_offering(steps: Vec<Step>, mode: Mode, subagents: bool) -> Setup 
         .await
         .unwrap();
     if subagents {
-        toolbox.enable_subagents();
+        toolbox
+            .register(std::sync::Arc::new(super::subagent::TaskTool::default()))
+            .unwrap();
     }
     let model = TestModel::new(steps);
     let agent = Agent::new(
@@ -420,7 +429,7 @@ async fn the_turn_limit_ends_the_turn_with_every_call_answered() {
         Step::Answer("3", read()),
     ];
     let mut s = setup(steps, Mode::Default).await;
-    s.agent.config.max_turns = 2;
+    s.agent.parts.config.max_turns = 2;
     let report = s
         .agent
         .run_turn("go", &mut TestFrontend::default(), &Interrupt::new())
@@ -438,7 +447,7 @@ async fn long_results_are_capped_with_a_note() {
         Step::Answer("ok", Vec::new()),
     ];
     let mut s = setup(steps, Mode::Default).await;
-    s.agent.config.result_cap = 8;
+    s.agent.parts.config.result_cap = 8;
     s.agent
         .run_turn("go", &mut TestFrontend::default(), &Interrupt::new())
         .await
@@ -508,7 +517,7 @@ async fn near_the_context_window_the_turn_goes_on_from_a_summary() {
     ];
     let mut s = setup(steps, Mode::Default).await;
     // Every test answer reports 15 tokens: over 85% of this window.
-    s.agent.config.context_window = 15;
+    s.agent.parts.config.context_window = 15;
     let report = s
         .agent
         .run_turn("go", &mut TestFrontend::default(), &Interrupt::new())
@@ -1080,4 +1089,113 @@ async fn compaction_fires_pre_compact_and_post_compact() {
         .find(|p| p["hook_event_name"] == "PostCompact")
         .unwrap();
     assert_eq!(post["compact_summary"], "SUMMARY: said hello.");
+}
+
+/// A tool source the loop has never heard of, as exec or MCP tools will
+/// be: one handler, registered with one line. It stamps its input and
+/// remembers what each call was given.
+struct Stamp {
+    spec: crate::sandbox::ToolSpec,
+    seen: Arc<Mutex<Vec<StampCall>>>,
+}
+
+/// What one call of [`Stamp`] was given: its id, the session's id, and
+/// whether the session's parts came with it.
+type StampCall = (String, Option<String>, bool);
+
+impl ToolHandler for Stamp {
+    fn name(&self) -> &str {
+        "stamp"
+    }
+
+    fn spec(&self) -> &crate::sandbox::ToolSpec {
+        &self.spec
+    }
+
+    fn needs(&self) -> CallNeeds {
+        CallNeeds {
+            writes_workspace: true,
+            granted: vec!["runs `stamp` natively".to_string()],
+        }
+    }
+
+    fn call<'a>(
+        &'a self,
+        call: ToolCall<'a>,
+    ) -> futures_util::future::LocalBoxFuture<'a, ToolOutcome> {
+        self.seen.lock().unwrap().push((
+            call.call_id.to_string(),
+            call.session_id.map(str::to_string),
+            call.session.is_some(),
+        ));
+        let text = format!("stamped {}", call.input["text"]);
+        Box::pin(async move { ToolOutcome::from(Ok(text)) })
+    }
+}
+
+#[tokio::test]
+async fn a_new_tool_source_is_one_handler_and_one_registration() {
+    let steps = vec![
+        Step::Answer("stamping", vec![("stamp", json!({"text": "hi"}))]),
+        Step::Answer("done", Vec::new()),
+    ];
+    let ws = tempfile::tempdir().unwrap();
+    let sandbox = Sandbox::new(&crate::home::Home::at(compile_cache(), compile_cache())).unwrap();
+    let mut toolbox = Toolbox::load(sandbox, &Catalog::builtin(), ws.path(), Limits::default())
+        .await
+        .unwrap();
+    let seen = Arc::default();
+    let stamp = Stamp {
+        spec: crate::sandbox::ToolSpec {
+            name: "stamp".into(),
+            description: "Stamps a text.".into(),
+            input_schema: json!({"type": "object"}),
+            read_only: false,
+            destructive: false,
+            idempotent: true,
+            open_world: false,
+        },
+        seen: Arc::clone(&seen),
+    };
+    toolbox.register(Arc::new(stamp)).unwrap();
+    // The `task` tool registers the same way; a second tool the model would
+    // call by the same name is refused.
+    toolbox
+        .register(Arc::new(super::subagent::TaskTool::default()))
+        .unwrap();
+    assert!(matches!(
+        toolbox.register(Arc::new(super::subagent::TaskTool::default())),
+        Err(ToolboxError::NameClash { .. })
+    ));
+    let model = TestModel::new(steps);
+    let mut agent = Agent::new(
+        Box::new(model.clone()),
+        toolbox,
+        Policy::new(Mode::Default, Vec::new()),
+        AgentConfig::new("test-model", "system"),
+        ws.path().to_path_buf(),
+        None,
+    );
+    let mut frontend = TestFrontend {
+        answers: [PermissionAnswer::AllowOnce].into(),
+        ..TestFrontend::default()
+    };
+    let report = agent
+        .run_turn("go", &mut frontend, &Interrupt::new())
+        .await
+        .unwrap();
+    assert_eq!(report.end, TurnEnd::Finished(StopReason::EndTurn));
+    let requests = model.requests();
+    assert!(requests[0].tools.iter().any(|t| t.name == "stamp"));
+    // It does not say it changes nothing, so the policy asked, naming
+    // what the call needs.
+    assert_eq!(frontend.asked, ["stamp"]);
+    assert!(frontend.asked_needs[0].writes_workspace);
+    assert_eq!(frontend.asked_needs[0].granted, ["runs `stamp` natively"]);
+    let sent = results(requests[1].messages.last().unwrap());
+    assert_eq!(sent, [("call_1_0".into(), "stamped \"hi\"".into(), false)]);
+    assert_eq!(
+        seen.lock().unwrap().as_slice(),
+        [("call_1_0".to_string(), None, true)]
+    );
 }

@@ -1,15 +1,14 @@
-//! The tools an agent session offers the model: every plugin's tools,
-//! loaded once, under names the model APIs accept, each call run in a fresh
-//! sandbox.
+//! The session's tool registry: every tool the model can call, each a
+//! [`ToolHandler`] registered under the name the model uses for it.
 //!
-//! Built-in plugins and `--plugin` files get the workspace, read-only or
-//! read-write. An installed plugin gets what the user granted it (its
-//! folders, network, environment variables and secrets), its own limits,
-//! and an audit record of every capability decision; its tools count as
-//! reaching the network when it is granted any, so the permission policy
-//! treats them as open-world. Either way a tool that says it changes
-//! nothing sees the workspace read-only, and the others may change it only
-//! once the policy has let the call run.
+//! [`Toolbox::load`] registers every plugin's component tools
+//! ([`super::component_tool`]), each plugin under what
+//! [`Provision`](crate::plugin::Provision) decided its calls get: built-in
+//! plugins and `--plugin` files the workspace, an installed plugin what the
+//! user granted it, its own limits and its audit log. Host tools are
+//! registered from above with [`Toolbox::register`] (the session's setup
+//! registers `task`); [`Toolbox::set_skills`] registers the `skill` tool
+//! along with the skills whose `allowed-tools` narrow every call.
 //!
 //! An installed plugin that cannot be used (see
 //! [`crate::plugin::availability`]) is left out and recorded in the
@@ -21,33 +20,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::grants::{GrantError, Grants, PrepareError};
+use super::component_tool::PluginRuntime;
+use super::interrupt::Interrupt;
+use super::skill_tool::SkillTool;
+use super::tool::{AgentTool, ToolCall, ToolHandler};
 use crate::model::ToolDef;
-use crate::plugin::{Catalog, CatalogError, UnavailablePlugins};
-use crate::policy::audit::{AuditError, AuditLog};
-use crate::sandbox::{
-    CallError, CallOptions, EventSink, Limits, LoadedComponent, Sandbox, ToolSpec,
-};
+use crate::plugin::{Catalog, CatalogError, Provision, ProvisionError, UnavailablePlugins, Writes};
+use crate::policy::audit::AuditLog;
+use crate::sandbox::{CallError, EventSink, Limits, Sandbox};
 use crate::skills::Skills;
 
-/// The `plugin` index of the host-implemented `skill` tool.
-const SKILL_TOOL: usize = usize::MAX;
-
-/// The `plugin` index of the `task` tool, which the agent runs itself.
-const SUBAGENT_TOOL: usize = usize::MAX - 1;
-
-/// A tool as the session knows it.
-#[derive(Debug, Clone)]
-pub struct AgentTool {
-    /// The name the model calls it by: `fs__read` for `fs.read`, because
-    /// model APIs allow only letters, digits, `_` and `-` in tool names.
-    pub model_name: String,
-    /// The tool's full name, `PLUGIN.TOOL`.
-    pub name: String,
-    /// What the plugin said about it.
-    pub spec: ToolSpec,
-    plugin: usize,
-}
+pub use super::tool::model_name;
 
 /// Why the tools could not be set up.
 #[derive(Debug, thiserror::Error)]
@@ -75,53 +58,41 @@ pub enum ToolboxError {
         /// The other.
         second: String,
     },
-    /// The workspace cannot be granted.
+    /// A plugin's calls cannot be given what they need.
     #[error(transparent)]
-    Grant(#[from] GrantError),
-    /// An installed plugin's grants cannot be made.
-    #[error("plugin {plugin} cannot be given what it was granted: {source}")]
-    PluginGrant {
-        /// The plugin.
-        plugin: String,
-        /// Why.
-        source: PrepareError,
-    },
-    /// The audit log cannot be opened.
-    #[error(transparent)]
-    Audit(#[from] AuditError),
+    Provision(#[from] ProvisionError),
 }
 
-/// What the calls of one plugin get.
-struct PluginGrants {
-    /// For tools that say they change nothing.
-    read: Grants,
-    /// For the others.
-    write: Grants,
-    /// Its limits.
-    limits: Limits,
-    /// Where its capability decisions are recorded, if not the session's.
-    audit: Option<AuditLog>,
-}
-
-/// The plugins' tools, the sandbox they run in and the workspace grants.
+/// The registered tools, the sandbox components run in, and what every
+/// call is given.
 pub struct Toolbox {
     sandbox: Arc<Sandbox>,
-    components: Vec<LoadedComponent>,
-    grants: Vec<PluginGrants>,
+    plugins: Vec<Arc<PluginRuntime>>,
     tools: Vec<AgentTool>,
     events: Option<EventSink>,
     audit: Option<AuditLog>,
     skills: Option<Arc<Skills>>,
     unavailable: UnavailablePlugins,
-}
-
-/// The name the model uses for tool `PLUGIN.TOOL`.
-pub fn model_name(name: &str) -> String {
-    name.replacen('.', "__", 1)
+    /// Never raised: the interrupt of calls made outside a turn.
+    idle: Interrupt,
 }
 
 impl Toolbox {
-    /// Loads every plugin of `catalog` and asks each for its tools. Calls
+    /// No tools yet, running components in `sandbox`.
+    pub fn new(sandbox: impl Into<Arc<Sandbox>>) -> Self {
+        Self {
+            sandbox: sandbox.into(),
+            plugins: Vec::new(),
+            tools: Vec::new(),
+            events: None,
+            audit: None,
+            skills: None,
+            unavailable: UnavailablePlugins::default(),
+            idle: Interrupt::new(),
+        }
+    }
+
+    /// Loads every plugin of `catalog` and registers its tools. Calls
     /// will see `workspace`: read-only for tools that say they change
     /// nothing, read-write for the others. An installed plugin that cannot
     /// be used is left out and marked unavailable in the catalog.
@@ -131,98 +102,73 @@ impl Toolbox {
         workspace: &Path,
         limits: Limits,
     ) -> Result<Self, ToolboxError> {
-        let sandbox: Arc<Sandbox> = sandbox.into();
-        let read = Grants::workspace(workspace, false, sandbox.own_folders())?;
-        let write = Grants::workspace(workspace, true, sandbox.own_folders())?;
-        let mut components = Vec::new();
-        let mut grants = Vec::new();
-        let mut tools: Vec<AgentTool> = Vec::new();
+        let mut toolbox = Self::new(sandbox);
+        toolbox.unavailable = catalog.unavailable().clone();
         for plugin in catalog.names() {
-            if catalog
-                .check_available(plugin, workspace, sandbox.own_folders())
-                .is_err()
-            {
-                continue;
-            }
-            let loaded = catalog.load_tools(&sandbox, plugin);
-            let Some(Some(component)) = catalog.unless_unavailable(plugin, loaded)? else {
+            let Some(runtime) = toolbox.load_plugin(catalog, plugin, workspace, limits)? else {
                 continue;
             };
-            let (plugin_grants, networked) = match catalog.installed(plugin) {
-                Some(installed) => {
-                    let made = (|| {
-                        let grant = |writable| {
-                            installed
-                                .grants(workspace, writable, sandbox.own_folders())
-                                .map_err(|source| ToolboxError::PluginGrant {
-                                    plugin: plugin.to_string(),
-                                    source,
-                                })
-                        };
-                        Ok::<_, ToolboxError>(PluginGrants {
-                            read: grant(false)?,
-                            write: grant(true)?,
-                            limits: installed.limits(limits),
-                            audit: Some(installed.audit()?),
-                        })
-                    })();
-                    let Some(plugin_grants) = catalog.unless_unavailable(plugin, made)? else {
-                        continue;
-                    };
-                    (plugin_grants, installed.reaches_network())
-                }
-                None => (
-                    PluginGrants {
-                        read: read.clone(),
-                        write: write.clone(),
-                        limits,
-                        audit: None,
-                    },
-                    false,
-                ),
-            };
-            let described =
-                sandbox
-                    .describe(&component)
-                    .await
-                    .map_err(|source| ToolboxError::Describe {
-                        plugin: plugin.to_string(),
-                        source,
-                    });
+            let described = runtime
+                .describe()
+                .await
+                .map_err(|source| ToolboxError::Describe {
+                    plugin: plugin.to_string(),
+                    source,
+                });
             let Some(specs) = catalog.unless_unavailable(plugin, described)? else {
                 continue;
             };
-            for mut spec in specs {
-                spec.open_world |= networked;
-                let name = format!("{plugin}.{}", spec.name);
-                let model_name = model_name(&name);
-                if let Some(other) = tools.iter().find(|t| t.model_name == model_name) {
-                    return Err(ToolboxError::NameClash {
-                        model_name,
-                        first: other.name.clone(),
-                        second: name,
-                    });
-                }
-                tools.push(AgentTool {
-                    model_name,
-                    name,
-                    spec,
-                    plugin: components.len(),
-                });
+            for tool in runtime.tools(specs) {
+                toolbox.register(Arc::new(tool))?;
             }
-            components.push(component);
-            grants.push(plugin_grants);
+            toolbox.plugins.push(runtime);
         }
-        Ok(Self {
-            sandbox,
-            components,
-            grants,
-            tools,
-            events: None,
-            audit: None,
-            skills: None,
-            unavailable: catalog.unavailable().clone(),
-        })
+        Ok(toolbox)
+    }
+
+    /// Plugin `plugin`'s tool component and what its calls get, or `None`
+    /// when it offers no tools or is an installed plugin that cannot be
+    /// used (then marked unavailable).
+    fn load_plugin(
+        &self,
+        catalog: &Catalog,
+        plugin: &str,
+        workspace: &Path,
+        limits: Limits,
+    ) -> Result<Option<Arc<PluginRuntime>>, ToolboxError> {
+        let own = self.sandbox.own_folders();
+        if catalog.check_available(plugin, workspace, own).is_err() {
+            return Ok(None);
+        }
+        let loaded = catalog.load_tools(&self.sandbox, plugin);
+        let Some(Some(component)) = catalog.unless_unavailable(plugin, loaded)? else {
+            return Ok(None);
+        };
+        let provision =
+            Provision::for_plugin(catalog, plugin, workspace, own, limits, Writes::WhenAllowed);
+        let Some(provision) = catalog.unless_unavailable(plugin, provision)? else {
+            return Ok(None);
+        };
+        Ok(Some(Arc::new(PluginRuntime::new(
+            self.sandbox.clone(),
+            component,
+            provision,
+        ))))
+    }
+
+    /// Offers `handler`'s tool to the model, under the name the model APIs
+    /// accept. Two tools the model would call by one name are an error.
+    pub fn register(&mut self, handler: Arc<dyn ToolHandler>) -> Result<(), ToolboxError> {
+        let tool = AgentTool::new(handler);
+        if let Some(other) = self.tools.iter().find(|t| t.model_name == tool.model_name) {
+            return Err(ToolboxError::NameClash {
+                model_name: tool.model_name,
+                first: other.name.clone(),
+                second: tool.name,
+            });
+        }
+        self.tools.push(tool);
+        Ok(())
     }
 
     /// The installed plugins left out because they cannot be used, and
@@ -239,35 +185,15 @@ impl Toolbox {
     /// Offers `skills` to the model through the host's `skill` tool (when
     /// the model may load any of them), and to the user as `/name`.
     pub fn set_skills(&mut self, skills: Skills) {
-        self.tools.retain(|t| t.plugin != SKILL_TOOL);
+        let skills = Arc::new(skills);
+        self.tools
+            .retain(|t| t.name != crate::skills::session::TOOL_NAME || t.plugin().is_some());
         let loadable = skills.set().skills().iter().any(|s| s.meta.model_invocable);
-        if !loadable {
-            self.skills = Some(Arc::new(skills));
-            return;
+        if loadable {
+            let tool = SkillTool::new(skills.clone(), self.sandbox.clone());
+            self.tools.push(AgentTool::new(Arc::new(tool)));
         }
-        self.tools.push(AgentTool {
-            model_name: crate::skills::session::TOOL_NAME.to_string(),
-            name: crate::skills::session::TOOL_NAME.to_string(),
-            spec: Skills::tool_spec(),
-            plugin: SKILL_TOOL,
-        });
-        self.skills = Some(Arc::new(skills));
-    }
-
-    /// Offers the `task` tool, which hands work to a sub-agent.
-    pub fn enable_subagents(&mut self) {
-        self.tools.retain(|t| t.plugin != SUBAGENT_TOOL);
-        self.tools.push(AgentTool {
-            model_name: super::subagent::TOOL_NAME.to_string(),
-            name: super::subagent::TOOL_NAME.to_string(),
-            spec: super::subagent::tool_spec(),
-            plugin: SUBAGENT_TOOL,
-        });
-    }
-
-    /// Whether `tool` is the `task` tool.
-    pub fn is_subagent_tool(tool: &AgentTool) -> bool {
-        tool.plugin == SUBAGENT_TOOL
+        self.skills = Some(skills);
     }
 
     /// The session's skills, if any were set.
@@ -311,12 +237,23 @@ impl Toolbox {
         self.events = Some(events);
     }
 
-    /// Records every call's capability decisions in `log`.
+    /// Records the capability decisions of calls whose plugin has no audit
+    /// log of its own in `log`.
     pub fn set_audit(&mut self, log: AuditLog) {
         self.audit = Some(log);
     }
 
-    /// Every tool, in plugin order.
+    /// Where calls' log lines and progress reports go.
+    pub fn events(&self) -> Option<&EventSink> {
+        self.events.as_ref()
+    }
+
+    /// The audit log of calls whose plugin has none of its own.
+    pub fn audit(&self) -> Option<&AuditLog> {
+        self.audit.as_ref()
+    }
+
+    /// Every tool, in the order registered.
     pub fn tools(&self) -> &[AgentTool] {
         &self.tools
     }
@@ -333,9 +270,8 @@ impl Toolbox {
     /// Whether `tool` is offered: its plugin has not been found unavailable
     /// since it was loaded (by its hooks, which load after its tools).
     fn offered(&self, tool: &AgentTool) -> bool {
-        self.components
-            .get(tool.plugin)
-            .is_none_or(|c| self.unavailable.get(c.name()).is_none())
+        tool.plugin()
+            .is_none_or(|plugin| self.unavailable.get(plugin).is_none())
     }
 
     /// The tools as offered to the model.
@@ -358,12 +294,11 @@ impl Toolbox {
 
     /// The plugins' names and component hashes, for `/plugins`.
     pub fn plugins(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.components.iter().map(|c| (c.name(), c.sha256()))
+        self.plugins.iter().map(|p| (p.plugin(), p.sha256()))
     }
 
-    /// Runs one call of `tool` in a fresh sandbox. A tool that says it
-    /// changes nothing gets the workspace read-only, so the sandbox holds it
-    /// to its word.
+    /// Runs one call of `tool` outside a turn (no sub-agents, nothing to
+    /// interrupt it), with how long it took.
     pub async fn call(
         &self,
         tool: &AgentTool,
@@ -371,46 +306,17 @@ impl Toolbox {
         session_id: Option<&str>,
     ) -> (Result<String, CallError>, Duration) {
         let started = Instant::now();
-        if tool.plugin == SUBAGENT_TOOL {
-            let err =
-                CallError::Failed("the task tool runs only inside an agent session".to_string());
-            return (Err(err), started.elapsed());
-        }
-        if tool.plugin == SKILL_TOOL {
-            let result = match &self.skills {
-                Some(skills) => skills.call(&self.sandbox, input, session_id).await,
-                None => Err(CallError::Failed("no skills are loaded".to_string())),
-            };
-            return (result, started.elapsed());
-        }
-        let (Some(component), Some(plugin)) = (
-            self.components.get(tool.plugin),
-            self.grants.get(tool.plugin),
-        ) else {
-            let err = CallError::UnknownTool {
-                name: tool.name.clone(),
-                known: Vec::new(),
-            };
-            return (Err(err), started.elapsed());
-        };
-        let grants = if tool.spec.read_only {
-            &plugin.read
-        } else {
-            &plugin.write
-        };
-        let options = CallOptions {
-            grants: grants.clone(),
-            limits: plugin.limits,
-            session_id: session_id.map(str::to_string),
-            events: self.events.clone(),
-            audit: plugin.audit.clone().or_else(|| self.audit.clone()),
-        };
-        let input = input.to_string();
-        let result = self
-            .sandbox
-            .call_tool(component, &tool.spec.name, &input, &options)
-            .await
-            .map(|output| output.to_text());
-        (result, started.elapsed())
+        let outcome = tool
+            .call(ToolCall {
+                input,
+                call_id: "",
+                session_id,
+                interrupt: &self.idle,
+                events: self.events.as_ref(),
+                audit: self.audit.as_ref(),
+                session: None,
+            })
+            .await;
+        (outcome.result, started.elapsed())
     }
 }

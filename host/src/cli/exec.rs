@@ -15,7 +15,7 @@ use crate::grants::fs::OwnFolders;
 use crate::grants::net::NetGrant;
 use crate::home::Home;
 use crate::policy::audit::{AuditLog, AuditScope};
-use crate::sandbox::limits::parse_duration;
+use crate::quantity::parse_duration;
 
 /// Run a command in the sandbox: the workspace read-only (writable with
 /// --allow-write), no network but the origins allowed, a scrubbed
@@ -131,6 +131,11 @@ fn run(args: ExecArgs) -> anyhow::Result<u8> {
     };
     let outcome = crate::exec::run(&request, &grants, &cancel, &mut stream)?;
     report(&outcome, &request, grants.timeout, json);
+    if let Some(failure) = &outcome.audit_failure {
+        bail!(
+            "the command ran but its audit record could not be written: {failure}; check the audit log with `capstan audit verify`"
+        );
+    }
     Ok(u8::try_from(outcome.exit_code().clamp(0, 255)).unwrap_or(1))
 }
 

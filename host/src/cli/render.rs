@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use futures_util::future::LocalBoxFuture;
 use serde_json::{Value, json};
 
 use super::change_preview::{Change, read_for_preview};
@@ -404,7 +405,19 @@ impl Frontend for TerminalFrontend {
         self.interactive
     }
 
-    fn ask(&mut self, request: &PermissionRequest<'_>) -> PermissionAnswer {
+    fn ask<'a>(
+        &'a mut self,
+        request: &'a PermissionRequest<'a>,
+    ) -> LocalBoxFuture<'a, PermissionAnswer> {
+        // The terminal is read on this thread, as the turn waits for the
+        // answer anyway.
+        Box::pin(std::future::ready(self.ask_terminal(request)))
+    }
+}
+
+impl TerminalFrontend {
+    /// Puts the permission question on the terminal and reads the answer.
+    fn ask_terminal(&mut self, request: &PermissionRequest<'_>) -> PermissionAnswer {
         self.finish_line();
         let tool = escape::line(&request.tool.name);
         let style = self.err;
@@ -440,6 +453,13 @@ impl Frontend for TerminalFrontend {
             "  {}",
             style.dim(&format!("why: {}", escape::line(request.reason)))
         );
+        if !request.needs.granted.is_empty() {
+            let granted = request.needs.granted.join("; ");
+            eprintln!(
+                "  {}",
+                style.dim(&format!("it was granted: {}", escape::line(&granted)))
+            );
+        }
         eprintln!(
             "  [y] yes, once   [s] yes, {tool} for this session   [a] always {tool} in this project   [n] no, and tell the model why"
         );

@@ -198,7 +198,11 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
         ));
     }
     toolbox.set_skills(found_skills);
-    toolbox.enable_subagents();
+    toolbox
+        .register(std::sync::Arc::new(
+            crate::agent::subagent::TaskTool::default(),
+        ))
+        .map_err(|e| SetupError::new(Exit::Error, e))?;
 
     let policy = build_policy(&settings, args);
     let offered: Vec<&str> = toolbox.tools().iter().map(|t| t.name.as_str()).collect();

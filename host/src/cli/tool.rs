@@ -6,17 +6,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::{Args, Subcommand};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::Exit;
 use super::escape;
-use crate::grants::Grants;
+use crate::agent::component_tool::{ComponentTool, PluginRuntime};
+use crate::agent::{Interrupt, ToolCall};
 use crate::home::Home;
-use crate::plugin::{Catalog, ToolRef};
+use crate::plugin::{Catalog, CatalogError, Provision, ProvisionError, ToolRef, Writes};
 use crate::quantity::{parse_duration, parse_size};
 use crate::sandbox::{
-    CacheOutcome, CallError, CallOptions, EventSink, Limits, LoadedComponent, LogLevel,
-    PluginEvent, Sandbox, ToolSpec,
+    CacheOutcome, CallError, EventSink, Limits, LoadedComponent, LogLevel, PluginEvent, Sandbox,
+    ToolSpec,
 };
 
 #[derive(Debug, Subcommand)]
@@ -145,7 +146,7 @@ impl Failure {
 
 /// The sandbox and the plugins of this invocation.
 struct Setup {
-    sandbox: Sandbox,
+    sandbox: Arc<Sandbox>,
     catalog: Catalog,
     verbose: bool,
 }
@@ -153,7 +154,7 @@ struct Setup {
 impl Setup {
     fn new(plugins: &PluginArgs, verbose: bool) -> Result<Self, Failure> {
         let home = Home::from_env().map_err(|e| Failure::new(Exit::Error, e))?;
-        let sandbox = Sandbox::new(&home).map_err(|e| Failure::new(Exit::Error, e))?;
+        let sandbox = Arc::new(Sandbox::new(&home).map_err(|e| Failure::new(Exit::Error, e))?);
         let mut catalog = Catalog::builtin();
         catalog
             .add_installed(&home)
@@ -172,15 +173,10 @@ impl Setup {
 
     fn load(&self, name: &str) -> Result<LoadedComponent, Failure> {
         let started = Instant::now();
-        let component = self.catalog.load(&self.sandbox, name).map_err(|e| {
-            let exit = match e {
-                crate::plugin::CatalogError::Unknown { .. } => Exit::Usage,
-                crate::plugin::CatalogError::Integrity(_)
-                | crate::plugin::CatalogError::NeedsConsent(_) => Exit::Integrity,
-                _ => Exit::Error,
-            };
-            Failure::new(exit, e)
-        })?;
+        let component = self
+            .catalog
+            .load(&self.sandbox, name)
+            .map_err(|e| Failure::new(exit_for_catalog(&e), e))?;
         if component.cache_outcome() == CacheOutcome::Compiled || self.verbose {
             let how = match component.cache_outcome() {
                 CacheOutcome::Hit => "loaded from the compile cache",
@@ -354,43 +350,63 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
         return Ok(report_error(&args, &err));
     };
 
-    // An installed plugin runs under what the user granted it (the
+    // What the call gets is decided where the agent's calls are decided:
+    // an installed plugin runs under what the user granted it (the
     // workspace writable only with --allow-write), with its own limits, and
-    // its capability decisions go to the audit log. Built-in plugins and
-    // --plugin files see the workspace only, and are not audited (every
-    // file a built-in tool opens would be a record).
-    let (grants, limits, audit) = match setup.catalog.installed(&plugin) {
-        Some(installed) => {
-            let grants = installed
-                .grants(&workspace, args.allow_write, setup.sandbox.own_folders())
-                .map_err(|e| Failure::new(Exit::Error, e))?;
-            let audit = installed
-                .audit()
-                .map_err(|e| Failure::new(Exit::Error, e))?;
-            (grants, installed.limits(Limits::default()), Some(audit))
-        }
-        None => {
-            let grants =
-                Grants::workspace(&workspace, args.allow_write, setup.sandbox.own_folders())
-                    .map_err(|e| Failure::new(Exit::Error, e))?;
-            (grants, Limits::default(), None)
-        }
+    // its capability decisions go to its audit log, which must open.
+    // Built-in plugins and --plugin files see the workspace only, and are
+    // not audited (every file a built-in tool opens would be a record).
+    let writes = if args.allow_write {
+        Writes::WhenAllowed
+    } else {
+        Writes::Never
     };
-    let options = CallOptions {
-        grants,
-        limits: Limits {
-            memory: args.memory.unwrap_or(limits.memory),
-            timeout: args.timeout.unwrap_or(limits.timeout),
-            ..limits
-        },
-        session_id: None,
-        events: Some(setup.events()),
-        audit,
-    };
+    let provision = Provision::for_plugin(
+        &setup.catalog,
+        &plugin,
+        &workspace,
+        setup.sandbox.own_folders(),
+        Limits::default(),
+        writes,
+    )
+    .map_err(|e| {
+        let exit = match &e {
+            ProvisionError::Refused(refused) => exit_for_catalog(refused),
+            _ => Exit::Error,
+        };
+        Failure::new(exit, e)
+    })?;
+    let limits = provision.limits();
+    let provision = provision.with_limits(Limits {
+        memory: args.memory.unwrap_or(limits.memory),
+        timeout: args.timeout.unwrap_or(limits.timeout),
+        ..limits
+    });
+    let runtime = Arc::new(PluginRuntime::new(
+        setup.sandbox.clone(),
+        component,
+        provision,
+    ));
+    let tool = ComponentTool::new(runtime, spec.clone());
+    let input: Value = serde_json::from_str(&input).map_err(|e| {
+        Failure::new(
+            Exit::InvalidInput,
+            format!("invalid input: the input is not valid JSON: {e}"),
+        )
+    })?;
+    let events = setup.events();
+    let interrupt = Interrupt::new();
     let started = Instant::now();
-    let result = setup
-        .sandbox
-        .call_tool(&component, &tool, &input, &options)
+    let result = tool
+        .run(&ToolCall {
+            input: &input,
+            call_id: "",
+            session_id: None,
+            interrupt: &interrupt,
+            events: Some(&events),
+            audit: None,
+            session: None,
+        })
         .await;
     if verbose {
         eprintln!(
@@ -428,6 +444,15 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
             }
             Ok(exit)
         }
+    }
+}
+
+/// The exit code of a plugin that cannot be found or used.
+fn exit_for_catalog(error: &CatalogError) -> Exit {
+    match error {
+        CatalogError::Unknown { .. } => Exit::Usage,
+        CatalogError::Integrity(_) | CatalogError::NeedsConsent(_) => Exit::Integrity,
+        _ => Exit::Error,
     }
 }
 

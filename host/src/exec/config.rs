@@ -25,7 +25,7 @@ use serde::Deserialize;
 use crate::grants::fs::OwnFolders;
 use crate::grants::net::NetGrant;
 use crate::policy::audit::AuditScope;
-use crate::sandbox::limits::{parse_duration, parse_size};
+use crate::quantity::{parse_duration, parse_size};
 
 /// How long a command may run when the call does not say.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);

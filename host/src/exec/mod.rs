@@ -159,6 +159,10 @@ pub struct ExecOutcome {
     /// What it seems to have lacked, when it failed: for the model or the
     /// user to ask for (a hint read from the errors, not a decision).
     pub needs: Vec<MissingCapability>,
+    /// Why the audit record of the command could not be written, if it
+    /// could not: the caller fails the call rather than let it pass
+    /// unrecorded.
+    pub audit_failure: Option<String>,
 }
 
 impl ExecOutcome {

@@ -297,6 +297,7 @@ impl RunningCommand {
             &output.text(),
             &refusals,
         );
+        let mut audit_failure = None;
         if let Some(audit) = &self.summary.audit {
             audit.record(AuditEvent::CommandRun {
                 command: self.summary.command.clone(),
@@ -316,7 +317,7 @@ impl RunningCommand {
                 },
                 duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
             });
-            audit.close();
+            audit_failure = audit.close().err().map(|error| error.to_string());
         }
         ExecOutcome {
             ending,
@@ -324,6 +325,7 @@ impl RunningCommand {
             duration,
             refusals,
             needs,
+            audit_failure,
         }
     }
 }

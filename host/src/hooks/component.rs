@@ -8,8 +8,7 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 
 use super::{Hook, HookEvent, HookFailure, HookOutput, Subscription};
-use crate::grants::Grants;
-use crate::plugin::{Catalog, CatalogError};
+use crate::plugin::{Catalog, CatalogError, Provision, ProvisionError, Writes};
 use crate::sandbox::{CallError, CallOptions, EventSink, Limits, LoadedComponent, Sandbox};
 
 /// The limits a hook runs under unless its plugin's manifest sets others:
@@ -101,14 +100,10 @@ pub enum HookLoadError {
     /// The plugin could not be found, verified or compiled.
     #[error(transparent)]
     Plugin(#[from] CatalogError),
-    /// Its grants could not be made.
-    #[error("hook plugin {plugin} cannot be given what it was granted: {reason}")]
-    Grant {
-        /// The plugin.
-        plugin: String,
-        /// Why.
-        reason: String,
-    },
+    /// Its calls cannot be given what they need (its grants, its audit
+    /// log).
+    #[error(transparent)]
+    Provision(#[from] ProvisionError),
     /// It could not say which events it wants.
     #[error("hook plugin {plugin} could not list its subscriptions: {source}")]
     Subscriptions {
@@ -119,11 +114,12 @@ pub enum HookLoadError {
     },
 }
 
-/// Loads every hook component of `catalog`'s plugins. Installed plugins'
-/// hooks get what the user granted the plugin, read-only (a hook decides;
-/// it does not write), their manifest's limits or [`HOOK_LIMITS`], and
-/// record capability decisions in the plugin's audit log. Hook components
-/// given with `--plugin` see the workspace, read-only, and nothing else.
+/// Loads every hook component of `catalog`'s plugins, each run under what
+/// [`Provision`] decides: installed plugins' hooks get what the user
+/// granted the plugin, read-only (a hook decides; it does not write), their
+/// manifest's limits or [`HOOK_LIMITS`], and record capability decisions in
+/// the plugin's audit log. Hook components given with `--plugin` see the
+/// workspace, read-only, and nothing else.
 /// An installed plugin whose hooks cannot be used is left out and marked
 /// unavailable in `catalog`.
 pub async fn load_hooks(
@@ -150,32 +146,18 @@ pub async fn load_hooks(
         if components.is_empty() {
             continue;
         }
-        let grant_error = |reason: String| HookLoadError::Grant {
-            plugin: plugin.to_string(),
-            reason,
-        };
-        let made = match catalog.installed(plugin) {
-            Some(installed) => installed
-                .grants(workspace, false, sandbox.own_folders())
-                .map_err(|e| grant_error(e.to_string()))
-                .and_then(|grants| {
-                    let audit = installed.audit().map_err(|e| grant_error(e.to_string()))?;
-                    Ok((grants, installed.limits(HOOK_LIMITS), Some(audit)))
-                }),
-            None => Grants::workspace(workspace, false, sandbox.own_folders())
-                .map(|grants| (grants, HOOK_LIMITS, None))
-                .map_err(|e| grant_error(e.to_string())),
-        };
-        let Some((grants, limits, audit)) = catalog.unless_unavailable(plugin, made)? else {
+        let provision = Provision::for_plugin(
+            catalog,
+            plugin,
+            workspace,
+            sandbox.own_folders(),
+            HOOK_LIMITS,
+            Writes::Never,
+        );
+        let Some(provision) = catalog.unless_unavailable(plugin, provision)? else {
             continue;
         };
-        let options = CallOptions {
-            grants,
-            limits,
-            session_id: session_id.map(str::to_string),
-            events: events.clone(),
-            audit,
-        };
+        let options = provision.options(false, session_id, events.clone(), None);
         let mut loaded = Vec::new();
         for component in components {
             let hook = HookComponent::load(sandbox.clone(), component, options.clone())

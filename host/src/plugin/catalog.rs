@@ -189,8 +189,15 @@ impl InstalledPlugin {
         Ok(Arc::new(components))
     }
 
-    /// The verified bytes of component `path`.
-    fn component_bytes(&self, path: &str) -> Result<Arc<[u8]>, CatalogError> {
+    /// Checks (once per process) that every stored file is as installed
+    /// and that the manifest asks for nothing beyond what the user agreed
+    /// to: the one integrity rule for every use of an installed plugin.
+    pub fn verify(&self) -> Result<(), CatalogError> {
+        self.verified().map(drop)
+    }
+
+    /// The bytes of component `path`, from the verified files.
+    pub fn component_bytes(&self, path: &str) -> Result<Arc<[u8]>, CatalogError> {
         self.verified()?.get(path).cloned().ok_or_else(|| {
             CatalogError::Integrity(format!(
                 "refusing to load plugin {}: its component {path} is not among its verified files; reinstall it with `capstan plugin install {}`",

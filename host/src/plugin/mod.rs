@@ -14,12 +14,14 @@ pub mod install;
 pub mod lock;
 pub mod manifest;
 pub mod package;
+pub mod provision;
 pub mod signature;
 pub mod socket_stubs;
 pub mod store;
 
 pub use availability::{Unavailable, UnavailablePlugins};
 pub use catalog::{Catalog, CatalogError, PluginSource};
+pub use provision::{Provision, ProvisionError, Writes};
 
 /// A tool addressed as `PLUGIN.TOOL`.
 #[derive(Debug, Clone, PartialEq, Eq)]

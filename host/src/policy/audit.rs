@@ -96,6 +96,14 @@ pub enum AuditError {
         /// Why.
         source: std::io::Error,
     },
+    /// A call's record could not be written.
+    #[error("cannot write the audit log {}: {reason}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// Who caused a record: a plugin's call. Clones share the call's allowance
@@ -124,6 +132,8 @@ pub const MAX_RECORDS_PER_CALL: u64 = 10_000;
 struct RecordCounts {
     written: AtomicU64,
     dropped: AtomicU64,
+    /// Why a record of the call could not be written, if one could not.
+    failure: OnceLock<String>,
 }
 
 /// One capability decision.
@@ -508,10 +518,11 @@ impl AuditLog {
             .unwrap_or_default()
     }
 
-    /// Appends one record for `scope` (see [`AuditScope::record`]).
-    fn append(&self, scope: &AuditScope, event: &AuditEvent) {
+    /// Appends one record for `scope` (see [`AuditScope::record`]); why it
+    /// could not be written, if it could not.
+    fn append(&self, scope: &AuditScope, event: &AuditEvent) -> Result<(), String> {
         let Ok(mut inner) = self.inner.lock() else {
-            return;
+            return Err("another thread failed while writing it".to_string());
         };
         let mut fields = Map::new();
         fields.insert("plugin".into(), Value::from(scope.plugin.as_str()));
@@ -523,15 +534,17 @@ impl AuditLog {
         if let Ok(Value::Object(event)) = serde_json::to_value(event) {
             fields.extend(event);
         }
-        if let Err(error) = inner.append(fields)
-            && !inner.reported
-        {
+        let Err(error) = inner.append(fields) else {
+            return Ok(());
+        };
+        if !inner.reported {
             inner.reported = true;
             eprintln!(
                 "capstan: cannot write the audit log {}: {error}",
                 inner.path.display()
             );
         }
+        Err(error.to_string())
     }
 }
 
@@ -614,8 +627,9 @@ impl AuditScope {
         }
     }
 
-    /// Appends one record. Never fails the call: a log that cannot be
-    /// written is reported on stderr (once per log). Past
+    /// Appends one record. A record that cannot be written is reported on
+    /// stderr (once per log) and remembered: [`AuditScope::close`] then
+    /// fails, and so does the call. Past
     /// [`MAX_RECORDS_PER_CALL`] records of this call, the record is only
     /// counted; [`AuditScope::close`] records how many were dropped.
     ///
@@ -628,22 +642,33 @@ impl AuditScope {
             self.counts.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        self.log.append(self, &event);
+        if let Err(reason) = self.log.append(self, &event) {
+            let _ = self.counts.failure.set(reason);
+        }
     }
 
     /// Ends the call's records: if some were dropped, one more record says
-    /// how many. Records after this start a new allowance.
-    pub fn close(&self) {
+    /// how many. Records after this start a new allowance. Fails if a
+    /// record of the call could not be written: a call whose capability
+    /// decisions were not all recorded must not count as done.
+    pub fn close(&self) -> Result<(), AuditError> {
         let dropped = self.counts.dropped.swap(0, Ordering::Relaxed);
         self.counts.written.store(0, Ordering::Relaxed);
         if dropped > 0 {
-            self.log.append(
-                self,
-                &AuditEvent::RecordsDropped {
-                    dropped,
-                    limit: MAX_RECORDS_PER_CALL,
-                },
-            );
+            let event = AuditEvent::RecordsDropped {
+                dropped,
+                limit: MAX_RECORDS_PER_CALL,
+            };
+            if let Err(reason) = self.log.append(self, &event) {
+                let _ = self.counts.failure.set(reason);
+            }
+        }
+        match self.counts.failure.get() {
+            Some(reason) => Err(AuditError::Write {
+                path: self.log.path(),
+                reason: reason.clone(),
+            }),
+            None => Ok(()),
         }
     }
 }
@@ -1169,6 +1194,35 @@ mod tests {
             .lines()
             .map(str::to_string)
             .collect()
+    }
+
+    #[test]
+    fn a_record_that_cannot_be_written_fails_the_call_at_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join("audit");
+        let log = AuditLog::open(&folder.join("audit.jsonl")).unwrap();
+        // The folder goes away and a file takes its place: the open log
+        // still takes appends, but its head can no longer be written, so
+        // the record is not fully written.
+        std::fs::rename(&folder, dir.path().join("moved")).unwrap();
+        std::fs::write(&folder, "not a folder").unwrap();
+        let failing = scope(&log, "p", "c-1");
+        failing.record(opened("/b"));
+        let error = failing.close().unwrap_err();
+        assert!(
+            matches!(&error, AuditError::Write { path, .. } if path.ends_with("audit.jsonl")),
+            "{error}"
+        );
+        assert!(
+            error.to_string().contains("cannot write the audit log"),
+            "{error}"
+        );
+        // Every later close of that call says so too.
+        assert!(failing.close().is_err());
+        let fine = AuditLog::open(&dir.path().join("other/audit.jsonl")).unwrap();
+        let ok = scope(&fine, "p", "c-2");
+        ok.record(opened("/a"));
+        assert!(ok.close().is_ok());
     }
 
     #[test]

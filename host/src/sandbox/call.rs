@@ -208,9 +208,13 @@ impl PreparedCall {
         mut self,
         outcome: Result<wasmtime::Result<R>, tokio::time::error::Elapsed>,
     ) -> Result<R, CallError> {
-        let result = self.result(outcome);
-        if let Some(audit) = &self.store.data().audit {
-            audit.close();
+        let mut result = self.result(outcome);
+        if let Some(audit) = &self.store.data().audit
+            && let Err(error) = audit.close()
+        {
+            result = Err(CallError::Failed(format!(
+                "{error}; the call's capability decisions could not all be recorded, so its result is withheld"
+            )));
         }
         if let Some(retirer) = self.retirer.take() {
             retirer.retire(self.store);

@@ -22,11 +22,12 @@ use serde_json::{Value, json};
 use super::discover::{Discovery, SkillSet, claude_home};
 use super::front_matter::{SkillMeta, clip, valid_name};
 use super::text::{self, Substitutions};
-use super::{LockedFiles, Origin, Skill, Source};
+use super::{Origin, Skill, Source};
 use crate::home::Home;
 use crate::plugin::catalog::InstalledPlugin;
 use crate::plugin::lock::Lockfile;
 use crate::plugin::store::PluginStore;
+use crate::plugin::{Provision, Writes};
 use crate::sandbox::{CallError, CallOptions, Limits, Sandbox, SkillComponent, ToolSpec};
 use crate::untrusted_folder::{Refused, UntrustedFolder};
 
@@ -103,37 +104,45 @@ impl Skills {
                     if skill_components.is_empty() {
                         continue;
                     }
-                    let locked = LockedFiles {
-                        plugin: name.clone(),
-                        root: entry.dir(store.root()),
-                        files: entry.files.clone(),
-                        source: entry.source.clone(),
-                    };
+                    // The same rule as every other call: every stored file
+                    // re-hashed and the manifest within consent, then what
+                    // the user granted (read-only), the manifest's limits
+                    // and the plugin's audit log, which must open.
                     let installed = InstalledPlugin::new(home, &name, entry);
-                    let options = match installed.grants(workspace, false, sandbox.own_folders()) {
-                        Ok(grants) => CallOptions {
-                            grants,
-                            limits: installed.limits(limits),
-                            audit: installed.audit().ok(),
-                            ..CallOptions::default()
-                        },
+                    let provision = Provision::for_installed(
+                        &installed,
+                        workspace,
+                        sandbox.own_folders(),
+                        limits,
+                        Writes::Never,
+                    );
+                    let options = match provision {
+                        Ok(provision) => provision.options(false, None, None, None),
                         Err(e) => {
-                            found.warnings.push(format!(
-                                "the skills of plugin {name} were skipped: it cannot be given what it was granted: {e}"
-                            ));
+                            found
+                                .warnings
+                                .push(format!("the skills of plugin {name} were skipped: {e}"));
                             continue;
                         }
                     };
                     for listed in skill_components {
-                        let loaded = locked.read(&listed.path).and_then(|bytes| {
-                            let origin = format!(
-                                "{} (plugin {name})",
-                                locked.root.join(&listed.path).display()
-                            );
-                            sandbox
-                                .load_skill_component(&name, &bytes, Some(&listed.sha256), &origin)
-                                .map_err(|e| e.to_string())
-                        });
+                        let loaded = installed
+                            .component_bytes(&listed.path)
+                            .map_err(|e| e.to_string())
+                            .and_then(|bytes| {
+                                let origin = format!(
+                                    "{} (plugin {name})",
+                                    installed.dir.join(&listed.path).display()
+                                );
+                                sandbox
+                                    .load_skill_component(
+                                        &name,
+                                        &bytes,
+                                        Some(&listed.sha256),
+                                        &origin,
+                                    )
+                                    .map_err(|e| e.to_string())
+                            });
                         let component = match loaded {
                             Ok(component) => component,
                             Err(message) => {

@@ -1,0 +1,382 @@
+//! Whether a call may run: the tool must exist and take an object, an
+//! active skill's `allowed-tools` must include it, then PreToolUse hooks,
+//! the permission policy, PermissionRequest hooks and, when the answer is
+//! still "ask", the user (through the front end's asynchronous
+//! [`Frontend::ask`]) decide. The decision is recorded in the transcript
+//! and shown to the front end.
+//!
+//! Hooks can narrow what the policy decides, and spare the user a question
+//! the mode would ask, but never override a deny rule, plan mode, or an ask
+//! rule the user wrote.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::dispatch::Call;
+use super::tool::{AgentTool, CallNeeds};
+use super::{Agent, AgentError, AgentEvent, Frontend, Interrupt, REFUSAL_PREFIX};
+use crate::hooks::{self, HookEvent, Verdict};
+use crate::policy::{Decision, DecisionSource, Layer, Mode, Outcome, Rule, RuleKind, ToolFacts};
+use crate::session::record::Event;
+
+/// A tool call that needs the user's say-so.
+#[derive(Debug)]
+pub struct PermissionRequest<'a> {
+    /// The tool.
+    pub tool: &'a AgentTool,
+    /// Its input.
+    pub input: &'a Value,
+    /// What the call needs: whether it may change the workspace, and
+    /// what its plugin was granted beyond it.
+    pub needs: &'a CallNeeds,
+    /// Why the policy asks.
+    pub reason: &'a str,
+    /// The permission mode.
+    pub mode: Mode,
+    /// The workspace, against which the call's relative paths resolve.
+    pub workspace: &'a Path,
+}
+
+/// What the user answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PermissionAnswer {
+    /// Run this call.
+    AllowOnce,
+    /// Run this tool without asking for the rest of the session.
+    AllowSession,
+    /// Run this tool without asking, in this project, from now on.
+    AllowAlways,
+    /// Don't run it; the reason, if given, goes to the model.
+    Deny {
+        /// What the user said.
+        reason: Option<String>,
+    },
+    /// Don't run it, and stop the turn.
+    Interrupt,
+}
+
+/// A call the checks let run: the tool, the input it runs with (a hook may
+/// have changed it), and notes from hooks for the model.
+pub(super) struct Authorized {
+    pub(super) tool: AgentTool,
+    pub(super) input: Value,
+    pub(super) notes: Vec<String>,
+}
+
+impl Agent {
+    /// Decides whether a call may run: the tool must exist and its input be
+    /// an object, and the policy (or the user) must allow it. Returns the
+    /// tool, or the error result to send back.
+    pub(super) async fn authorize(
+        &mut self,
+        call: &Call,
+        frontend: &mut dyn Frontend,
+        interrupt: &Interrupt,
+    ) -> Result<Result<Authorized, String>, AgentError> {
+        let Some(tool) = self.find_tool(&call.name).cloned() else {
+            let known: Vec<&str> = self
+                .parts
+                .toolbox
+                .tools()
+                .iter()
+                .filter(|tool| self.offers(tool))
+                .map(|t| t.model_name.as_str())
+                .collect();
+            return Ok(Err(format!(
+                "There is no tool called `{}`. Available tools: {}.",
+                call.name,
+                known.join(", ")
+            )));
+        };
+        if !call.input.is_object() {
+            return Ok(Err(format!(
+                "The input of {} must be a JSON object matching its schema.",
+                tool.model_name
+            )));
+        }
+        if let Some(refusal) = self.parts.toolbox.skill_refusal(&tool) {
+            return Ok(Err(refusal));
+        }
+        let mut input = call.input.clone();
+        let mut notes = Vec::new();
+        let mut verdict = Verdict::Proceed;
+        let mut hook_decision = None;
+        if self.parts.hooks.wants(HookEvent::PreToolUse) {
+            let fields = json!({
+                "tool_name": tool.name,
+                "tool_input": call.input,
+                "tool_use_id": call.id,
+            });
+            let combined = self
+                .fire(HookEvent::PreToolUse, fields, Some(&call.id), frontend)
+                .await?;
+            notes.extend(
+                combined
+                    .context
+                    .iter()
+                    .map(|(hook, text)| format!("Note from hook {hook}: {text}")),
+            );
+            if let Some((hook, reason)) = combined.denied() {
+                hook_decision = Some(hook_deny(
+                    hook,
+                    format!("hook {hook} blocked this call: {reason}"),
+                ));
+            } else if let Some((hook, modified)) = &combined.modified {
+                match hooks::schema::validate(modified, &tool.spec.input_schema) {
+                    Ok(()) => {
+                        input = modified.clone();
+                        let text = format!("hook {hook} changed the input of {}", tool.name);
+                        frontend.event(AgentEvent::Notice(&text));
+                    }
+                    Err(why) => {
+                        hook_decision = Some(hook_deny(
+                            hook,
+                            format!(
+                                "hook {hook} changed the input of {} to one its schema refuses ({why}), so the call was not run.",
+                                tool.name
+                            ),
+                        ));
+                    }
+                }
+            }
+            verdict = combined.verdict;
+        }
+        let mut decision = match hook_decision {
+            Some(decision) => decision,
+            None => {
+                let facts = ToolFacts {
+                    tool: &tool.name,
+                    read_only: tool.spec.read_only,
+                    destructive: tool.spec.destructive,
+                    open_world: tool.spec.open_world,
+                    input: &input,
+                    workspace: &self.parts.workspace,
+                };
+                self.parts.policy.decide(&facts)
+            }
+        };
+        // A hook's allow spares the user a question the mode would ask, but
+        // never overrides a deny rule or plan mode (those are denials), nor
+        // an ask rule the user wrote; a hook's ask makes an allowed call ask.
+        let asked_by_rule = decision.outcome == Outcome::Ask
+            && matches!(decision.source, DecisionSource::Rule { .. });
+        match verdict {
+            Verdict::Allow { hook } if decision.outcome == Outcome::Ask && !asked_by_rule => {
+                decision = Decision {
+                    outcome: Outcome::Allow,
+                    reason: format!("hook {hook} allowed this call"),
+                    source: DecisionSource::Hook(hook),
+                };
+            }
+            Verdict::Ask { hook, reason } if decision.outcome == Outcome::Allow => {
+                decision = Decision {
+                    outcome: Outcome::Ask,
+                    reason: format!("hook {hook} asks first: {reason}"),
+                    source: DecisionSource::Hook(hook),
+                };
+            }
+            _ => {}
+        }
+        if decision.outcome == Outcome::Ask && self.parts.hooks.wants(HookEvent::PermissionRequest)
+        {
+            let fields = json!({
+                "tool_name": tool.name,
+                "tool_input": input,
+                "tool_use_id": call.id,
+                "reason": decision.reason,
+            });
+            let combined = self
+                .fire(
+                    HookEvent::PermissionRequest,
+                    fields,
+                    Some(&call.id),
+                    frontend,
+                )
+                .await?;
+            match combined.verdict {
+                Verdict::Deny { hook, reason } => {
+                    decision = hook_deny(
+                        &hook,
+                        format!("hook {hook} refused the permission request: {reason}"),
+                    );
+                }
+                // The same holds here: a question an ask rule puts is the
+                // user's to answer, whatever a hook says.
+                Verdict::Allow { hook } if asked_by_rule => {
+                    let text = format!(
+                        "hook {hook} allowed {}, but an ask rule you wrote asks first, and only you can answer it",
+                        tool.name
+                    );
+                    frontend.event(AgentEvent::Notice(&text));
+                }
+                Verdict::Allow { hook } => {
+                    decision = Decision {
+                        outcome: Outcome::Allow,
+                        reason: format!("hook {hook} granted the permission request"),
+                        source: DecisionSource::Hook(hook),
+                    };
+                }
+                _ => {}
+            }
+        }
+        if decision.outcome == Outcome::Ask {
+            decision = if frontend.can_prompt() {
+                let fields = json!({
+                    "message": format!("capstan needs your permission to use {}", tool.name),
+                    "notification_type": "permission_prompt",
+                    "title": "Permission needed",
+                });
+                self.fire(HookEvent::Notification, fields, Some(&call.id), frontend)
+                    .await?;
+                let needs = tool.needs();
+                let request = PermissionRequest {
+                    tool: &tool,
+                    input: &input,
+                    needs: &needs,
+                    reason: &decision.reason,
+                    mode: self.parts.policy.mode(),
+                    workspace: &self.parts.workspace,
+                };
+                let answer = frontend.ask(&request).await;
+                self.apply_answer(&tool, answer, frontend, interrupt)
+            } else {
+                decision.without_prompt(&tool.name)
+            };
+        }
+        let (source, rule) = describe_source(&decision.source);
+        self.record(Event::Permission {
+            tool_use_id: call.id.clone(),
+            tool: tool.name.clone(),
+            outcome: match decision.outcome {
+                Outcome::Allow => "allow",
+                Outcome::Ask => "ask",
+                Outcome::Deny => "deny",
+            }
+            .to_string(),
+            source,
+            rule,
+            reason: decision.reason.clone(),
+        })?;
+        frontend.event(AgentEvent::Permission {
+            id: &call.id,
+            tool: &tool.name,
+            decision: &decision,
+        });
+        Ok(match decision.outcome {
+            Outcome::Allow => Ok(Authorized { tool, input, notes }),
+            Outcome::Ask | Outcome::Deny => Err(format!(
+                "{REFUSAL_PREFIX} {} Do not retry the same call; adapt, or ask the user.",
+                decision.reason
+            )),
+        })
+    }
+
+    /// Turns the user's answer into a decision, remembering it as asked.
+    fn apply_answer(
+        &mut self,
+        tool: &AgentTool,
+        answer: PermissionAnswer,
+        frontend: &mut dyn Frontend,
+        interrupt: &Interrupt,
+    ) -> Decision {
+        let allow = |source: DecisionSource, reason: String| Decision {
+            outcome: Outcome::Allow,
+            source,
+            reason,
+        };
+        match answer {
+            PermissionAnswer::AllowOnce => allow(
+                DecisionSource::User,
+                "the user allowed this call".to_string(),
+            ),
+            PermissionAnswer::AllowSession => {
+                self.parts.policy.allow_for_session(Rule::tool(&tool.name));
+                allow(
+                    DecisionSource::Session,
+                    format!("the user allowed {} for this session", tool.name),
+                )
+            }
+            PermissionAnswer::AllowAlways => {
+                let rule = Rule::tool(&tool.name);
+                let saved = self.home.as_ref().map(|home| {
+                    crate::policy::settings::save_local_allow(home, &self.parts.workspace, &rule)
+                });
+                // The rule applies from now on as the file it was saved in
+                // says, so `/permissions` removes it from there.
+                match saved {
+                    Some(Ok(_)) => self.parts.policy.add_rule(
+                        RuleKind::Allow,
+                        rule.clone(),
+                        Layer::ProjectLocal,
+                    ),
+                    _ => self.parts.policy.allow_for_session(rule.clone()),
+                }
+                let reason = match saved {
+                    Some(Ok(path)) => {
+                        let text = format!(
+                            "{} is always allowed in this project: the rule `{rule}` was saved to {}; /permissions lists saved rules and removes them",
+                            tool.name,
+                            path.display()
+                        );
+                        frontend.event(AgentEvent::Notice(&text));
+                        format!(
+                            "the user always allows {} in this project (saved to {})",
+                            tool.name,
+                            path.display()
+                        )
+                    }
+                    Some(Err(error)) => {
+                        let text = format!(
+                            "{} allowed for this session only: the answer could not be saved: {error}",
+                            tool.name
+                        );
+                        frontend.event(AgentEvent::Notice(&text));
+                        text
+                    }
+                    None => format!("the user allowed {} for this session", tool.name),
+                };
+                allow(DecisionSource::User, reason)
+            }
+            PermissionAnswer::Deny { reason } => Decision {
+                outcome: Outcome::Deny,
+                source: DecisionSource::User,
+                reason: match reason {
+                    Some(why) if !why.trim().is_empty() => {
+                        format!("the user denied this call, saying: {}.", why.trim())
+                    }
+                    _ => "the user denied this call.".to_string(),
+                },
+            },
+            PermissionAnswer::Interrupt => {
+                interrupt.raise();
+                Decision {
+                    outcome: Outcome::Deny,
+                    source: DecisionSource::User,
+                    reason: "the user interrupted instead of answering.".to_string(),
+                }
+            }
+        }
+    }
+}
+
+/// The decision's source and rule, as recorded in the transcript.
+fn describe_source(source: &DecisionSource) -> (String, Option<String>) {
+    match source {
+        DecisionSource::Mode(mode) => (format!("mode {mode}"), None),
+        DecisionSource::Rule { rule, layer } => (format!("rule ({layer})"), Some(rule.clone())),
+        DecisionSource::Session => ("session".to_string(), None),
+        DecisionSource::User => ("user".to_string(), None),
+        DecisionSource::NonInteractive => ("non-interactive".to_string(), None),
+        DecisionSource::Hook(hook) => (format!("hook {hook}"), None),
+    }
+}
+
+/// A denial by a hook.
+fn hook_deny(hook: &str, reason: String) -> Decision {
+    Decision {
+        outcome: Outcome::Deny,
+        source: DecisionSource::Hook(hook.to_string()),
+        reason,
+    }
+}

@@ -1,0 +1,159 @@
+//! One shape for every tool the model can call, whatever runs it: a
+//! plugin's component ([`super::component_tool`]), the host's `skill`
+//! ([`super::skill_tool`]) and `task` ([`super::subagent`]) tools, and
+//! later native commands and MCP servers.
+//!
+//! A [`ToolHandler`] says what the tool is (its spec: name, description,
+//! input schema and hints), what a call needs (the capabilities the
+//! permission question names), which plugin's audit scope its records go
+//! to, and runs one call given a [`ToolCall`]: the input, the call's ids,
+//! the interrupt that cancels it, where its progress events go and the
+//! session's audit log. The [`super::Toolbox`] registers handlers; the loop,
+//! the scheduler, the policy and the hooks see only this shape.
+
+use std::sync::Arc;
+
+use futures_util::future::LocalBoxFuture;
+use serde_json::Value;
+
+use super::interrupt::Interrupt;
+use super::session_parts::SessionParts;
+use crate::model::Usage;
+use crate::policy::audit::AuditLog;
+use crate::sandbox::{CallError, EventSink, ToolSpec};
+
+/// What one call of a tool is given besides its handler.
+pub struct ToolCall<'a> {
+    /// The input, a JSON object the policy and the hooks let through.
+    pub input: &'a Value,
+    /// The model's id for the call.
+    pub call_id: &'a str,
+    /// The agent session making the call, if any.
+    pub session_id: Option<&'a str>,
+    /// Raised when the user interrupts: a handler that waits on something
+    /// other than its own future (a sub-agent, a process) stops then.
+    /// Dropping the call's future cancels it too.
+    pub interrupt: &'a Interrupt,
+    /// Where the call's log lines and progress reports go, as they happen.
+    pub events: Option<&'a EventSink>,
+    /// The session's audit log, for handlers with no log of their own.
+    pub audit: Option<&'a AuditLog>,
+    /// The session the call is made in, for handlers that run agent work
+    /// themselves (`task`); `None` outside an agent session.
+    pub session: Option<&'a SessionParts>,
+}
+
+/// How a call ended: its result for the model, and the model tokens it
+/// used (a sub-agent's requests; zero for other tools).
+#[derive(Debug)]
+pub struct ToolOutcome {
+    /// The result text, or the error the model sees.
+    pub result: Result<String, CallError>,
+    /// Tokens spent on the call's own model requests.
+    pub usage: Usage,
+}
+
+impl From<Result<String, CallError>> for ToolOutcome {
+    fn from(result: Result<String, CallError>) -> Self {
+        Self {
+            result,
+            usage: Usage::default(),
+        }
+    }
+}
+
+/// What a call of a tool needs beyond its input: what the permission
+/// question names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallNeeds {
+    /// It may change the workspace (it does not say it changes nothing).
+    pub writes_workspace: bool,
+    /// What its plugin was granted beyond the workspace, in plain words
+    /// (folders, hosts, variables, secrets); empty for tools that get the
+    /// workspace only.
+    pub granted: Vec<String>,
+}
+
+/// A source of one tool; see the [module documentation](self).
+pub trait ToolHandler: Send + Sync {
+    /// The tool's full name (`PLUGIN.TOOL`, or a host tool's bare name).
+    fn name(&self) -> &str;
+
+    /// What the tool is: its name within its source, description, input
+    /// schema and hints (read-only, destructive, idempotent, open-world).
+    fn spec(&self) -> &ToolSpec;
+
+    /// The plugin whose audit scope the call's records go to and whose
+    /// availability decides whether the tool is offered; `None` for the
+    /// host's own tools.
+    fn plugin(&self) -> Option<&str> {
+        None
+    }
+
+    /// What a call needs, for the permission question.
+    fn needs(&self) -> CallNeeds {
+        CallNeeds {
+            writes_workspace: !self.spec().read_only,
+            granted: Vec::new(),
+        }
+    }
+
+    /// Runs one call.
+    fn call<'a>(&'a self, call: ToolCall<'a>) -> LocalBoxFuture<'a, ToolOutcome>;
+}
+
+/// A tool as the session knows it: its handler, and the names the model and
+/// the user call it by.
+#[derive(Clone)]
+pub struct AgentTool {
+    /// The name the model calls it by: `fs__read` for `fs.read`, because
+    /// model APIs allow only letters, digits, `_` and `-` in tool names.
+    pub model_name: String,
+    /// The tool's full name, `PLUGIN.TOOL`.
+    pub name: String,
+    /// What its source said about it.
+    pub spec: ToolSpec,
+    handler: Arc<dyn ToolHandler>,
+}
+
+impl std::fmt::Debug for AgentTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentTool")
+            .field("name", &self.name)
+            .field("model_name", &self.model_name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentTool {
+    /// The tool `handler` runs, named for the model.
+    pub fn new(handler: Arc<dyn ToolHandler>) -> Self {
+        let name = handler.name().to_string();
+        Self {
+            model_name: model_name(&name),
+            spec: handler.spec().clone(),
+            name,
+            handler,
+        }
+    }
+
+    /// The plugin it belongs to, if any.
+    pub fn plugin(&self) -> Option<&str> {
+        self.handler.plugin()
+    }
+
+    /// What a call needs.
+    pub fn needs(&self) -> CallNeeds {
+        self.handler.needs()
+    }
+
+    /// Runs one call.
+    pub fn call<'a>(&'a self, call: ToolCall<'a>) -> LocalBoxFuture<'a, ToolOutcome> {
+        self.handler.call(call)
+    }
+}
+
+/// The name the model uses for tool `PLUGIN.TOOL`.
+pub fn model_name(name: &str) -> String {
+    name.replacen('.', "__", 1)
+}

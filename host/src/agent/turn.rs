@@ -1,0 +1,360 @@
+//! The loop of one turn: the user's prompt, then a request to the model,
+//! its answer streamed to the front end, the tool calls it asks for
+//! ([`super::dispatch`]), their results back to the model, and again, until
+//! the model ends its turn, the user interrupts, or `max_turns` requests
+//! were made.
+
+use serde_json::json;
+
+use super::dispatch::Call;
+use super::{
+    Agent, AgentError, AgentEvent, Frontend, Interrupt, MAX_STOP_CONTINUES, TurnEnd, TurnReport,
+    compact,
+};
+use crate::hooks::{Combined, HookEvent};
+use crate::model::{Block, Message, Request, Response, Role, StopReason, StreamEvent, Usage};
+use crate::session::record::Event;
+
+/// What became of one request to the model.
+enum Answered {
+    /// The model answered.
+    Response(Response),
+    /// The user interrupted it; the text streamed so far was kept.
+    Interrupted,
+}
+
+impl Agent {
+    /// Runs one turn: the user's `prompt`, then model answers and tool
+    /// calls until the model ends its turn, the user interrupts, or
+    /// `max_turns` requests were made. Skills loaded during the turn (or
+    /// run by the user just before it) stop being active when it ends.
+    pub async fn run_turn(
+        &mut self,
+        prompt: &str,
+        frontend: &mut dyn Frontend,
+        interrupt: &Interrupt,
+    ) -> Result<TurnReport, AgentError> {
+        let report = self.turn(prompt, frontend, interrupt).await;
+        self.parts.toolbox.end_skill_turn();
+        report
+    }
+
+    /// [`Agent::run_turn`], without ending the turn's skills (a sub-agent
+    /// runs its task this way).
+    pub(super) async fn turn(
+        &mut self,
+        prompt: &str,
+        frontend: &mut dyn Frontend,
+        interrupt: &Interrupt,
+    ) -> Result<TurnReport, AgentError> {
+        if self.should_compact() {
+            self.compact_or_notice(frontend, interrupt, false).await?;
+        }
+        let mut report = TurnReport {
+            end: TurnEnd::Finished(StopReason::EndTurn),
+            text: String::new(),
+            requests: 0,
+            tool_calls: 0,
+            usage: Usage::default(),
+        };
+        if let Some(blocked) = self.submit_prompt(prompt, frontend).await? {
+            report.end = blocked;
+            return Ok(report);
+        }
+        let mut stop_continues = 0;
+        loop {
+            if report.requests >= self.parts.config.max_turns {
+                let reason = format!(
+                    "stopped after {} model requests (--max-turns)",
+                    report.requests
+                );
+                self.record(Event::Interrupted { reason })?;
+                report.end = TurnEnd::MaxTurns(report.requests);
+                return Ok(report);
+            }
+            if report.requests > 0 && self.should_compact() {
+                self.compact_or_notice(frontend, interrupt, true).await?;
+            }
+            report.requests += 1;
+            let response = match self.request_answer(frontend, interrupt).await? {
+                Answered::Response(response) => response,
+                Answered::Interrupted => {
+                    report.end = TurnEnd::Interrupted;
+                    return Ok(report);
+                }
+            };
+            report.usage.add(response.usage);
+            let stop_reason = response.stop_reason.clone();
+            let (text, calls) = self.keep_answer(response, frontend)?;
+            report.text = text;
+            if calls.is_empty() {
+                if self
+                    .keep_going(&mut stop_continues, &report.text, frontend)
+                    .await?
+                {
+                    continue;
+                }
+                report.end = TurnEnd::Finished(stop_reason);
+                return Ok(report);
+            }
+            report.tool_calls += u32::try_from(calls.len()).unwrap_or(u32::MAX);
+            let results = self.run_calls(&calls, frontend, interrupt).await?;
+            let message = Message {
+                role: Role::User,
+                content: results,
+            };
+            frontend.event(AgentEvent::ToolResults(&message));
+            if let Some(transcript) = &mut self.transcript {
+                transcript.record_tool_results(&message)?;
+            }
+            self.messages.push(message);
+            if interrupt.is_raised() {
+                self.record(Event::Interrupted {
+                    reason: "interrupted by the user while tools were running".into(),
+                })?;
+                report.end = TurnEnd::Interrupted;
+                return Ok(report);
+            }
+        }
+    }
+
+    /// Fires UserPromptSubmit (not for a sub-agent, whose task is not a
+    /// prompt the user submitted; its start fired SubagentStart) and adds
+    /// the prompt with the hooks' context; how the turn ends if a hook
+    /// blocked it instead.
+    async fn submit_prompt(
+        &mut self,
+        prompt: &str,
+        frontend: &mut dyn Frontend,
+    ) -> Result<Option<TurnEnd>, AgentError> {
+        let submitted = if self.parent.is_some() {
+            Combined::default()
+        } else {
+            self.fire(
+                HookEvent::UserPromptSubmit,
+                json!({ "prompt": prompt }),
+                None,
+                frontend,
+            )
+            .await?
+        };
+        if let Some((hook, reason)) = submitted.denied() {
+            let (hook, reason) = (hook.to_string(), reason.to_string());
+            let text = format!("hook {hook} blocked the prompt: {reason}");
+            frontend.event(AgentEvent::Notice(&text));
+            self.record(Event::Interrupted { reason: text })?;
+            return Ok(Some(TurnEnd::PromptBlocked { hook, reason }));
+        }
+        let mut context = std::mem::take(&mut self.hook_context);
+        context.extend(submitted.context);
+        self.push_user_text(prompt, &context)?;
+        Ok(None)
+    }
+
+    /// Sends the conversation to the model and streams its answer to the
+    /// front end. On an interrupt or an error, what was streamed is kept
+    /// and the reason recorded.
+    async fn request_answer(
+        &mut self,
+        frontend: &mut dyn Frontend,
+        interrupt: &Interrupt,
+    ) -> Result<Answered, AgentError> {
+        let request = Request {
+            model: self.parts.config.model.clone(),
+            system: self.parts.config.system.clone(),
+            messages: self.messages.clone(),
+            tools: self.tool_defs(),
+            max_tokens: self.parts.config.max_tokens,
+        };
+        frontend.event(AgentEvent::Thinking);
+        let mut streamed = String::new();
+        let outcome = {
+            let toolbox = &self.parts.toolbox;
+            let mut sink = |event: StreamEvent| match event {
+                StreamEvent::TextDelta(text) => {
+                    frontend.event(AgentEvent::Text(&text));
+                    streamed.push_str(&text);
+                }
+                StreamEvent::ToolUseStarted { name, .. } => {
+                    let tool = toolbox.find(&name).map_or(name.as_str(), |t| &t.name);
+                    frontend.event(AgentEvent::PreparingTool { tool });
+                }
+                StreamEvent::ToolUseFinished { .. } => {}
+                StreamEvent::Retrying {
+                    attempt,
+                    after,
+                    reason,
+                } => frontend.event(AgentEvent::Retrying {
+                    attempt,
+                    after,
+                    reason: &reason,
+                }),
+            };
+            tokio::select! {
+                result = self.parts.provider.stream(&request, &mut sink) => Some(result),
+                () = interrupt.raised() => None,
+            }
+        };
+        match outcome {
+            None => {
+                self.keep_partial_answer(streamed)?;
+                self.record(Event::Interrupted {
+                    reason: "interrupted by the user while the model was answering".into(),
+                })?;
+                Ok(Answered::Interrupted)
+            }
+            Some(Err(error)) => {
+                self.keep_partial_answer(streamed)?;
+                self.record(Event::Interrupted {
+                    reason: error.to_string(),
+                })?;
+                Err(error.into())
+            }
+            Some(Ok(response)) => Ok(Answered::Response(response)),
+        }
+    }
+
+    /// Counts the answer's tokens and adds the answer to the conversation
+    /// (unless it is empty); returns its text and the tool calls it asks
+    /// for.
+    fn keep_answer(
+        &mut self,
+        response: Response,
+        frontend: &mut dyn Frontend,
+    ) -> Result<(String, Vec<Call>), AgentError> {
+        self.context_tokens = Some(compact::tokens_in_context(response.usage));
+        self.cost.add(response.usage);
+        frontend.event(AgentEvent::Usage(response.usage));
+        if let Some(transcript) = &mut self.transcript {
+            transcript.record_usage(response.usage)?;
+        }
+        let content: Vec<Block> = response
+            .content
+            .into_iter()
+            .filter(|block| !matches!(block, Block::Text { text } if text.is_empty()))
+            .collect();
+        let text = content
+            .iter()
+            .filter_map(|block| match block {
+                Block::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("");
+        let calls: Vec<Call> = content
+            .iter()
+            .filter_map(|block| match block {
+                Block::ToolUse { id, name, input } => Some(Call {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: input.clone(),
+                }),
+                _ => None,
+            })
+            .collect();
+        if content.is_empty() {
+            return Ok((text, calls));
+        }
+        let message = Message {
+            role: Role::Assistant,
+            content,
+        };
+        frontend.event(AgentEvent::Answer(&message));
+        if let Some(transcript) = &mut self.transcript {
+            transcript.record_assistant(&message, Some(response.stop_reason))?;
+        }
+        self.messages.push(message);
+        Ok((text, calls))
+    }
+
+    /// Adds the user's text, and context hooks added to it, joining it to a
+    /// user message already last (after an interrupted turn) so roles keep
+    /// alternating.
+    fn push_user_text(
+        &mut self,
+        text: &str,
+        context: &[(String, String)],
+    ) -> Result<(), AgentError> {
+        let mut blocks = vec![Block::Text {
+            text: text.to_string(),
+        }];
+        blocks.extend(context.iter().map(|(hook, text)| Block::Text {
+            text: format!("Context from hook {hook}:\n{text}"),
+        }));
+        let message = Message {
+            role: Role::User,
+            content: blocks.clone(),
+        };
+        if let Some(transcript) = &mut self.transcript {
+            transcript.record_user(&message)?;
+        }
+        match self.messages.last_mut() {
+            Some(last) if last.role == Role::User => last.content.extend(blocks),
+            _ => self.messages.push(message),
+        }
+        Ok(())
+    }
+
+    /// Fires Stop (SubagentStop in a sub-agent) when the model ends its
+    /// turn; returns whether a hook asked it to keep going (at most
+    /// [`MAX_STOP_CONTINUES`] times per prompt), in which case the hook's
+    /// text was added for the model.
+    async fn keep_going(
+        &mut self,
+        continues: &mut u32,
+        last_message: &str,
+        frontend: &mut dyn Frontend,
+    ) -> Result<bool, AgentError> {
+        let event = if self.parent.is_some() {
+            HookEvent::SubagentStop
+        } else {
+            HookEvent::Stop
+        };
+        if !self.parts.hooks.wants(event) {
+            return Ok(false);
+        }
+        let fields = json!({
+            "stop_hook_active": *continues > 0,
+            "last_assistant_message": last_message,
+        });
+        let combined = self.fire(event, fields, None, frontend).await?;
+        let Some((hook, text)) = combined.keep_going else {
+            return Ok(false);
+        };
+        if *continues >= MAX_STOP_CONTINUES {
+            let notice = format!(
+                "hook {hook} asked the model to keep going again; that happens at most {MAX_STOP_CONTINUES} times per prompt, so the turn ends"
+            );
+            frontend.event(AgentEvent::Notice(&notice));
+            return Ok(false);
+        }
+        *continues += 1;
+        let notice = format!("hook {hook} asked the model to keep going: {text}");
+        frontend.event(AgentEvent::Notice(&notice));
+        self.push_user_text(
+            &format!(
+                "A {} hook ({hook}) asked you not to stop yet: {text}",
+                event.name()
+            ),
+            &[],
+        )?;
+        Ok(true)
+    }
+
+    /// Keeps the text streamed before an answer broke off, so the
+    /// conversation shows what the user saw.
+    fn keep_partial_answer(&mut self, streamed: String) -> Result<(), AgentError> {
+        if streamed.trim().is_empty() {
+            return Ok(());
+        }
+        let message = Message {
+            role: Role::Assistant,
+            content: vec![Block::Text { text: streamed }],
+        };
+        if let Some(transcript) = &mut self.transcript {
+            transcript.record_assistant(&message, None)?;
+        }
+        self.messages.push(message);
+        Ok(())
+    }
+}

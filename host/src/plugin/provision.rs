@@ -1,0 +1,212 @@
+//! What a plugin's calls get: the one place that decides a call's grants,
+//! limits and audit log, and refuses a plugin that fails its integrity
+//! check. Tools (the agent's and `capstan tool call`), hooks and skill
+//! components all take their [`CallOptions`] from here.
+//!
+//! - An **installed** plugin is verified first ([`InstalledPlugin::verify`]:
+//!   every stored file re-hashed against the lockfile, and the manifest
+//!   asking for nothing beyond what the user agreed to); then it gets what
+//!   the user granted it, its manifest's limits over the caller's, and its
+//!   audit log, which must open: a call whose capability decisions cannot
+//!   be recorded does not run.
+//! - A **built-in** plugin or a `--plugin` file sees the workspace and
+//!   nothing else, under the caller's limits, and is not audited (every
+//!   file a built-in tool opens would be a record), unless the caller passes
+//!   the session's log to [`Provision::options`].
+//!
+//! Either way a call that may not change anything sees every folder
+//! read-only: the caller asks for [`Provision::options`] with `writable`
+//! false for tools that say they change nothing, for hooks (a hook
+//! decides; it does not write) and for skills.
+
+use std::path::Path;
+
+use super::catalog::{Catalog, CatalogError, InstalledPlugin};
+use crate::grants::{GrantError, Grants, OwnFolders, PrepareError};
+use crate::policy::audit::{AuditError, AuditLog};
+use crate::sandbox::{CallOptions, EventSink, Limits};
+
+/// Why a plugin's calls cannot be given what they need.
+#[derive(Debug, thiserror::Error)]
+pub enum ProvisionError {
+    /// An installed plugin's files differ from what was installed, or its
+    /// manifest asks for more than the user agreed to.
+    #[error(transparent)]
+    Refused(#[from] CatalogError),
+    /// The workspace cannot be granted.
+    #[error(transparent)]
+    Workspace(#[from] GrantError),
+    /// An installed plugin's grants cannot be made.
+    #[error("plugin {plugin} cannot be given what it was granted: {source}")]
+    Grant {
+        /// The plugin.
+        plugin: String,
+        /// Why.
+        source: PrepareError,
+    },
+    /// An installed plugin's audit log cannot be opened.
+    #[error(transparent)]
+    Audit(#[from] AuditError),
+}
+
+/// Whether calls may ever change the workspace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Writes {
+    /// Never: only read-only grants are made (hooks, skills, a
+    /// `capstan tool call` without `--allow-write`).
+    Never,
+    /// For calls that do not say they change nothing (the agent's tools,
+    /// `capstan tool call --allow-write`).
+    WhenAllowed,
+}
+
+/// What the calls of one plugin get; see the [module documentation](self).
+#[derive(Clone)]
+pub struct Provision {
+    /// For calls that may not change anything.
+    read: Grants,
+    /// For calls that may; the read grants under [`Writes::Never`].
+    write: Grants,
+    /// Memory, time and output limits.
+    limits: Limits,
+    /// The plugin's own audit log (installed plugins only).
+    audit: Option<AuditLog>,
+    /// What the user granted, in plain words (installed plugins only).
+    granted: Vec<String>,
+    /// Whether it was granted any network access.
+    networked: bool,
+}
+
+impl std::fmt::Debug for Provision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Provision")
+            .field("limits", &self.limits)
+            .field("audited", &self.audit.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Provision {
+    /// What the calls of `catalog`'s plugin `plugin` get in `workspace`,
+    /// with `base` limits where an installed plugin's manifest sets none.
+    pub fn for_plugin(
+        catalog: &Catalog,
+        plugin: &str,
+        workspace: &Path,
+        own: &OwnFolders,
+        base: Limits,
+        writes: Writes,
+    ) -> Result<Self, ProvisionError> {
+        match catalog.installed(plugin) {
+            Some(installed) => Self::for_installed(installed, workspace, own, base, writes),
+            None => Self::workspace_only(workspace, own, base, writes),
+        }
+    }
+
+    /// What the calls of installed plugin `installed` get, once it passed
+    /// its integrity check.
+    pub fn for_installed(
+        installed: &InstalledPlugin,
+        workspace: &Path,
+        own: &OwnFolders,
+        base: Limits,
+        writes: Writes,
+    ) -> Result<Self, ProvisionError> {
+        installed.verify()?;
+        let grant = |writable| {
+            installed
+                .grants(workspace, writable, own)
+                .map_err(|source| ProvisionError::Grant {
+                    plugin: installed.name.clone(),
+                    source,
+                })
+        };
+        let read = grant(false)?;
+        let write = match writes {
+            Writes::Never => read.clone(),
+            Writes::WhenAllowed => grant(true)?,
+        };
+        Ok(Self {
+            read,
+            write,
+            limits: installed.limits(base),
+            audit: Some(installed.audit()?),
+            granted: installed.entry.granted.describe(),
+            networked: installed.reaches_network(),
+        })
+    }
+
+    /// What a built-in plugin's or a component file's calls get: the
+    /// workspace only.
+    pub fn workspace_only(
+        workspace: &Path,
+        own: &OwnFolders,
+        base: Limits,
+        writes: Writes,
+    ) -> Result<Self, ProvisionError> {
+        let read = Grants::workspace(workspace, false, own)?;
+        let write = match writes {
+            Writes::Never => read.clone(),
+            Writes::WhenAllowed => Grants::workspace(workspace, true, own)?,
+        };
+        Ok(Self {
+            read,
+            write,
+            limits: base,
+            audit: None,
+            granted: Vec::new(),
+            networked: false,
+        })
+    }
+
+    /// The limits its calls run under.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The same, with other limits (`capstan tool call --timeout`).
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Whether its calls are recorded in the plugin's own audit log.
+    pub fn is_audited(&self) -> bool {
+        self.audit.is_some()
+    }
+
+    /// What the user granted the plugin beyond the workspace, in plain
+    /// words; empty for built-in plugins and component files.
+    pub fn granted(&self) -> &[String] {
+        &self.granted
+    }
+
+    /// Whether its calls may reach the network, so the permission policy
+    /// treats its tools as open-world.
+    pub fn reaches_network(&self) -> bool {
+        self.networked
+    }
+
+    /// The options of one call: the write grants when `writable`, the read
+    /// grants otherwise; capability decisions go to the plugin's audit log,
+    /// else to `session_audit` if given.
+    pub fn options(
+        &self,
+        writable: bool,
+        session_id: Option<&str>,
+        events: Option<EventSink>,
+        session_audit: Option<&AuditLog>,
+    ) -> CallOptions {
+        CallOptions {
+            grants: if writable {
+                self.write.clone()
+            } else {
+                self.read.clone()
+            },
+            limits: self.limits,
+            session_id: session_id.map(str::to_string),
+            events,
+            audit: self.audit.clone().or_else(|| session_audit.cloned()),
+        }
+    }
+}
