@@ -36,9 +36,12 @@ mod tests;
 /// the details that show it.
 pub type Finding = String;
 
+/// A target's body: the input in, a broken promise out.
+pub type Body = fn(&[u8]) -> Result<(), Finding>;
+
 /// The names of the targets, as the `fuzz/` crate and `fuzz/seeds/` name
 /// them, with their bodies.
-pub const TARGETS: [(&str, fn(&[u8]) -> Result<(), Finding>); 7] = [
+pub const TARGETS: [(&str, Body); 7] = [
     ("manifest", manifest),
     ("skill", skill),
     ("lockfile", lockfile),

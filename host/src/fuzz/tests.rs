@@ -163,7 +163,7 @@ fn mutate(rng: &mut fastrand::Rng, input: &[u8], corpus: &[Vec<u8>]) -> Vec<u8> 
 
 /// Runs `body` on `input`, failing the test with the input when the body
 /// reports a finding or panics.
-fn check(target: &str, body: fn(&[u8]) -> Result<(), String>, input: &[u8], origin: &str) {
+fn check(target: &str, body: super::Body, input: &[u8], origin: &str) {
     let outcome = catch_unwind(AssertUnwindSafe(|| body(input)));
     let problem = match outcome {
         Ok(Ok(())) => return,
