@@ -57,6 +57,17 @@ test: setup
     cargo test --workspace
     cargo test --manifest-path plugins/Cargo.toml --target-dir target/plugin-tests
 
+# Fuzz one target with cargo-fuzz (`cargo install cargo-fuzz`) for SECONDS;
+# `just fuzz-list` names the targets. New inputs go to fuzz/corpus/TARGET,
+# crashes to fuzz/artifacts/TARGET (docs/testing.md).
+fuzz target seconds="600":
+    mkdir -p fuzz/corpus/{{target}}
+    cargo fuzz run --sanitizer none --debug-assertions {{target}} fuzz/corpus/{{target}} fuzz/seeds/{{target}} -- -max_total_time={{seconds}}
+
+# The fuzz targets.
+fuzz-list:
+    cargo fuzz list
+
 # Check formatting and lints, host and guests alike.
 lint: setup
     cargo fmt --all --check
@@ -66,6 +77,7 @@ lint: setup
     cargo fmt --all --check --manifest-path tests/fixtures/skill-kit/Cargo.toml
     cargo fmt --all --check --manifest-path tests/fixtures/hook-echo/Cargo.toml
     cargo fmt --all --check --manifest-path tests/fixtures/bad-describe/Cargo.toml
+    cargo fmt --all --check --manifest-path fuzz/Cargo.toml
     cargo clippy --workspace --all-targets -- -D warnings
     cargo clippy --manifest-path plugins/Cargo.toml --target {{wasm_target}} --target-dir target/wasm-plugins --release -- -D warnings
 
@@ -78,6 +90,7 @@ fmt:
     cargo fmt --all --manifest-path tests/fixtures/skill-kit/Cargo.toml
     cargo fmt --all --manifest-path tests/fixtures/hook-echo/Cargo.toml
     cargo fmt --all --manifest-path tests/fixtures/bad-describe/Cargo.toml
+    cargo fmt --all --manifest-path fuzz/Cargo.toml
 
 # Measure: fresh-instance call, compile and cached load, whole-process call;
 # the agent loop's overhead per turn and its startup; Python and JavaScript

@@ -22,11 +22,13 @@
 //!   everywhere; [`untrusted_folder`]: files capstan itself reads
 //!   from folders others control (the workspace, a package), confined
 //!   beneath them and capped;
-//! - [`cli`]: the command line.
+//! - [`cli`]: the command line; [`fuzz`]: the bodies of the fuzz targets,
+//!   one per parser of untrusted bytes.
 
 pub mod agent;
 pub mod cli;
 pub mod exec;
+pub mod fuzz;
 pub mod grants;
 pub mod home;
 pub mod hooks;

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::retry::{Attempt, RetryPolicy, stream_with_retries};
+use super::sse::SseEvent;
 use super::transport::{ErrorContext, EventStream, Waits, send};
 use super::{
     Block, EventSink, Message, ModelError, ModelFuture, Provider, Request, Response, Role,
@@ -102,16 +103,50 @@ impl AnthropicProvider {
         };
         let response = send(http_request, &context, waits).await?;
         let mut stream = EventStream::new(response, idle, context.clone());
-        let mut answer = AnswerInProgress::default();
+        let mut reader = StreamReader::new(context);
         while let Some(event) = stream.next().await? {
-            let data: WireEvent = serde_json::from_str(&event.data).map_err(|error| {
-                context.stream_error(format!("invalid JSON in `{}` event: {error}", event.event))
-            })?;
-            if let Some(response) = answer.take(data, &context, events)? {
+            if let Some(response) = reader.read(&event, events)? {
                 return Ok(response);
             }
         }
-        Err(context.stream_error("the connection closed before the answer was complete"))
+        Err(reader.closed_early())
+    }
+}
+
+/// Reads the events of a Messages stream, as they arrive, into the answer:
+/// what the server sent, text and tool calls alike, is checked here.
+pub struct StreamReader {
+    context: ErrorContext,
+    answer: AnswerInProgress,
+}
+
+impl StreamReader {
+    /// A reader at the start of a stream; `context` names the request in
+    /// errors.
+    pub fn new(context: ErrorContext) -> Self {
+        Self {
+            context,
+            answer: AnswerInProgress::default(),
+        }
+    }
+
+    /// Takes the next event; returns the whole answer at `message_stop`.
+    pub fn read(
+        &mut self,
+        event: &SseEvent,
+        events: EventSink<'_>,
+    ) -> Result<Option<Response>, ModelError> {
+        let data: WireEvent = serde_json::from_str(&event.data).map_err(|error| {
+            self.context
+                .stream_error(format!("invalid JSON in `{}` event: {error}", event.event))
+        })?;
+        self.answer.take(data, &self.context, events)
+    }
+
+    /// The error for a stream that ended before `message_stop`.
+    pub fn closed_early(&self) -> ModelError {
+        self.context
+            .stream_error("the connection closed before the answer was complete")
     }
 }
 

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::retry::{Attempt, RetryPolicy, stream_with_retries};
+use super::sse::SseEvent;
 use super::transport::{ErrorContext, EventStream, Waits, send};
 use super::{
     Block, EventSink, Message, ModelError, ModelFuture, Provider, Request, Response, Role,
@@ -102,29 +103,67 @@ impl OpenAiProvider {
         };
         let response = send(http_request, &context, waits).await?;
         let mut stream = EventStream::new(response, idle, context.clone());
-        let mut answer = AnswerInProgress::default();
+        let mut reader = StreamReader::new(context);
         while let Some(event) = stream.next().await? {
-            if event.data.trim() == "[DONE]" {
-                return answer.finish(&context, events).unwrap_or_else(|| {
-                    Err(context.stream_error("the stream ended without any answer"))
-                });
+            if let Some(response) = reader.read(&event, events)? {
+                return Ok(response);
             }
-            let chunk: Value = serde_json::from_str(&event.data).map_err(|error| {
-                context.stream_error(format!("invalid JSON in a stream chunk: {error}"))
-            })?;
-            if chunk.get("error").is_some() {
-                let status = chunk["error"]["code"]
-                    .as_u64()
-                    .and_then(|code| u16::try_from(code).ok())
-                    .unwrap_or(500);
-                return Err(context.error_for_status(status, None, &event.data));
-            }
-            let chunk: WireChunk = serde_json::from_value(chunk).map_err(|error| {
-                context.stream_error(format!("unexpected stream chunk: {error}"))
-            })?;
-            answer.take(chunk, events);
         }
-        Err(context.stream_error("the connection closed before the answer was complete"))
+        Err(reader.closed_early())
+    }
+}
+
+/// Reads the chunks of a Chat Completions stream, as they arrive, into the
+/// answer: what the server sent, text and tool calls alike, is checked here.
+pub struct StreamReader {
+    context: ErrorContext,
+    answer: AnswerInProgress,
+}
+
+impl StreamReader {
+    /// A reader at the start of a stream; `context` names the request in
+    /// errors.
+    pub fn new(context: ErrorContext) -> Self {
+        Self {
+            context,
+            answer: AnswerInProgress::default(),
+        }
+    }
+
+    /// Takes the next event; returns the whole answer at `[DONE]`.
+    pub fn read(
+        &mut self,
+        event: &SseEvent,
+        events: EventSink<'_>,
+    ) -> Result<Option<Response>, ModelError> {
+        let context = &self.context;
+        if event.data.trim() == "[DONE]" {
+            return self
+                .answer
+                .finish(context, events)
+                .unwrap_or_else(|| Err(context.stream_error("the stream ended without any answer")))
+                .map(Some);
+        }
+        let chunk: Value = serde_json::from_str(&event.data).map_err(|error| {
+            context.stream_error(format!("invalid JSON in a stream chunk: {error}"))
+        })?;
+        if chunk.get("error").is_some() {
+            let status = chunk["error"]["code"]
+                .as_u64()
+                .and_then(|code| u16::try_from(code).ok())
+                .unwrap_or(500);
+            return Err(context.error_for_status(status, None, &event.data));
+        }
+        let chunk: WireChunk = serde_json::from_value(chunk)
+            .map_err(|error| context.stream_error(format!("unexpected stream chunk: {error}")))?;
+        self.answer.take(chunk, events);
+        Ok(None)
+    }
+
+    /// The error for a stream that ended before `[DONE]`.
+    pub fn closed_early(&self) -> ModelError {
+        self.context
+            .stream_error("the connection closed before the answer was complete")
     }
 }
 

@@ -987,8 +987,9 @@ fn is_tarball(path: &Path) -> bool {
     name.ends_with(".tar.gz") || name.ends_with(".tgz")
 }
 
-/// The folder holding `plugin.toml`: `dir` itself or its single subfolder.
-fn package_root(dir: &Path) -> Option<PathBuf> {
+/// The folder holding `plugin.toml` (or a Claude Code plugin's manifest):
+/// `dir` itself or its single subfolder.
+pub fn package_root(dir: &Path) -> Option<PathBuf> {
     let is_package = |d: &Path| {
         d.join(MANIFEST_FILE).is_file()
             || d.join(crate::skills::claude_plugin::CLAUDE_MANIFEST)
@@ -1138,8 +1139,9 @@ fn archive_components(archive: &Path) -> Vec<String> {
 /// Unpacks a `.tar.gz` into `into`, refusing absolute paths, `..`, links,
 /// device files and anything past the size cap. What is inside `target/`,
 /// `node_modules/` or `__pycache__/` is passed by (links included) unless
-/// it is a component the archive's `plugin.toml` lists.
-fn unpack(archive: &Path, into: &Path) -> Result<(), InstallError> {
+/// it is a component the archive's `plugin.toml` lists. An install then
+/// finds the package in `into` with [`package_root`].
+pub fn unpack(archive: &Path, into: &Path) -> Result<(), InstallError> {
     let components = archive_components(archive);
     let refuse = |entry: &str, reason: &str| InstallError::Archive {
         archive: archive.to_path_buf(),
