@@ -402,12 +402,13 @@ impl Sandbox {
     /// context, within the call's wall-clock limit, its end turned into a
     /// result. The store is dropped on the warm-up thread.
     ///
-    /// The call runs on a task of its own, which this one waits for until
-    /// the wall-clock limit. Running code is stopped by the epoch deadline,
-    /// but code blocked in the host — a file operation on a hung mount, an
-    /// open waiting for a lease — cannot be; such a call is abandoned at
-    /// its limit: the caller gets a timeout, and the stuck task is left to
-    /// finish on its own thread, its store dropped when it does.
+    /// On a runtime with worker threads the call runs on a task of its own,
+    /// which this one waits for until the wall-clock limit. Running code is
+    /// stopped by the epoch deadline, but code blocked in the host — a file
+    /// operation on a hung mount, an open waiting for a lease — cannot be;
+    /// such a call is abandoned at its limit: the caller gets a timeout, and
+    /// the stuck task is left to finish on its worker, its store dropped
+    /// when it does.
     async fn in_fresh_instance<T, R>(
         &self,
         plugin: &Arc<str>,
@@ -436,7 +437,7 @@ impl Sandbox {
         let context = call_context(call_id, options);
         let (mut store, watch) = call.into_parts();
         let limit = watch.wall_clock_limit();
-        let mut task = CallTask(tokio::spawn(async move {
+        let work = async move {
             let outcome = async {
                 let instance = match ready {
                     Some(instance) => instance,
@@ -446,13 +447,26 @@ impl Sandbox {
             }
             .await;
             (store, outcome)
-        }));
-        let ended = match tokio::time::timeout(limit, &mut task.0).await {
-            Ok(Ok((store, outcome))) => Ok((store, outcome)),
-            Ok(Err(failed)) => Err(Abandoned::Failed(format!(
-                "the host failed while running it: {failed}"
-            ))),
-            Err(_elapsed) => Err(Abandoned::Deadline),
+        };
+        // On a runtime with one thread, a call stuck in the host would hold
+        // that thread whatever waits for it: the call runs right here.
+        let single_thread = matches!(
+            tokio::runtime::Handle::current().runtime_flavor(),
+            tokio::runtime::RuntimeFlavor::CurrentThread
+        );
+        let ended = if single_thread {
+            tokio::time::timeout(limit, work)
+                .await
+                .map_err(|_elapsed| Abandoned::Deadline)
+        } else {
+            let mut task = CallTask(tokio::spawn(work));
+            match tokio::time::timeout(limit, &mut task.0).await {
+                Ok(Ok(ended)) => Ok(ended),
+                Ok(Err(failed)) => Err(Abandoned::Failed(format!(
+                    "the host failed while running it: {failed}"
+                ))),
+                Err(_elapsed) => Err(Abandoned::Deadline),
+            }
         };
         watch.settle(ended)
     }
