@@ -13,7 +13,8 @@
 //! to making instances in the call, since it may have kept what it saw.
 //!
 //! A finished call's store is dropped on the same thread, so resetting its
-//! memory is not on the caller's path either.
+//! memory is not on the caller's path either. The thread also parks plugins
+//! left idle, and links them again when a turn starts ([`super::rest`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak, mpsc};
