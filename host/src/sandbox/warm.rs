@@ -257,25 +257,43 @@ impl Warmer {
                 return;
             };
             let (tool, hook) = resident.was_warm();
-            if let (true, Some(pre)) = (tool, linked.tool)
-                && resident.tool_warm.claim()
-            {
-                let instantiate =
-                    async move |store: &mut Store<CallState>| pre.instantiate_async(store).await;
-                let slot = &resident.tool_warm;
-                make_now(runtime, &engine, &resident.name, file_io, slot, instantiate);
+            if let (true, Some(pre)) = (tool, linked.tool) {
+                prime(&resident.tool_warm, |slot| {
+                    let pre = pre.clone();
+                    let instantiate = async move |store: &mut Store<CallState>| {
+                        pre.instantiate_async(store).await
+                    };
+                    make_now(runtime, &engine, &resident.name, file_io, slot, instantiate);
+                });
             }
-            if let (true, Some(pre)) = (hook, linked.hook)
-                && resident.hook_warm.claim()
-            {
-                let instantiate =
-                    async move |store: &mut Store<CallState>| pre.instantiate_async(store).await;
-                let slot = &resident.hook_warm;
-                make_now(runtime, &engine, &resident.name, file_io, slot, instantiate);
+            if let (true, Some(pre)) = (hook, linked.hook) {
+                prime(&resident.hook_warm, |slot| {
+                    let pre = pre.clone();
+                    let instantiate = async move |store: &mut Store<CallState>| {
+                        pre.instantiate_async(store).await
+                    };
+                    make_now(runtime, &engine, &resident.name, file_io, slot, instantiate);
+                });
             }
         });
         // A full queue: the calls link it themselves.
         let _ = self.retirer.jobs.try_send(job);
+    }
+}
+
+/// Makes the next instance of a plugin just linked again into `slot` with
+/// `make`, twice: the first instance lands in a pool slot whose memory was
+/// given back, so a call in it would take a page fault for every page it
+/// touches; dropping it resets the slot by copying the memory image back
+/// and keeping it resident ([`super::engine`]), and the second instance,
+/// in the same slot, is as warm as one made during a busy session.
+fn prime<T>(slot: &WarmSlot<T>, mut make: impl FnMut(&WarmSlot<T>)) {
+    if !slot.claim() {
+        return;
+    }
+    make(slot);
+    if slot.clear() && slot.claim() {
+        make(slot);
     }
 }
 
