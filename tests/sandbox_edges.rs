@@ -683,3 +683,126 @@ fn the_models_key_and_other_reserved_names_are_refused_as_secrets() {
         stderr(&out)
     );
 }
+
+/// Holds a write lease on `path` (`fcntl(F_SETLEASE, F_WRLCK)`) until the
+/// returned file is closed. Any other process opening the file then blocks
+/// in the kernel until the lease is given up or broken after
+/// `/proc/sys/fs/lease-break-time` seconds: a regular file on a local disk
+/// whose open cannot be interrupted, as one on a hung network mount.
+#[allow(unsafe_code)]
+fn hold_lease(path: &Path) -> std::fs::File {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    // SAFETY: plain fcntl/signal calls on a descriptor this function owns;
+    // ignoring SIGIO (sent to the lease holder when someone opens the file)
+    // only keeps this test process alive.
+    unsafe {
+        libc::signal(libc::SIGIO, libc::SIG_IGN);
+        assert_eq!(
+            libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_WRLCK),
+            0,
+            "cannot take a lease on {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        );
+    }
+    file
+}
+
+/// The misbehave fixture as an installed plugin that reads the workspace,
+/// its calls limited to `timeout`. It imports sockets, so it must ask for
+/// a host (one that does not exist).
+fn install_misbehave(env: &Env, timeout: &str) {
+    let dir = env.outside.path().join("misbehave-package");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(fixture("misbehave"), dir.join("misbehave.wasm")).unwrap();
+    std::fs::write(
+        dir.join("plugin.toml"),
+        format!(
+            "name = \"misbehave\"\nversion = \"0.1.0\"\ndescription = \"Reads paths as given\"\ncomponents = [\"misbehave.wasm\"]\n\n[capabilities]\nfs = [{{ path = \"$WORKSPACE\", access = \"read\" }}]\nnet = [\"https://nowhere.invalid\"]\n\n[limits]\ntimeout = \"{timeout}\"\n"
+        ),
+    )
+    .unwrap();
+    let out = env
+        .capstan()
+        .args(["plugin", "install", dir.to_str().unwrap(), "--yes"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn a_call_stuck_in_a_blocking_open_is_stopped_at_its_deadline_and_the_session_goes_on() {
+    let env = Env::new();
+    // The open must outlast the deadline by far: if the deadline did not
+    // hold, the lease would be broken and the file read.
+    let break_after: u64 = std::fs::read_to_string("/proc/sys/fs/lease-break-time")
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        break_after >= 10,
+        "this test needs a lease-break-time of 10 s or more, not {break_after} s"
+    );
+    install_misbehave(&env, "2s");
+    let leased = env.write("leased.txt", "LEASED CONTENT 51c0\n");
+    env.write("free.txt", "FREE CONTENT 9a7e\n");
+    let path = |name: &str| serde_json::json!({ "path": env.ws_path().join(name) });
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("Reading.")
+                .call("toolu_stuck", "misbehave__raw-read", path("leased.txt"))
+                .anthropic(),
+        ),
+        Reply::sse(
+            Answer::text("The other one.")
+                .call("toolu_free", "misbehave__raw-read", path("free.txt"))
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("All done.").anthropic()),
+    ]);
+    let lease = hold_lease(&leased);
+    // Bypass mode: a plugin with network access would be asked about.
+    let out = env
+        .anthropic_session(&mock.url(), API_KEY, "mock-model", "read both files")
+        .args(["--permission-mode", "bypass"])
+        .current_dir(env.ws_path())
+        .timeout(Duration::from_secs(60))
+        .output()
+        .unwrap();
+    drop(lease);
+
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("All done."), "{}", stdout(&out));
+    let received = mock.received();
+    assert_eq!(
+        received.len(),
+        3,
+        "the session went on after the stuck call"
+    );
+    let result = |request: &Received, id: &str| -> serde_json::Value {
+        request
+            .messages()
+            .iter()
+            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+            .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == id)
+            .unwrap_or_else(|| panic!("no result for {id}"))
+    };
+    let stuck = result(&received[1], "toolu_stuck");
+    assert_eq!(stuck["is_error"], true, "{stuck}");
+    let said = stuck["content"].to_string();
+    assert!(
+        said.contains("plugin misbehave was stopped after 2 s") && said.contains("time limit"),
+        "{said}"
+    );
+    assert!(!everything_sent(&received).contains("LEASED CONTENT"));
+    // Calls still run in the same session, on the remaining thread.
+    let free = result(&received[2], "toolu_free");
+    assert_eq!(free["is_error"], false, "{free}");
+    assert!(free["content"].to_string().contains("FREE CONTENT 9a7e"));
+}

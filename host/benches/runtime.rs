@@ -3,6 +3,8 @@
 //!
 //! - a fresh-instance call of `fs.read` on a small file, in-process, against
 //!   spawning `cat` on the same file (target: p50 ≤ 50 µs);
+//! - the same call made as a session makes it, from outside a runtime with
+//!   two workers (the call's task runs on one of them);
 //! - the same call with file operations served on tokio's blocking pool;
 //! - compiling the `fs` component once, and loading it from the compile
 //!   cache (target: ≤ 5 ms);
@@ -85,6 +87,23 @@ fn main() {
         row("fs.read, fresh instance, in-process", &in_process);
         return;
     }
+    // As a session calls: from the thread running its loop, on a runtime
+    // with two workers, one of which runs the call's task.
+    let workers = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let session_call = || {
+        let out = workers
+            .block_on(sandbox.call_tool(&fs, "read", input, &options))
+            .unwrap();
+        assert!(out.to_text().contains("line 40 of a small file"));
+    };
+    for _ in 0..200 {
+        session_call();
+    }
+    let two_workers = measure(samples, session_call);
     sandbox.set_file_io(FileIo::BlockingPool);
     for _ in 0..200 {
         call(&sandbox, &fs);
@@ -120,6 +139,7 @@ fn main() {
     let wasm_kib = fs_plugin.wasm.len() as f64 / 1024.0;
     header("capstan runtime benchmark");
     row("fs.read, fresh instance, in-process", &in_process);
+    row("  same, on two workers, as a session calls", &two_workers);
     row("  same, file I/O on tokio's blocking pool", &blocking_pool);
     row("cat small.txt, a native process (baseline)", &cat);
     row("capstan tool call fs.read, whole process", &process);

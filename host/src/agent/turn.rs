@@ -34,6 +34,10 @@ impl Agent {
         frontend: &mut dyn Frontend,
         interrupt: &Interrupt,
     ) -> Result<TurnReport, AgentError> {
+        // Plugins parked while the session idled are linked again and
+        // their next instances made while the model is busy; none is
+        // parked until the turn is over.
+        let _warm = self.parts.toolbox.sandbox().keep_warm();
         let report = self.turn(prompt, frontend, interrupt).await;
         self.parts.toolbox.end_skill_turn();
         report

@@ -118,14 +118,18 @@ pub fn main() -> ExitCode {
         Some(Command::Exec(args)) => return exec::main(args),
         _ => cli,
     };
-    // Tool calls run on one thread; sessions get a second, so Ctrl-C is
-    // noticed even while a tool holds the first.
+    // Whatever runs plugins gets two worker threads: each call runs on a
+    // task of its own, and one stuck in a blocking file operation holds a
+    // thread while the other ends the call at its deadline (and notices
+    // Ctrl-C). Other commands need one thread.
     let runtime = match &cli.command {
+        Some(Command::Tool(_) | Command::Skill(_)) | None => {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+        }
         Some(_) => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build(),
-        None => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
             .enable_all()
             .build(),
     };

@@ -141,11 +141,34 @@ impl WasiHttpView for CallState {
 /// A store ready for one call, with the plugin's captured output.
 pub(super) struct PreparedCall {
     pub store: Store<CallState>,
+    watch: CallWatch,
+}
+
+/// What is needed to turn the way a call ended into its result, apart
+/// from its store: a call abandoned at its deadline while stuck in the host
+/// ends without it.
+pub(super) struct CallWatch {
+    plugin: Arc<str>,
     stdout: MemoryOutputPipe,
     stderr: MemoryOutputPipe,
     limits: Limits,
+    events: Option<EventSink>,
+    audit: Option<crate::policy::audit::AuditScope>,
     /// Where the store goes when the call is over, if not dropped here.
     retirer: Option<Retirer>,
+}
+
+/// How a call run on a task of its own ended: its store and its outcome,
+/// or, when it did not end within its wall-clock limit, nothing — the task
+/// was abandoned (see [`super::Sandbox`]'s `in_fresh_instance`).
+pub(super) type Ended<R> = Result<(Store<CallState>, wasmtime::Result<R>), Abandoned>;
+
+/// A call that did not end within its wall-clock limit, left behind.
+pub(super) enum Abandoned {
+    /// The limit passed.
+    Deadline,
+    /// The task running it failed (a panic in the host).
+    Failed(String),
 }
 
 impl PreparedCall {
@@ -175,20 +198,23 @@ impl PreparedCall {
     ) -> Result<Self, CallError> {
         let used = store.data().memory.used();
         let (state, stdout, stderr) = call_state(plugin, call_id, options, file_io, used)?;
-        *store.data_mut() = state;
-        arm_deadline(&mut store, options.limits.timeout);
-        Ok(Self {
-            store,
+        let watch = CallWatch {
+            plugin: plugin.clone(),
             stdout,
             stderr,
             limits: options.limits,
+            events: state.events.clone(),
+            audit: state.audit.clone(),
             retirer: None,
-        })
+        };
+        *store.data_mut() = state;
+        arm_deadline(&mut store, options.limits.timeout);
+        Ok(Self { store, watch })
     }
 
     /// Hands the store to `retirer` when the call is over.
     pub fn retire_to(&mut self, retirer: Retirer) {
-        self.retirer = Some(retirer);
+        self.watch.retirer = Some(retirer);
     }
 
     /// The store, for an instance made ahead of its call.
@@ -196,6 +222,14 @@ impl PreparedCall {
         self.store
     }
 
+    /// The store, to run the call in, and what settles the call once it
+    /// has ended.
+    pub fn into_parts(self) -> (Store<CallState>, CallWatch) {
+        (self.store, self.watch)
+    }
+}
+
+impl CallWatch {
     /// The wall-clock bound for the whole call. The epoch deadline stops
     /// running code; this also covers time spent waiting in the host.
     pub fn wall_clock_limit(&self) -> Duration {
@@ -204,42 +238,51 @@ impl PreparedCall {
 
     /// Turns the way a call ended into its result, forwarding what the
     /// plugin printed as debug log lines.
-    pub fn settle<R>(
-        mut self,
-        outcome: Result<wasmtime::Result<R>, tokio::time::error::Elapsed>,
-    ) -> Result<R, CallError> {
-        let mut result = self.result(outcome);
-        if let Some(audit) = &self.store.data().audit
+    pub fn settle<R>(mut self, ended: Ended<R>) -> Result<R, CallError> {
+        let (store, outcome) = match ended {
+            Ok((store, outcome)) => (Some(store), Ok(outcome)),
+            Err(abandoned) => (None, Err(abandoned)),
+        };
+        let mut result = self.result(store.as_ref().map(Store::data), outcome);
+        if let Some(audit) = &self.audit
             && let Err(error) = audit.close()
         {
             result = Err(CallError::Failed(format!(
                 "{error}; the call's capability decisions could not all be recorded, so its result is withheld"
             )));
         }
-        if let Some(retirer) = self.retirer.take() {
-            retirer.retire(self.store);
+        if let (Some(retirer), Some(store)) = (self.retirer.take(), store) {
+            retirer.retire(store);
         }
         result
     }
 
     fn result<R>(
         &self,
-        outcome: Result<wasmtime::Result<R>, tokio::time::error::Elapsed>,
+        state: Option<&CallState>,
+        outcome: Result<wasmtime::Result<R>, Abandoned>,
     ) -> Result<R, CallError> {
-        let plugin = self.store.data().plugin.to_string();
+        let plugin = self.plugin.to_string();
         let stderr = String::from_utf8_lossy(&self.stderr.contents()).into_owned();
-        self.forward_output(&stderr);
+        self.forward_output(state, &stderr);
         let err = match outcome {
             Ok(Ok(value)) => return Ok(value),
             Ok(Err(err)) => err,
-            Err(_elapsed) => {
+            Err(Abandoned::Deadline) => {
                 return Err(CallError::Timeout {
                     plugin,
                     limit: self.limits.timeout,
                 });
             }
+            Err(Abandoned::Failed(reason)) => {
+                return Err(CallError::Crashed {
+                    plugin,
+                    reason,
+                    stderr,
+                });
+            }
         };
-        if self.store.data().memory.was_hit() {
+        if state.is_some_and(|state| state.memory.was_hit()) {
             return Err(CallError::MemoryLimit {
                 plugin,
                 limit: self.limits.memory,
@@ -289,12 +332,12 @@ impl PreparedCall {
         }
     }
 
-    fn forward_output(&self, stderr: &str) {
-        let Some(sink) = &self.store.data().events else {
+    fn forward_output(&self, state: Option<&CallState>, stderr: &str) {
+        let Some(sink) = &self.events else {
             return;
         };
-        let plugin = &self.store.data().plugin;
-        if let Some(notice) = self.store.data().reports.dropped_notice() {
+        let plugin = &self.plugin;
+        if let Some(notice) = state.and_then(|state| state.reports.dropped_notice()) {
             sink(plugin, notice);
         }
         let stdout = self.stdout.contents();

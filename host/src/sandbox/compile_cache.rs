@@ -199,6 +199,22 @@ impl CompileCache {
         Ok((component, CacheOutcome::Compiled))
     }
 
+    /// Loads the compiled form of component `sha256` from its entry, which
+    /// must be there: a plugin parked while the session idled is linked
+    /// again this way ([`super::rest`]). `origin` names it in errors.
+    pub fn load_compiled(
+        &self,
+        engine: &Engine,
+        sha256: &str,
+        origin: &str,
+    ) -> Result<Component, LoadError> {
+        self.read_entry(engine, sha256)
+            .ok_or_else(|| LoadError::NotCached {
+                origin: origin.to_string(),
+                path: self.entry_path(sha256),
+            })
+    }
+
     /// Reads and checks the entry of component `sha256`. Anything wrong
     /// with it (missing, not a regular file, too large, truncated, altered,
     /// signed with another key, built by another engine) means "not

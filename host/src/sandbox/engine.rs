@@ -55,6 +55,12 @@ pub fn build_engine() -> Result<Engine, LoadError> {
         // all over its heap, more than Linux's PAGEMAP_SCAN-guided reset
         // tracks, and each fault in a VM costs microseconds.
         .pagemap_scan(wasmtime::Enabled::No)
+        // A plugin parked while the session idles ([`super::rest`]) comes
+        // back as a new module, and wasmtime prefers never-used slots for a
+        // module until this many used ones are free; the slots a parked
+        // plugin left keep the zeroed pages past its image resident, so
+        // reusing them bounds what repeated parking leaves behind.
+        .max_unused_warm_slots(8)
         .linear_memory_keep_resident(KEEP_RESIDENT)
         .table_keep_resident(1 << 20);
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));

@@ -52,6 +52,18 @@ pub enum LoadError {
     /// The engine could not be set up.
     #[error("cannot set up the WebAssembly engine: {0}")]
     Engine(String),
+    /// The compiled form of a component is no longer in the compile cache,
+    /// or no longer intact.
+    #[error(
+        "the compiled form of {origin} is missing from the compile cache or was changed ({}); start capstan again to compile it anew",
+        path.display()
+    )]
+    NotCached {
+        /// Where the component came from.
+        origin: String,
+        /// The cache entry.
+        path: PathBuf,
+    },
 }
 
 /// A call into a plugin did not produce a result.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::bindings;
 use super::bindings::hook_world::HookPlugin;
 use super::bindings::hook_world::exports::capstan::plugin::hook as wit;
-use super::{CallError, CallOptions, Limits, LoadedComponent, Sandbox};
+use super::{CallError, CallOptions, Limits, LoadedComponent, Sandbox, instantiate_with, run_with};
 use crate::hooks::{Decision, HookEvent, HookOutput, Subscription};
 
 impl Sandbox {
@@ -24,19 +24,25 @@ impl Sandbox {
             },
             ..CallOptions::default()
         };
-        let pre = component.hook_pre()?;
+        let _in_use = component.resident.in_use();
+        let linked = component.linked()?;
+        let pre = component.hook_pre(&linked)?;
         let settled = self
             .in_fresh_instance(
                 &component.name,
-                Some(&component.hook_warm),
+                Some(&component.resident.hook_warm),
                 &options,
-                async |store| pre.instantiate_async(store).await,
-                async |plugin: HookPlugin, store, _| {
-                    plugin.capstan_plugin_hook().call_subscriptions(store).await
-                },
+                instantiate_with(move |store| {
+                    Box::pin(async move { pre.instantiate_async(store).await })
+                }),
+                run_with(|plugin: HookPlugin, store, _| {
+                    Box::pin(
+                        async move { plugin.capstan_plugin_hook().call_subscriptions(store).await },
+                    )
+                }),
             )
             .await;
-        self.make_hook_ahead(component);
+        self.make_hook_ahead(component, &linked);
         Ok(settled?
             .into_iter()
             .map(|s| Subscription {
@@ -58,7 +64,9 @@ impl Sandbox {
         payload: &str,
         options: &CallOptions,
     ) -> Result<HookOutput, CallError> {
-        let pre = component.hook_pre()?;
+        let _in_use = component.resident.in_use();
+        let linked = component.linked()?;
+        let pre = component.hook_pre(&linked)?;
         let input = wit::EventInput {
             event: event_to_wit(event),
             payload: payload.to_string(),
@@ -66,18 +74,22 @@ impl Sandbox {
         let settled = self
             .in_fresh_instance(
                 &component.name,
-                Some(&component.hook_warm),
+                Some(&component.resident.hook_warm),
                 options,
-                async |store| pre.instantiate_async(store).await,
-                async |plugin: HookPlugin, store, context| {
-                    plugin
-                        .capstan_plugin_hook()
-                        .call_handle(store, &input, context)
-                        .await
-                },
+                instantiate_with(move |store| {
+                    Box::pin(async move { pre.instantiate_async(store).await })
+                }),
+                run_with(move |plugin: HookPlugin, store, context| {
+                    Box::pin(async move {
+                        plugin
+                            .capstan_plugin_hook()
+                            .call_handle(store, &input, &context)
+                            .await
+                    })
+                }),
             )
             .await;
-        self.make_hook_ahead(component);
+        self.make_hook_ahead(component, &linked);
         let output = settled?.map_err(CallError::Failed)?;
         let size = output.system_message.as_ref().map_or(0, String::len)
             + match &output.decision {
@@ -126,8 +138,9 @@ impl Sandbox {
 impl LoadedComponent {
     fn hook_pre(
         &self,
-    ) -> Result<&bindings::hook_world::HookPluginPre<super::CallState>, CallError> {
-        self.hook.as_ref().ok_or_else(|| CallError::Setup {
+        linked: &super::rest::Linked,
+    ) -> Result<bindings::hook_world::HookPluginPre<super::CallState>, CallError> {
+        linked.hook.clone().ok_or_else(|| CallError::Setup {
             plugin: self.name.to_string(),
             reason: "it does not export capstan:plugin/hook@0.1.0".into(),
         })

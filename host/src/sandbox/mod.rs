@@ -16,6 +16,7 @@ mod fs_audit;
 pub mod hook;
 pub mod host_api;
 pub mod limits;
+pub mod rest;
 pub mod skill;
 pub mod tool;
 mod warm;
@@ -30,7 +31,7 @@ use crate::grants::OwnFolders;
 use crate::home::Home;
 use wasmtime::component::{HasSelf, Linker};
 
-use bindings::hook_world::{HookPlugin, HookPluginPre};
+use bindings::hook_world::HookPluginPre;
 use bindings::{ToolPlugin, ToolPluginPre};
 pub use call::{CallOptions, CallState, EPOCH_TICK, FileIo};
 pub use compile_cache::{CacheKey, CacheOutcome, CompileCache};
@@ -40,31 +41,33 @@ pub use limits::Limits;
 pub use skill::SkillComponent;
 pub use tool::{Content, ToolOutput, ToolSpec};
 
-use call::PreparedCall;
+use call::{Abandoned, PreparedCall};
+use futures_util::future::BoxFuture;
+pub use rest::KeepWarm;
+use rest::{Linked, Relink, Resident, Rest};
 use warm::{WarmSlot, Warmer};
 
 /// A component compiled and linked, ready to be instantiated per call.
+/// While the session idles its code may be parked and linked again when
+/// needed ([`rest`]).
 pub struct LoadedComponent {
     name: Arc<str>,
     sha256: String,
-    tool: Option<ToolPluginPre<CallState>>,
-    hook: Option<HookPluginPre<CallState>>,
-    /// Its next tool instance, made ahead ([`warm`]).
-    tool_warm: Arc<WarmSlot<ToolPlugin>>,
-    /// Its next hook instance, made ahead.
-    hook_warm: Arc<WarmSlot<HookPlugin>>,
+    offers_tools: bool,
+    offers_hooks: bool,
+    resident: Arc<Resident>,
     outcome: CacheOutcome,
 }
 
 impl LoadedComponent {
     /// Whether it exports `capstan:plugin/tool`.
     pub fn offers_tools(&self) -> bool {
-        self.tool.is_some()
+        self.offers_tools
     }
 
     /// Whether it exports `capstan:plugin/hook`.
     pub fn offers_hooks(&self) -> bool {
-        self.hook.is_some()
+        self.offers_hooks
     }
 
     /// The plugin's name.
@@ -82,8 +85,23 @@ impl LoadedComponent {
         self.outcome
     }
 
-    fn tool_pre(&self) -> Result<&ToolPluginPre<CallState>, CallError> {
-        self.tool.as_ref().ok_or_else(|| CallError::Setup {
+    /// Whether its code is parked while the session idles ([`rest`]).
+    pub fn is_parked(&self) -> bool {
+        self.resident.is_parked()
+    }
+
+    /// Its linked form, linked again from the compile cache if parked.
+    fn linked(&self) -> Result<Linked, CallError> {
+        self.resident.linked().map_err(|err| CallError::Setup {
+            plugin: self.name.to_string(),
+            reason: format!(
+                "its compiled code, given back while the session was idle, could not be loaded again: {err}"
+            ),
+        })
+    }
+
+    fn tool_pre(&self, linked: &Linked) -> Result<ToolPluginPre<CallState>, CallError> {
+        linked.tool.clone().ok_or_else(|| CallError::Setup {
             plugin: self.name.to_string(),
             reason: "it does not export capstan:plugin/tool@0.1.0".into(),
         })
@@ -94,11 +112,12 @@ impl LoadedComponent {
 /// compile cache.
 pub struct Sandbox {
     engine: Engine,
-    linker: Linker<CallState>,
-    cache: CompileCache,
+    linker: Arc<Linker<CallState>>,
+    cache: Arc<CompileCache>,
     own: OwnFolders,
     file_io: FileIo,
     warmer: Warmer,
+    rest: Arc<Rest>,
     _ticker: EpochTicker,
 }
 
@@ -120,15 +139,20 @@ impl Sandbox {
         let cache = CompileCache::new(cache_dir, &engine, key);
         let ticker = EpochTicker::start(engine.clone())
             .map_err(|e| LoadError::Engine(format!("cannot start the deadline clock: {e}")))?;
-        let warmer = Warmer::start()
-            .map_err(|e| LoadError::Engine(format!("cannot start the warm-up thread: {e}")))?;
+        let rest = Arc::new(Rest::default());
+        let resting = rest.clone();
+        let warmer = Warmer::start(move || {
+            resting.park_idle(rest::PARK_AFTER);
+        })
+        .map_err(|e| LoadError::Engine(format!("cannot start the warm-up thread: {e}")))?;
         Ok(Self {
             engine,
-            linker,
-            cache,
+            linker: Arc::new(linker),
+            cache: Arc::new(cache),
             own: OwnFolders::of(home),
             file_io: FileIo::default(),
             warmer,
+            rest,
             _ticker: ticker,
         })
     }
@@ -166,7 +190,7 @@ impl Sandbox {
         origin: &str,
     ) -> Result<LoadedComponent, LoadError> {
         let loaded = self.load_plugin(name, wasm, sha256, origin)?;
-        if loaded.tool.is_none() {
+        if !loaded.offers_tools {
             return Err(LoadError::Incompatible {
                 origin: origin.to_string(),
                 reason: "it does not export the tool interface capstan:plugin/tool@0.1.0".into(),
@@ -212,27 +236,62 @@ impl Sandbox {
         origin: &str,
     ) -> Result<LoadedComponent, LoadError> {
         let (pre, sha256, outcome) = self.link(wasm, sha256, origin)?;
-        let incompatible = |reason: String| LoadError::Incompatible {
-            origin: origin.to_string(),
-            reason,
-        };
-        let tool = ToolPluginPre::new(pre.clone()).ok();
-        let hook = HookPluginPre::new(pre).ok();
-        if tool.is_none() && hook.is_none() {
-            return Err(incompatible(
-                "it does not export the tool interface capstan:plugin/tool@0.1.0, nor the hook interface capstan:plugin/hook@0.1.0"
+        let linked = split(pre);
+        if linked.tool.is_none() && linked.hook.is_none() {
+            return Err(LoadError::Incompatible {
+                origin: origin.to_string(),
+                reason: "it does not export the tool interface capstan:plugin/tool@0.1.0, nor the hook interface capstan:plugin/hook@0.1.0"
                     .into(),
-            ));
+            });
         }
-        Ok(LoadedComponent {
-            name: Arc::from(name),
+        let name: Arc<str> = Arc::from(name);
+        let entry = self.cache.entry_path(&sha256);
+        let relink: Relink = {
+            let (engine, linker, cache) =
+                (self.engine.clone(), self.linker.clone(), self.cache.clone());
+            let (sha256, origin) = (sha256.clone(), origin.to_string());
+            Box::new(move || {
+                let component = cache.load_compiled(&engine, &sha256, &origin)?;
+                let pre =
+                    linker
+                        .instantiate_pre(&component)
+                        .map_err(|e| LoadError::Incompatible {
+                            origin: origin.clone(),
+                            reason: format!("{e:#}"),
+                        })?;
+                Ok(split(pre))
+            })
+        };
+        let loaded = LoadedComponent {
+            name: name.clone(),
             sha256,
-            tool,
-            hook,
-            tool_warm: WarmSlot::new(),
-            hook_warm: WarmSlot::new(),
+            offers_tools: linked.tool.is_some(),
+            offers_hooks: linked.hook.is_some(),
+            resident: Resident::new(name, linked, relink, entry),
             outcome,
-        })
+        };
+        self.rest.register(&loaded.resident);
+        Ok(loaded)
+    }
+
+    /// Keeps every plugin loaded while the returned guard lives — a turn is
+    /// under way — and links plugins parked while the session idled again
+    /// now, on the warm-up thread, making their next instances ahead, so
+    /// the turn's calls find them ready ([`rest`]).
+    pub fn keep_warm(&self) -> KeepWarm {
+        let parked = self.rest.hold();
+        let guard = KeepWarm::new(self.rest.clone());
+        for resident in parked {
+            self.warmer.wake(&self.engine, self.file_io, resident);
+        }
+        guard
+    }
+
+    /// Parks every plugin not in a call now, as the warm-up thread does
+    /// after [`rest::PARK_AFTER`] without calls; returns how many.
+    #[cfg(test)]
+    fn park_now(&self) -> usize {
+        self.rest.park_idle(Duration::ZERO)
     }
 
     /// Asks a component which tools it offers. Runs with no grants.
@@ -244,19 +303,23 @@ impl Sandbox {
             },
             ..CallOptions::default()
         };
-        let pre = component.tool_pre()?;
+        let _in_use = component.resident.in_use();
+        let linked = component.linked()?;
+        let pre = component.tool_pre(&linked)?;
         let specs = self
             .in_fresh_instance(
                 &component.name,
-                Some(&component.tool_warm),
+                Some(&component.resident.tool_warm),
                 &options,
-                async |store| pre.instantiate_async(store).await,
-                async |plugin: ToolPlugin, store, _| {
-                    plugin.capstan_plugin_tool().call_describe(store).await
-                },
+                instantiate_with(move |store| {
+                    Box::pin(async move { pre.instantiate_async(store).await })
+                }),
+                run_with(|plugin: ToolPlugin, store, _| {
+                    Box::pin(async move { plugin.capstan_plugin_tool().call_describe(store).await })
+                }),
             )
             .await;
-        self.make_tool_ahead(component);
+        self.make_tool_ahead(component, &linked);
         let specs = specs?;
         specs
             .into_iter()
@@ -278,23 +341,30 @@ impl Sandbox {
         input: &str,
         options: &CallOptions,
     ) -> Result<ToolOutput, CallError> {
-        let pre = component.tool_pre()?;
+        let _in_use = component.resident.in_use();
+        let linked = component.linked()?;
+        let pre = component.tool_pre(&linked)?;
+        let (tool_name, input) = (tool.to_string(), input.to_string());
         let settled = self
             .in_fresh_instance(
                 &component.name,
-                Some(&component.tool_warm),
+                Some(&component.resident.tool_warm),
                 options,
-                async |store| pre.instantiate_async(store).await,
-                async |plugin: ToolPlugin, store, context| {
-                    let result = plugin
-                        .capstan_plugin_tool()
-                        .call_call(&mut *store, tool, input, context)
-                        .await?;
-                    Ok((result, store.data().net_refusals()))
-                },
+                instantiate_with(move |store| {
+                    Box::pin(async move { pre.instantiate_async(store).await })
+                }),
+                run_with(move |plugin: ToolPlugin, store, context| {
+                    Box::pin(async move {
+                        let result = plugin
+                            .capstan_plugin_tool()
+                            .call_call(&mut *store, &tool_name, &input, &context)
+                            .await?;
+                        Ok((result, store.data().net_refusals()))
+                    })
+                }),
             )
             .await;
-        self.make_tool_ahead(component);
+        self.make_tool_ahead(component, &linked);
         let plugin = component.name.to_string();
         use bindings::exports::capstan::plugin::tool::ToolError as WitError;
         let (result, refusals) = settled?;
@@ -331,18 +401,26 @@ impl Sandbox {
     /// instance made now by `instantiate`; then `run` on it with the call's
     /// context, within the call's wall-clock limit, its end turned into a
     /// result. The store is dropped on the warm-up thread.
+    ///
+    /// On a runtime with worker threads the call runs on a task of its own,
+    /// which this one waits for until the wall-clock limit. Running code is
+    /// stopped by the epoch deadline, but code blocked in the host — a file
+    /// operation on a hung mount, an open waiting for a lease — cannot be;
+    /// such a call is abandoned at its limit: the caller gets a timeout, and
+    /// the stuck task is left to finish on its worker, its store dropped
+    /// when it does.
     async fn in_fresh_instance<T, R>(
         &self,
         plugin: &Arc<str>,
         warm: Option<&WarmSlot<T>>,
         options: &CallOptions,
-        instantiate: impl AsyncFnOnce(&mut wasmtime::Store<CallState>) -> wasmtime::Result<T>,
-        run: impl AsyncFnOnce(
-            T,
-            &mut wasmtime::Store<CallState>,
-            &bindings::capstan::plugin::types::CallContext,
-        ) -> wasmtime::Result<R>,
-    ) -> Result<R, CallError> {
+        instantiate: Instantiate<T>,
+        run: Run<T, R>,
+    ) -> Result<R, CallError>
+    where
+        T: Send + 'static,
+        R: Send + 'static,
+    {
         let call_id = new_call_id();
         let made_ahead = warm.and_then(|slot| slot.take(options.limits.memory));
         let (mut call, ready) = match made_ahead {
@@ -356,45 +434,77 @@ impl Sandbox {
             ),
         };
         call.retire_to(self.warmer.retirer());
-        let limit = call.wall_clock_limit();
         let context = call_context(call_id, options);
-        let work = async {
-            let instance = match ready {
-                Some(instance) => instance,
-                None => instantiate(&mut call.store).await?,
-            };
-            run(instance, &mut call.store, &context).await
+        let (mut store, watch) = call.into_parts();
+        let limit = watch.wall_clock_limit();
+        let work = async move {
+            let outcome = async {
+                let instance = match ready {
+                    Some(instance) => instance,
+                    None => instantiate(&mut store).await?,
+                };
+                run(instance, &mut store, context).await
+            }
+            .await;
+            (store, outcome)
         };
-        let outcome = tokio::time::timeout(limit, work).await;
-        call.settle(outcome)
+        // On a runtime with one thread, a call stuck in the host would hold
+        // that thread whatever waits for it: the call runs right here.
+        let single_thread = matches!(
+            tokio::runtime::Handle::current().runtime_flavor(),
+            tokio::runtime::RuntimeFlavor::CurrentThread
+        );
+        let ended = if single_thread {
+            tokio::time::timeout(limit, work)
+                .await
+                .map_err(|_elapsed| Abandoned::Deadline)
+        } else {
+            let mut task = CallTask(tokio::spawn(work));
+            match tokio::time::timeout(limit, &mut task.0).await {
+                Ok(Ok(ended)) => Ok(ended),
+                Ok(Err(failed)) => Err(Abandoned::Failed(format!(
+                    "the host failed while running it: {failed}"
+                ))),
+                Err(_elapsed) => Err(Abandoned::Deadline),
+            }
+        };
+        watch.settle(ended)
     }
 
     /// Makes the component's next tool instance on the warm-up thread.
-    fn make_tool_ahead(&self, component: &LoadedComponent) {
-        let Some(pre) = component.tool.clone() else {
+    fn make_tool_ahead(&self, component: &LoadedComponent, linked: &Linked) {
+        let Some(pre) = linked.tool.clone() else {
             return;
         };
         self.warmer.make(
             &self.engine,
             &component.name,
             self.file_io,
-            &component.tool_warm,
+            &component.resident.tool_warm,
             async move |store| pre.instantiate_async(store).await,
         );
     }
 
     /// Makes the component's next hook instance on the warm-up thread.
-    fn make_hook_ahead(&self, component: &LoadedComponent) {
-        let Some(pre) = component.hook.clone() else {
+    fn make_hook_ahead(&self, component: &LoadedComponent, linked: &Linked) {
+        let Some(pre) = linked.hook.clone() else {
             return;
         };
         self.warmer.make(
             &self.engine,
             &component.name,
             self.file_io,
-            &component.hook_warm,
+            &component.resident.hook_warm,
             async move |store| pre.instantiate_async(store).await,
         );
+    }
+}
+
+/// A linked component's tool and hook sides, whichever it exports.
+fn split(pre: wasmtime::component::InstancePre<CallState>) -> Linked {
+    Linked {
+        tool: ToolPluginPre::new(pre.clone()).ok(),
+        hook: HookPluginPre::new(pre).ok(),
     }
 }
 
@@ -407,6 +517,56 @@ fn call_context(
         call_id,
         workspace: options.grants.workspace_guest_path().map(str::to_string),
         session_id: options.session_id.clone(),
+    }
+}
+
+/// Makes a call's instance in its store.
+type Instantiate<T> = Box<
+    dyn for<'s> FnOnce(&'s mut wasmtime::Store<CallState>) -> BoxFuture<'s, wasmtime::Result<T>>
+        + Send,
+>;
+
+/// Runs a call in its instance, given the call's context.
+type Run<T, R> = Box<
+    dyn for<'s> FnOnce(
+            T,
+            &'s mut wasmtime::Store<CallState>,
+            bindings::capstan::plugin::types::CallContext,
+        ) -> BoxFuture<'s, wasmtime::Result<R>>
+        + Send,
+>;
+
+/// Boxes how a call makes its instance.
+fn instantiate_with<T, F>(make: F) -> Instantiate<T>
+where
+    F: for<'s> FnOnce(&'s mut wasmtime::Store<CallState>) -> BoxFuture<'s, wasmtime::Result<T>>
+        + Send
+        + 'static,
+{
+    Box::new(make)
+}
+
+/// Boxes what a call does in its instance.
+fn run_with<T, R, F>(run: F) -> Run<T, R>
+where
+    F: for<'s> FnOnce(
+            T,
+            &'s mut wasmtime::Store<CallState>,
+            bindings::capstan::plugin::types::CallContext,
+        ) -> BoxFuture<'s, wasmtime::Result<R>>
+        + Send
+        + 'static,
+{
+    Box::new(run)
+}
+
+/// The task running one call; stopped when its caller stops waiting for
+/// it (the user interrupted the turn), at its next yield.
+struct CallTask<R>(tokio::task::JoinHandle<R>);
+
+impl<R> Drop for CallTask<R> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::call::CallOptions;
 use super::warm::WarmSlot;
-use super::{CallError, Limits, LoadError, Sandbox};
+use super::{CallError, Instantiate, Limits, LoadError, Sandbox, instantiate_with, run_with};
 
 /// Host-side bindings of the `skill-plugin` world. The `host` import is the
 /// one already in the sandbox's linker.
@@ -41,6 +41,12 @@ impl SkillComponent {
     /// The SHA-256 of the component's bytes.
     pub fn sha256(&self) -> &str {
         &self.sha256
+    }
+
+    /// How a call makes its instance.
+    fn instantiate(&self) -> Instantiate<SkillPlugin> {
+        let pre = self.pre.clone();
+        instantiate_with(move |store| Box::pin(async move { pre.instantiate_async(store).await }))
     }
 }
 
@@ -85,10 +91,10 @@ impl Sandbox {
             &component.name,
             None::<&WarmSlot<SkillPlugin>>,
             &options,
-            async |store| component.pre.instantiate_async(store).await,
-            async |plugin: SkillPlugin, store, _| {
-                plugin.capstan_plugin_skill().call_list(store).await
-            },
+            component.instantiate(),
+            run_with(|plugin: SkillPlugin, store, _| {
+                Box::pin(async move { plugin.capstan_plugin_skill().call_list(store).await })
+            }),
         )
         .await
     }
@@ -101,18 +107,21 @@ impl Sandbox {
         arguments: &str,
         options: &CallOptions,
     ) -> Result<String, CallError> {
+        let (name, arguments) = (name.to_string(), arguments.to_string());
         let settled = self
             .in_fresh_instance(
                 &component.name,
                 None::<&WarmSlot<SkillPlugin>>,
                 options,
-                async |store| component.pre.instantiate_async(store).await,
-                async |plugin: SkillPlugin, store, _| {
-                    plugin
-                        .capstan_plugin_skill()
-                        .call_load(store, name, arguments)
-                        .await
-                },
+                component.instantiate(),
+                run_with(move |plugin: SkillPlugin, store, _| {
+                    Box::pin(async move {
+                        plugin
+                            .capstan_plugin_skill()
+                            .call_load(store, &name, &arguments)
+                            .await
+                    })
+                }),
             )
             .await;
         let text = settled?.map_err(CallError::Failed)?;
@@ -127,18 +136,21 @@ impl Sandbox {
         path: &str,
         options: &CallOptions,
     ) -> Result<Vec<u8>, CallError> {
+        let (name, path) = (name.to_string(), path.to_string());
         let settled = self
             .in_fresh_instance(
                 &component.name,
                 None::<&WarmSlot<SkillPlugin>>,
                 options,
-                async |store| component.pre.instantiate_async(store).await,
-                async |plugin: SkillPlugin, store, _| {
-                    plugin
-                        .capstan_plugin_skill()
-                        .call_resource(store, name, path)
-                        .await
-                },
+                component.instantiate(),
+                run_with(move |plugin: SkillPlugin, store, _| {
+                    Box::pin(async move {
+                        plugin
+                            .capstan_plugin_skill()
+                            .call_resource(store, &name, &path)
+                            .await
+                    })
+                }),
             )
             .await;
         let bytes = settled?.map_err(CallError::Failed)?;

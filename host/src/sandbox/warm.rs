@@ -13,19 +13,24 @@
 //! to making instances in the call, since it may have kept what it saw.
 //!
 //! A finished call's store is dropped on the same thread, so resetting its
-//! memory is not on the caller's path either.
+//! memory is not on the caller's path either. The thread also parks plugins
+//! left idle, and links them again when a turn starts ([`super::rest`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak, mpsc};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use wasmtime::Store;
 
 use super::call::{CallOptions, CallState, FileIo, PreparedCall};
 use super::limits::Limits;
+use super::rest::Resident;
 
 /// How long making an instance ahead may take before it is given up.
 const MAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How often the warm-up thread looks for idle plugins to park.
+const TICK: Duration = Duration::from_secs(1);
 
 /// How many jobs may wait for the warm-up thread; beyond that no instance
 /// is made ahead.
@@ -85,6 +90,19 @@ impl<T> WarmSlot<T> {
             Slot::Ready(warm) => Some(warm),
             _ => None,
         }
+    }
+
+    /// Drops the instance made ahead, if one is ready; returns whether
+    /// there was one.
+    pub fn clear(&self) -> bool {
+        let mut state = self.lock();
+        if !matches!(*state, Slot::Ready(_)) {
+            return false;
+        }
+        let made = std::mem::replace(&mut *state, Slot::Empty);
+        drop(state);
+        drop(made);
+        true
     }
 
     /// Whether an instance is ready for a call.
@@ -159,7 +177,9 @@ pub(super) struct Warmer {
 
 impl Warmer {
     /// Starts the thread. It ends when the last `Warmer`/`Retirer` is gone.
-    pub fn start() -> std::io::Result<Self> {
+    /// Between jobs, and at least every [`TICK`] when there are none, it
+    /// runs `tick` (which parks idle plugins, [`super::rest`]).
+    pub fn start(mut tick: impl FnMut() + Send + 'static) -> std::io::Result<Self> {
         let (jobs, queue) = mpsc::sync_channel::<Job>(QUEUE);
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_time()
@@ -167,8 +187,17 @@ impl Warmer {
         std::thread::Builder::new()
             .name("capstan-warm".into())
             .spawn(move || {
-                while let Ok(job) = queue.recv() {
-                    job(&runtime);
+                let mut ticked = Instant::now();
+                loop {
+                    match queue.recv_timeout(TICK) {
+                        Ok(job) => job(&runtime),
+                        Err(mpsc::RecvTimeoutError::Timeout) => {}
+                        Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                    }
+                    if ticked.elapsed() >= TICK {
+                        tick();
+                        ticked = Instant::now();
+                    }
                 }
             })?;
         Ok(Self {
@@ -203,27 +232,9 @@ impl Warmer {
         let engine = engine.clone();
         let plugin = plugin.clone();
         let job: Job = Box::new(move |runtime| {
-            let Some(slot) = weak.upgrade() else {
-                return;
-            };
-            let options = CallOptions {
-                limits: Limits {
-                    timeout: MAKE_TIMEOUT,
-                    memory: Limits::MAX_MEMORY,
-                    ..Limits::default()
-                },
-                ..CallOptions::default()
-            };
-            let made = PreparedCall::new(&engine, &plugin, "warm-up", &options, file_io)
-                .ok()
-                .and_then(|call| {
-                    let mut store = call.into_store();
-                    let instance = runtime.block_on(instantiate(&mut store)).ok()?;
-                    // A start function that reached the host may have kept
-                    // what it saw of this empty context.
-                    (!store.data().touched_host()).then_some(Warm { store, instance })
-                });
-            slot.settle(made);
+            if let Some(slot) = weak.upgrade() {
+                make_now(runtime, &engine, &plugin, file_io, &slot, instantiate);
+            }
         });
         if let Err(mpsc::TrySendError::Full(job) | mpsc::TrySendError::Disconnected(job)) =
             self.retirer.jobs.try_send(job)
@@ -232,6 +243,88 @@ impl Warmer {
             slot.release();
         }
     }
+}
+
+impl Warmer {
+    /// Links a parked plugin again on the warm-up thread, then makes the
+    /// instances it had made ahead when it was parked.
+    pub fn wake(&self, engine: &wasmtime::Engine, file_io: FileIo, resident: Arc<Resident>) {
+        let engine = engine.clone();
+        let job: Job = Box::new(move |runtime| {
+            // A failure shows again, with its reason, on the call that
+            // needs the plugin.
+            let Ok(linked) = resident.linked() else {
+                return;
+            };
+            let (tool, hook) = resident.was_warm();
+            if let (true, Some(pre)) = (tool, linked.tool) {
+                prime(&resident.tool_warm, |slot| {
+                    let pre = pre.clone();
+                    let instantiate = async move |store: &mut Store<CallState>| {
+                        pre.instantiate_async(store).await
+                    };
+                    make_now(runtime, &engine, &resident.name, file_io, slot, instantiate);
+                });
+            }
+            if let (true, Some(pre)) = (hook, linked.hook) {
+                prime(&resident.hook_warm, |slot| {
+                    let pre = pre.clone();
+                    let instantiate = async move |store: &mut Store<CallState>| {
+                        pre.instantiate_async(store).await
+                    };
+                    make_now(runtime, &engine, &resident.name, file_io, slot, instantiate);
+                });
+            }
+        });
+        // A full queue: the calls link it themselves.
+        let _ = self.retirer.jobs.try_send(job);
+    }
+}
+
+/// Makes the next instance of a plugin just linked again into `slot` with
+/// `make`, twice: the first instance lands in a pool slot whose memory was
+/// given back, so a call in it would take a page fault for every page it
+/// touches; dropping it resets the slot by copying the memory image back
+/// and keeping it resident ([`super::engine`]), and the second instance,
+/// in the same slot, is as warm as one made during a busy session.
+fn prime<T>(slot: &WarmSlot<T>, mut make: impl FnMut(&WarmSlot<T>)) {
+    if !slot.claim() {
+        return;
+    }
+    make(slot);
+    if slot.clear() && slot.claim() {
+        make(slot);
+    }
+}
+
+/// Makes `plugin`'s next instance into `slot`, claimed for it, here on the
+/// warm-up thread.
+fn make_now<T>(
+    runtime: &tokio::runtime::Runtime,
+    engine: &wasmtime::Engine,
+    plugin: &Arc<str>,
+    file_io: FileIo,
+    slot: &WarmSlot<T>,
+    instantiate: impl AsyncFnOnce(&mut Store<CallState>) -> wasmtime::Result<T>,
+) {
+    let options = CallOptions {
+        limits: Limits {
+            timeout: MAKE_TIMEOUT,
+            memory: Limits::MAX_MEMORY,
+            ..Limits::default()
+        },
+        ..CallOptions::default()
+    };
+    let made = PreparedCall::new(engine, plugin, "warm-up", &options, file_io)
+        .ok()
+        .and_then(|call| {
+            let mut store = call.into_store();
+            let instance = runtime.block_on(instantiate(&mut store)).ok()?;
+            // A start function that reached the host may have kept what it
+            // saw of this empty context.
+            (!store.data().touched_host()).then_some(Warm { store, instance })
+        });
+    slot.settle(made);
 }
 
 #[cfg(test)]
@@ -244,7 +337,7 @@ mod tests {
     /// Waits until the component's next tool instance has been made ahead.
     async fn until_ready(component: &LoadedComponent) {
         for _ in 0..1000 {
-            if component.tool_warm.is_ready() {
+            if component.resident.tool_warm.is_ready() {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -275,7 +368,7 @@ mod tests {
         let fs = builtin::find("fs").unwrap();
         let component = sandbox.load("fs", fs.wasm, Some(fs.sha256), "fs").unwrap();
         assert!(
-            !component.tool_warm.is_ready(),
+            !component.resident.tool_warm.is_ready(),
             "nothing is made before a plugin is used"
         );
 
@@ -344,7 +437,7 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, CallError::MemoryLimit { .. }), "{err:?}");
         assert!(
-            component.tool_warm.is_ready(),
+            component.resident.tool_warm.is_ready(),
             "the instance made ahead waits for a call it fits"
         );
     }

@@ -1,0 +1,354 @@
+//! Plugins at rest: the memory a loaded plugin holds, given back while the
+//! session is idle.
+//!
+//! A loaded plugin holds its compiled code and, once used, pool slots with
+//! its linear memory kept resident (reset by copying its image back, see
+//! [`super::engine`]) and an instance made ahead ([`super::warm`]). For a
+//! componentize-py plugin that is about 35 MB of code and 13 MB a slot.
+//! Wasmtime gives a slot's memory back only when the module that used it
+//! is dropped, so resting means dropping the compiled component itself.
+//!
+//! When no call has used a plugin for [`PARK_AFTER`] and no turn is under
+//! way ([`KeepWarm`]), the warm-up thread parks it: its instances made
+//! ahead are dropped, then its linked component, which unmaps the code and
+//! remaps the slots its instances used. A parked plugin is linked again
+//! from the compile cache (the entry read and its MAC checked, as at load)
+//! when a turn starts — on the warm-up thread, which then makes its next
+//! instance ahead while the model is busy — or else by the next call that
+//! needs it, on that call's path.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use super::bindings::ToolPlugin;
+use super::bindings::ToolPluginPre;
+use super::bindings::hook_world::{HookPlugin, HookPluginPre};
+use super::call::CallState;
+use super::error::LoadError;
+use super::warm::WarmSlot;
+
+/// How long a plugin stays loaded with no call and no turn under way.
+pub const PARK_AFTER: Duration = Duration::from_secs(5);
+
+/// A component linked against the host, ready to be instantiated.
+#[derive(Clone)]
+pub(super) struct Linked {
+    pub tool: Option<ToolPluginPre<CallState>>,
+    pub hook: Option<HookPluginPre<CallState>>,
+}
+
+/// Links a component again from the compile cache.
+pub(super) type Relink = Box<dyn Fn() -> Result<Linked, LoadError> + Send + Sync>;
+
+/// One loaded plugin's code: linked or parked, and when it was last used.
+pub(super) struct Resident {
+    pub name: Arc<str>,
+    code: Mutex<Code>,
+    relink: Relink,
+    /// Its compile-cache entry; without one it is never parked, as it
+    /// could not be linked again.
+    entry: PathBuf,
+    /// Its next tool instance, made ahead ([`super::warm`]).
+    pub tool_warm: Arc<WarmSlot<ToolPlugin>>,
+    /// Its next hook instance, made ahead.
+    pub hook_warm: Arc<WarmSlot<HookPlugin>>,
+    /// Calls under way.
+    calls: AtomicUsize,
+    last_used: Mutex<Instant>,
+    /// Whether instances were made ahead when it was parked, so they are
+    /// made again when it is woken.
+    tool_was_warm: AtomicBool,
+    hook_was_warm: AtomicBool,
+}
+
+enum Code {
+    Linked(Linked),
+    Parked,
+}
+
+impl Resident {
+    /// A plugin just loaded as `linked`; `relink` loads it again from its
+    /// compile-cache `entry`.
+    pub fn new(name: Arc<str>, linked: Linked, relink: Relink, entry: PathBuf) -> Arc<Self> {
+        Arc::new(Self {
+            name,
+            code: Mutex::new(Code::Linked(linked)),
+            relink,
+            entry,
+            tool_warm: WarmSlot::new(),
+            hook_warm: WarmSlot::new(),
+            calls: AtomicUsize::new(0),
+            last_used: Mutex::new(Instant::now()),
+            tool_was_warm: AtomicBool::new(false),
+            hook_was_warm: AtomicBool::new(false),
+        })
+    }
+
+    fn code(&self) -> MutexGuard<'_, Code> {
+        self.code.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn touch(&self) {
+        *self.last_used.lock().unwrap_or_else(|p| p.into_inner()) = Instant::now();
+    }
+
+    /// The linked component, linked again first if it was parked.
+    pub fn linked(&self) -> Result<Linked, LoadError> {
+        let mut code = self.code();
+        if let Code::Linked(linked) = &*code {
+            return Ok(linked.clone());
+        }
+        let linked = (self.relink)()?;
+        *code = Code::Linked(linked.clone());
+        Ok(linked)
+    }
+
+    /// Whether it is parked.
+    pub fn is_parked(&self) -> bool {
+        matches!(*self.code(), Code::Parked)
+    }
+
+    /// Marks a call under way until the returned guard is dropped.
+    pub fn in_use(self: &Arc<Self>) -> InUse {
+        self.calls.fetch_add(1, Ordering::AcqRel);
+        self.touch();
+        InUse(self.clone())
+    }
+
+    /// Parks it if no call is under way: drops its instances made ahead,
+    /// then its linked component. Returns whether it was parked now.
+    fn park(&self) -> bool {
+        let mut code = self.code();
+        if matches!(*code, Code::Parked)
+            || self.calls.load(Ordering::Acquire) > 0
+            || !self.entry.is_file()
+        {
+            return false;
+        }
+        self.tool_was_warm
+            .store(self.tool_warm.clear(), Ordering::Release);
+        self.hook_was_warm
+            .store(self.hook_warm.clear(), Ordering::Release);
+        *code = Code::Parked;
+        true
+    }
+
+    /// Which instances to make ahead once it is linked again: tool, hook.
+    pub fn was_warm(&self) -> (bool, bool) {
+        (
+            self.tool_was_warm.load(Ordering::Acquire),
+            self.hook_was_warm.load(Ordering::Acquire),
+        )
+    }
+}
+
+/// A call under way in a plugin; it may not be parked meanwhile.
+pub(super) struct InUse(Arc<Resident>);
+
+impl Drop for InUse {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.calls.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The sandbox's loaded plugins, and whether a turn is under way.
+#[derive(Default)]
+pub(super) struct Rest {
+    residents: Mutex<Vec<Weak<Resident>>>,
+    holds: AtomicUsize,
+    last_hold: Mutex<Option<Instant>>,
+}
+
+impl Rest {
+    fn residents(&self) -> MutexGuard<'_, Vec<Weak<Resident>>> {
+        self.residents.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Follows a newly loaded plugin.
+    pub fn register(&self, resident: &Arc<Resident>) {
+        let mut residents = self.residents();
+        residents.retain(|r| r.strong_count() > 0);
+        residents.push(Arc::downgrade(resident));
+    }
+
+    /// Parks every plugin unused for `idle` while no turn is under way;
+    /// returns how many were parked.
+    pub fn park_idle(&self, idle: Duration) -> usize {
+        if self.holds.load(Ordering::Acquire) > 0 {
+            return 0;
+        }
+        let now = Instant::now();
+        let held = *self.last_hold.lock().unwrap_or_else(|p| p.into_inner());
+        if held.is_some_and(|at| now.duration_since(at) < idle) {
+            return 0;
+        }
+        let residents: Vec<Arc<Resident>> =
+            self.residents().iter().filter_map(Weak::upgrade).collect();
+        residents
+            .iter()
+            .filter(|r| {
+                let used = *r.last_used.lock().unwrap_or_else(|p| p.into_inner());
+                now.duration_since(used) >= idle
+            })
+            .filter(|r| r.park())
+            .count()
+    }
+
+    /// Starts a hold; returns the plugins parked now.
+    pub fn hold(&self) -> Vec<Arc<Resident>> {
+        self.holds.fetch_add(1, Ordering::AcqRel);
+        self.residents()
+            .iter()
+            .filter_map(Weak::upgrade)
+            .filter(|r| r.is_parked())
+            .collect()
+    }
+
+    /// Ends a hold.
+    pub fn release(&self) {
+        *self.last_hold.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        self.holds.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// While alive, no plugin is parked: a turn is under way, and its calls
+/// should find their plugins linked and their next instances made. Made by
+/// [`super::Sandbox::keep_warm`], which also wakes parked plugins.
+pub struct KeepWarm {
+    rest: Arc<Rest>,
+}
+
+impl KeepWarm {
+    pub(super) fn new(rest: Arc<Rest>) -> Self {
+        Self { rest }
+    }
+}
+
+impl Drop for KeepWarm {
+    fn drop(&mut self) {
+        self.rest.release();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::grants::{Grants, OwnFolders};
+    use crate::plugin::builtin;
+    use crate::sandbox::{CallOptions, LoadedComponent, Sandbox};
+
+    /// Waits until the component's next tool instance has been made ahead.
+    async fn until_ready(component: &LoadedComponent) {
+        for _ in 0..1000 {
+            if component.resident.tool_warm.is_ready() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("no instance was made ahead within 10 s");
+    }
+
+    fn resident_bytes(sandbox: &Sandbox) -> usize {
+        sandbox
+            .engine()
+            .pooling_allocator_metrics()
+            .unwrap()
+            .unused_memory_bytes_resident()
+    }
+
+    #[tokio::test]
+    async fn parking_gives_back_instances_and_slot_memory_and_a_call_links_again() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("x.txt"), "x marks\n").unwrap();
+        let sandbox = Sandbox::new(&crate::home::Home::at(
+            dir.path().join("home"),
+            dir.path().join("cache"),
+        ))
+        .unwrap();
+        let fs = builtin::find("fs").unwrap();
+        let component = sandbox.load("fs", fs.wasm, Some(fs.sha256), "fs").unwrap();
+        let options = CallOptions {
+            grants: Grants::workspace(dir.path(), false, &OwnFolders::default()).unwrap(),
+            ..CallOptions::default()
+        };
+        let read = r#"{"path":"x.txt"}"#;
+        sandbox
+            .call_tool(&component, "read", read, &options)
+            .await
+            .unwrap();
+        until_ready(&component).await;
+        let metrics = sandbox.engine().pooling_allocator_metrics().unwrap();
+        assert!(
+            metrics.memories() > 0,
+            "the instance made ahead holds a slot"
+        );
+
+        assert_eq!(sandbox.park_now(), 1);
+        assert!(component.is_parked());
+        assert!(
+            !component.resident.tool_warm.is_ready(),
+            "the instance made ahead is dropped"
+        );
+        assert_eq!(metrics.memories(), 0);
+        // Dropped alone, its slot would be reset and kept resident; with
+        // the component gone, wasmtime gives the slots' memory back.
+        assert_eq!(
+            resident_bytes(&sandbox),
+            0,
+            "the slots' memory is given back"
+        );
+        assert_eq!(sandbox.park_now(), 0, "parked once");
+
+        // The next call links it again from the compile cache.
+        let out = sandbox
+            .call_tool(&component, "read", read, &options)
+            .await
+            .unwrap();
+        assert!(out.to_text().contains("x marks"));
+        assert!(!component.is_parked());
+    }
+
+    #[tokio::test]
+    async fn a_turn_wakes_parked_plugins_ahead_of_their_calls_and_keeps_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = Sandbox::new(&crate::home::Home::at(
+            dir.path().join("home"),
+            dir.path().join("cache"),
+        ))
+        .unwrap();
+        let fs = builtin::find("fs").unwrap();
+        let component = sandbox.load("fs", fs.wasm, Some(fs.sha256), "fs").unwrap();
+        sandbox.describe(&component).await.unwrap();
+        until_ready(&component).await;
+        assert_eq!(sandbox.park_now(), 1);
+
+        let turn = sandbox.keep_warm();
+        // Linked again and its next instance made, with no call.
+        until_ready(&component).await;
+        assert!(!component.is_parked());
+        assert_eq!(sandbox.park_now(), 0, "nothing is parked during a turn");
+        assert!(component.resident.tool_warm.is_ready());
+        drop(turn);
+        assert_eq!(sandbox.park_now(), 1, "parked again once the turn is over");
+    }
+
+    #[tokio::test]
+    async fn a_plugin_whose_cache_entry_is_gone_is_not_parked() {
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = Sandbox::new(&crate::home::Home::at(
+            dir.path().join("home"),
+            dir.path().join("cache"),
+        ))
+        .unwrap();
+        let fs = builtin::find("fs").unwrap();
+        let component = sandbox.load("fs", fs.wasm, Some(fs.sha256), "fs").unwrap();
+        sandbox.compile_cache().remove(fs.sha256).unwrap();
+        assert_eq!(sandbox.park_now(), 0);
+        assert!(!component.is_parked());
+        sandbox.describe(&component).await.unwrap();
+    }
+}
