@@ -9,9 +9,9 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use capstan::audit::{self, AuditEvent, AuditFilter, AuditLog, AuditScope};
 use capstan::grants::{Grants, OwnFolders};
 use capstan::plugin::Catalog;
-use capstan::policy::audit::{self, AuditEvent, AuditFilter, AuditLog, AuditScope};
 use capstan::sandbox::{CallOptions, Sandbox};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};

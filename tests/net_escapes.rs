@@ -14,9 +14,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use capstan::audit::AuditLog;
 use capstan::grants::net::{REQUEST_BODY_LIMIT, RESPONSE_BODY_LIMIT};
 use capstan::grants::{EnvGrant, Grants, NetGrant, ResolvedSecret, SecretGrant};
-use capstan::policy::audit::AuditLog;
 use capstan::sandbox::{CallOptions, LoadedComponent, Sandbox};
 use serde_json::{Value, json};
 use support::{fixture, shared_home};

@@ -690,7 +690,7 @@ fn an_installed_plugin_reaches_its_granted_origin_only_and_it_is_audited() {
 
 #[test]
 fn socket_imports_replaced_by_trapping_stubs_install_without_a_network_request() {
-    use capstan::plugin::socket_stubs::{socket_imports, stub_socket_imports};
+    use capstan::scaffold::socket_stubs::{socket_imports, stub_socket_imports};
     let env = Env::new();
     // misbehave opens TCP sockets, so it imports wasi:sockets, as every
     // component built with componentize-py does.

@@ -13,19 +13,21 @@
 //! - [`plugin`]: which plugins exist and where their components come from;
 //! - [`model`]: the conversation types and the language-model providers;
 //! - [`session`]: session transcripts and resuming them;
-//! - [`agent`]: the agent loop; [`policy`]: permissions, settings and the
-//!   audit log;
+//! - [`agent`]: the agent loop; [`policy`]: permission decisions and
+//!   settings; [`audit`]: the hash-chained audit log that the sandbox,
+//!   grants, plugins, exec and the agent write;
 //! - [`hooks`]: hook components and their decisions; [`skills`]: skills
 //!   listed to the model and loaded on demand;
 //! - [`home`]: where data and caches live; [`progress`]: spinners for long
 //!   steps on a terminal; [`quantity`]: sizes and durations, spelt one way
-//!   everywhere; [`untrusted_folder`]: files capstan itself reads
+//!   everywhere; [`timestamp`]: RFC 3339 times; [`untrusted_folder`]: files capstan itself reads
 //!   from folders others control (the workspace, a package), confined
 //!   beneath them and capped;
 //! - [`cli`]: the command line; [`fuzz`]: the bodies of the fuzz targets,
 //!   one per parser of untrusted bytes.
 
 pub mod agent;
+pub mod audit;
 pub mod cli;
 pub mod exec;
 pub mod fuzz;
@@ -41,4 +43,5 @@ pub mod sandbox;
 pub mod scaffold;
 pub mod session;
 pub mod skills;
+pub mod timestamp;
 pub mod untrusted_folder;

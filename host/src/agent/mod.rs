@@ -46,10 +46,10 @@ use std::time::Duration;
 use futures_util::future::LocalBoxFuture;
 use serde_json::{Value, json};
 
+use crate::audit::{AuditEvent, AuditLog, AuditScope};
 use crate::home::Home;
 use crate::hooks::{self, Combined, HookAnswer, HookEvent, HookSet, SessionFacts};
 use crate::model::{Message, ModelError, Provider, StopReason, Usage};
-use crate::policy::audit::{AuditEvent, AuditLog, AuditScope};
 use crate::policy::{Decision, Layer, Mode, Policy, Rule, RuleKind};
 use crate::session::record::Event;
 use crate::session::{SessionError, TranscriptWriter};

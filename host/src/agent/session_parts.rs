@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use super::AgentConfig;
 use super::toolbox::Toolbox;
+use crate::audit::AuditLog;
 use crate::hooks::HookSet;
 use crate::model::Provider;
 use crate::policy::Policy;
-use crate::policy::audit::AuditLog;
 
 /// The parts of an agent session a sub-agent shares (the policy and the
 /// configuration as they are when it starts).

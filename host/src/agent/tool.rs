@@ -18,8 +18,8 @@ use serde_json::Value;
 
 use super::interrupt::Interrupt;
 use super::session_parts::SessionParts;
+use crate::audit::AuditLog;
 use crate::model::Usage;
-use crate::policy::audit::AuditLog;
 use crate::sandbox::{CallError, EventSink, ToolSpec};
 
 /// What one call of a tool is given besides its handler.

@@ -24,9 +24,9 @@ use super::component_tool::PluginRuntime;
 use super::interrupt::Interrupt;
 use super::skill_tool::SkillTool;
 use super::tool::{AgentTool, ToolCall, ToolHandler};
+use crate::audit::AuditLog;
 use crate::model::ToolDef;
 use crate::plugin::{Catalog, CatalogError, Provision, ProvisionError, UnavailablePlugins, Writes};
-use crate::policy::audit::AuditLog;
 use crate::sandbox::{CallError, EventSink, Limits, Sandbox};
 use crate::skills::Skills;
 

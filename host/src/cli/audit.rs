@@ -6,8 +6,8 @@ use clap::{Args, Subcommand};
 
 use super::Exit;
 use super::escape;
+use crate::audit::{self, AuditEvent, AuditFilter, AuditRecord};
 use crate::home::Home;
-use crate::policy::audit::{self, AuditEvent, AuditFilter, AuditRecord};
 
 /// How many records `audit show` prints unless told.
 const DEFAULT_SHOWN: usize = 50;

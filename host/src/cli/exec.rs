@@ -10,11 +10,11 @@ use anyhow::{Context, bail};
 use serde_json::json;
 
 use super::Exit;
+use crate::audit::{AuditLog, AuditScope};
 use crate::exec::{Cancel, CommandLine, Ending, ExecGrants, ExecOutcome, ExecRequest, MAX_TIMEOUT};
 use crate::grants::fs::OwnFolders;
 use crate::grants::net::NetGrant;
 use crate::home::Home;
-use crate::policy::audit::{AuditLog, AuditScope};
 use crate::quantity::parse_duration;
 
 /// Run a command in the sandbox: the workspace read-only (writable with

@@ -281,7 +281,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
         None
     } else {
         Some(
-            crate::policy::audit::AuditLog::open(&home.audit_log())
+            crate::audit::AuditLog::open(&home.audit_log())
                 .map_err(|e| SetupError::new(Exit::Error, e))?,
         )
     };

@@ -22,9 +22,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::audit::AuditScope;
 use crate::grants::fs::OwnFolders;
 use crate::grants::net::NetGrant;
-use crate::policy::audit::AuditScope;
 use crate::quantity::{parse_duration, parse_size};
 
 /// How long a command may run when the call does not say.

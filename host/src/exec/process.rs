@@ -19,8 +19,8 @@ use super::{
     Cancel, CommandLine, Ending, ExecError, ExecGrants, ExecOutcome, ExecRequest, missing,
     output::CappedOutput, syscalls,
 };
+use crate::audit::AuditEvent;
 use crate::grants::net::NetGrant;
-use crate::policy::audit::AuditEvent;
 
 /// How long output is still read after a kill: the sandbox's namespace is
 /// gone by then; an unsandboxed command's stray processes may hold on.
@@ -72,7 +72,7 @@ struct Summary {
     write: bool,
     net: Vec<NetGrant>,
     sandboxed: bool,
-    audit: Option<crate::policy::audit::AuditScope>,
+    audit: Option<crate::audit::AuditScope>,
 }
 
 impl RunningCommand {
@@ -80,7 +80,7 @@ impl RunningCommand {
     /// setup that fails is recorded in the audit log and nothing runs.
     pub fn start(request: &ExecRequest, grants: &ExecGrants) -> Result<Self, ExecError> {
         let audit = grants.audit.as_ref().map(|scope| {
-            crate::policy::audit::AuditScope::new(
+            crate::audit::AuditScope::new(
                 scope.log.clone(),
                 &scope.plugin,
                 &request.call_id,
@@ -100,7 +100,7 @@ impl RunningCommand {
     fn start_unrecorded(
         request: &ExecRequest,
         grants: &ExecGrants,
-        audit: Option<crate::policy::audit::AuditScope>,
+        audit: Option<crate::audit::AuditScope>,
     ) -> Result<Self, ExecError> {
         let cwd = working_folder(request.cwd.as_deref(), &grants.workspace)?;
         let mut net = grants.net.clone();

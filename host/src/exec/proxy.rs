@@ -19,8 +19,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use super::ProxyRefusal;
+use crate::audit::{AuditEvent, AuditScope};
 use crate::grants::net::{NetGrant, NetPolicy, Origin, RequestHost, canonical_ip};
-use crate::policy::audit::{AuditEvent, AuditScope};
 
 /// The largest request head the proxy reads.
 const MAX_HEAD: usize = 16 * 1024;

@@ -22,7 +22,7 @@
 //! Values are read from the host's environment at call time
 //! ([`granted_values`]); a granted name that is not set is simply absent.
 
-use crate::policy::audit::{AuditEvent, AuditScope};
+use crate::audit::{AuditEvent, AuditScope};
 
 /// One granted variable name.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

@@ -193,7 +193,7 @@ impl Grants {
     pub fn wire(
         &self,
         mut builder: WasiCtxBuilder,
-        audit: Option<&crate::policy::audit::AuditScope>,
+        audit: Option<&crate::audit::AuditScope>,
         blocking_file_io: bool,
     ) -> Result<WasiCtx, GrantError> {
         // Exactly the granted variables that are set now; nothing else.

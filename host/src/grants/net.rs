@@ -19,7 +19,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use wasmtime_wasi::WasiCtxBuilder;
 
-use crate::policy::audit::AuditScope;
+use crate::audit::AuditScope;
 
 pub use send::{
     NetHooks, REQUEST_BODY_LIMIT, RESPONSE_BODY_LIMIT, Refusal, refusal_note, socket_refusal,

@@ -36,22 +36,21 @@ use std::path::{Component as PathPart, Path, PathBuf};
 
 use super::builtin::BUILTIN_PLUGINS;
 use super::inspect::{self, InspectError};
-use super::lock::{
-    LockComponent, LockEntry, LockError, LockLimits, LockedLockfile, Lockfile, now_rfc3339,
-};
+use super::lock::{LockComponent, LockEntry, LockError, LockLimits, LockedLockfile, Lockfile};
 use super::manifest::{MANIFEST_FILE, Manifest, ManifestError};
 use super::store::{
     FileHashes, MAX_PACKAGE_BYTES, MAX_PACKAGE_FILES, PluginStore, SIGNATURE_FILE, StoreError,
     copy_package, hash_files,
 };
 use super::{package, signature};
+use crate::audit::AuditLog;
 use crate::grants::{Capabilities, CapabilityDiff, CapabilityRef, CapabilityRefError, OwnFolders};
 use crate::home::Home;
 use crate::hooks::Subscription;
-use crate::policy::audit::AuditLog;
 use crate::progress::Step;
 use crate::sandbox::engine::sha256_hex;
 use crate::sandbox::{CacheOutcome, Sandbox};
+use crate::timestamp::now_rfc3339;
 
 /// Installing or changing a plugin failed.
 #[derive(Debug, thiserror::Error)]

@@ -16,7 +16,6 @@ pub mod manifest;
 pub mod package;
 pub mod provision;
 pub mod signature;
-pub mod socket_stubs;
 pub mod store;
 
 pub use availability::{Unavailable, UnavailablePlugins};

@@ -22,8 +22,8 @@
 use std::path::Path;
 
 use super::catalog::{Catalog, CatalogError, InstalledPlugin};
+use crate::audit::{AuditError, AuditLog};
 use crate::grants::{GrantError, Grants, OwnFolders, PrepareError};
-use crate::policy::audit::{AuditError, AuditLog};
 use crate::sandbox::{CallOptions, EventSink, Limits};
 
 /// Why a plugin's calls cannot be given what they need.

@@ -24,7 +24,6 @@
 //! Rules come from the settings files ([`settings`]), the command line and
 //! the session; [`Rule`] describes their syntax.
 
-pub mod audit;
 pub mod claude_code;
 pub mod mode;
 pub mod rule;

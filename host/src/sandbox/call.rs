@@ -52,7 +52,7 @@ pub struct CallOptions {
     /// Where log lines and progress reports go.
     pub events: Option<EventSink>,
     /// Where capability decisions are recorded, if anywhere.
-    pub audit: Option<crate::policy::audit::AuditLog>,
+    pub audit: Option<crate::audit::AuditLog>,
 }
 
 /// The state of one store: the plugin's WASI view of the world and the
@@ -66,7 +66,7 @@ pub struct CallState {
     /// The log lines and progress reports sent so far.
     pub(super) reports: ReportBudget,
     /// Where this call's capability decisions are recorded.
-    pub(crate) audit: Option<crate::policy::audit::AuditScope>,
+    pub(crate) audit: Option<crate::audit::AuditScope>,
     http: WasiHttpCtx,
     net: NetHooks,
     /// Whether the guest has called into the host through this state.
@@ -153,7 +153,7 @@ pub(super) struct CallWatch {
     stderr: MemoryOutputPipe,
     limits: Limits,
     events: Option<EventSink>,
-    audit: Option<crate::policy::audit::AuditScope>,
+    audit: Option<crate::audit::AuditScope>,
     /// Where the store goes when the call is over, if not dropped here.
     retirer: Option<Retirer>,
 }
@@ -370,7 +370,7 @@ fn call_state(
     let stdout = MemoryOutputPipe::new(CAPTURE_LIMIT);
     let stderr = MemoryOutputPipe::new(CAPTURE_LIMIT);
     let audit = options.audit.clone().map(|log| {
-        crate::policy::audit::AuditScope::new(log, plugin, call_id, options.session_id.as_deref())
+        crate::audit::AuditScope::new(log, plugin, call_id, options.session_id.as_deref())
     });
     let mut builder = WasiCtxBuilder::new();
     builder.stdout(stdout.clone()).stderr(stderr.clone());

@@ -5,7 +5,7 @@
 //! `wasi:filesystem/types`. The linker's definition from wasmtime-wasi is
 //! replaced by one that runs wasmtime-wasi's own implementation — so the
 //! sandbox's checks are exactly the same — and then records the outcome
-//! through the call's [`AuditScope`](crate::policy::audit::AuditScope).
+//! through the call's [`AuditScope`](crate::audit::AuditScope).
 //! Calls without an audit log pay one `Option` check.
 //!
 //! Before the open, the path is looked at (a stat through wasmtime-wasi,
@@ -34,7 +34,7 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
 };
 
 use super::call::CallState;
-use crate::policy::audit::AuditEvent;
+use crate::audit::AuditEvent;
 
 /// The interface as wasmtime-wasi 48 defines it in the linker; components
 /// importing any 0.2.x version are linked to it.

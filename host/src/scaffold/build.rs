@@ -262,13 +262,12 @@ fn drop_socket_imports(component: &Path) -> Result<(), ProjectError> {
         path: component.to_path_buf(),
         source,
     })?;
-    let stubbed = crate::plugin::socket_stubs::stub_socket_imports(&bytes).map_err(|e| {
-        ProjectError::StepFailed {
+    let stubbed =
+        super::socket_stubs::stub_socket_imports(&bytes).map_err(|e| ProjectError::StepFailed {
             step: "replacing the runtime's unused wasi:sockets imports".to_string(),
             status: None,
             output: e.to_string(),
-        }
-    })?;
+        })?;
     if let Some(stubbed) = stubbed {
         std::fs::write(component, stubbed).map_err(|source| ProjectError::Io {
             action: "write",

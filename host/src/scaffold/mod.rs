@@ -19,6 +19,7 @@
 pub mod build;
 mod embedded;
 pub mod new;
+pub mod socket_stubs;
 pub mod toolchain;
 
 use std::fmt;

@@ -12,7 +12,7 @@ use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::p2::bindings::sockets::ip_name_lookup::ResolveAddressStream;
 use wasmtime_wasi::p2::bindings::sockets::network::{ErrorCode, Network};
 
-use crate::policy::audit::AuditEvent;
+use crate::audit::AuditEvent;
 use crate::sandbox::CallState;
 
 /// The interface as wasmtime-wasi 48 defines it in the linker; components

@@ -28,8 +28,8 @@ use wasmtime_wasi_http::io::TokioIo;
 use wasmtime_wasi_http::{Error, RequestOptions, WasiBody, WasiHttpHooks};
 
 use super::{NetGrant, NetPolicy, Origin, RequestHost, Scheme, host_matches};
+use crate::audit::{AuditEvent, AuditScope};
 use crate::grants::ResolvedSecret;
-use crate::policy::audit::{AuditEvent, AuditScope};
 
 /// The largest request body a plugin may send: 16 MiB.
 pub const REQUEST_BODY_LIMIT: u64 = 16 << 20;
@@ -616,7 +616,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
-    use crate::policy::audit::AuditLog;
+    use crate::audit::AuditLog;
 
     fn scope(dir: &tempfile::TempDir) -> AuditScope {
         AuditScope::new(
