@@ -13,8 +13,8 @@
 //! - [`plugin`]: which plugins exist and where their components come from;
 //! - [`model`]: the conversation types and the language-model providers;
 //! - [`session`]: session transcripts and resuming them;
-//! - [`agent`]: the agent loop; [`policy`]: permission decisions and
-//!   settings; [`audit`]: the hash-chained audit log that the sandbox,
+//! - [`agent`]: the agent loop; [`policy`]: permission decisions;
+//!   [`config`]: the layered settings files (user, project, local); [`audit`]: the hash-chained audit log that the sandbox,
 //!   grants, plugins, exec and the agent write;
 //! - [`hooks`]: hook components and their decisions; [`skills`]: skills
 //!   listed to the model and loaded on demand;
@@ -29,6 +29,7 @@
 pub mod agent;
 pub mod audit;
 pub mod cli;
+pub mod config;
 pub mod exec;
 pub mod fuzz;
 pub mod grants;

@@ -300,7 +300,7 @@ impl Agent {
             PermissionAnswer::AllowAlways => {
                 let rule = Rule::tool(&tool.name);
                 let saved = self.home.as_ref().map(|home| {
-                    crate::policy::settings::save_local_allow(home, &self.parts.workspace, &rule)
+                    crate::config::save_local_allow(home, &self.parts.workspace, &rule)
                 });
                 // The rule applies from now on as the file it was saved in
                 // says, so `/permissions` removes it from there.

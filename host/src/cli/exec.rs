@@ -68,7 +68,7 @@ fn run(args: ExecArgs) -> anyhow::Result<u8> {
     let current = std::env::current_dir().context("cannot tell the current folder")?;
     let workspace = args.workspace.clone().unwrap_or_else(|| current.clone());
     let home = Home::from_env()?;
-    let settings = crate::policy::settings::load(&home, &workspace)?;
+    let settings = crate::config::load(&home, &workspace)?;
     for warning in &settings.warnings {
         eprintln!("warning: {warning}");
     }

@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+use crate::config::ModelSettings;
 use crate::model::Provider;
 use crate::model::anthropic::{AnthropicConfig, AnthropicProvider};
 use crate::model::openai::{OpenAiConfig, OpenAiProvider};
 use crate::model::retry::DEFAULT_RESPONSE_TIMEOUT;
 use crate::model::scripted::ScriptedProvider;
-use crate::policy::settings::ModelSettings;
 use crate::quantity::parse_duration;
 
 /// The model given when none is configured, per provider.

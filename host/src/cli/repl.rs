@@ -500,7 +500,7 @@ fn permissions(session: &mut Session, argument: &str) {
             let Some(path) = rule_file(session, *layer) else {
                 return;
             };
-            match crate::policy::remove_rule(&path, *kind, rule) {
+            match crate::config::remove_rule(&path, *kind, rule) {
                 Ok(_) => eprintln!("removed `{kind} {rule}` from {}", path.display()),
                 Err(e) => {
                     eprintln!("error: {}", escape::message(&e.to_string()));
@@ -518,13 +518,11 @@ fn permissions(session: &mut Session, argument: &str) {
 fn rule_file(session: &Session, layer: Layer) -> Option<std::path::PathBuf> {
     match layer {
         Layer::User => Some(session.home.config_file()),
-        Layer::ProjectLocal => Some(crate::policy::local_config_file(
+        Layer::ProjectLocal => Some(crate::config::local_config_file(
             &session.home,
             &session.workspace,
         )),
-        Layer::Project => Some(crate::policy::settings::project_config_file(
-            &session.workspace,
-        )),
+        Layer::Project => Some(crate::config::project_config_file(&session.workspace)),
         Layer::CommandLine | Layer::Session => None,
     }
 }

@@ -10,9 +10,9 @@ use super::Exit;
 use super::provider::{self, ModelFlags};
 use crate::agent::context::{self, Instructions, PromptInputs};
 use crate::agent::{Agent, AgentConfig, Toolbox};
+use crate::config::{self, Settings};
 use crate::home::Home;
 use crate::plugin::Catalog;
-use crate::policy::settings::{self, Settings};
 use crate::policy::{Layer, Mode, Policy, Rule, RuleKind};
 use crate::sandbox::{Limits, Sandbox};
 use crate::session::Sessions;
@@ -157,7 +157,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
     })?;
     let home = Home::from_env().map_err(|e| SetupError::new(Exit::Error, e))?;
     let mut settings =
-        settings::load(&home, &workspace).map_err(|e| SetupError::new(Exit::Usage, e))?;
+        config::load(&home, &workspace).map_err(|e| SetupError::new(Exit::Usage, e))?;
     let mut notices = std::mem::take(&mut settings.warnings);
 
     let choice = provider::choose(&args.model, &settings.model)
@@ -328,7 +328,7 @@ fn build_policy(settings: &Settings, args: &SessionArgs) -> Policy {
             .rules
             .push((RuleKind::Deny, rule.clone(), Layer::CommandLine));
     }
-    Policy::from_settings(&settings, args.permission_mode)
+    settings.policy(args.permission_mode)
 }
 
 /// The system prompt for this session.

@@ -17,6 +17,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::config;
 use crate::home::Home;
 use crate::model::sse::{SseEvent, SseParser};
 use crate::model::transport::ErrorContext;
@@ -24,7 +25,7 @@ use crate::model::{StreamEvent, anthropic, openai};
 use crate::plugin::lock::Lockfile;
 use crate::plugin::manifest::Manifest;
 use crate::plugin::{install, package, store};
-use crate::policy::{self, Layer, Rule, RuleKind};
+use crate::policy::{Layer, Rule, RuleKind};
 use crate::session::Sessions;
 use crate::skills::front_matter;
 use crate::skills::text::{self, Substitutions};
@@ -172,26 +173,26 @@ pub fn config(data: &[u8]) -> Result<(), Finding> {
     let canonical = workspace
         .canonicalize()
         .map_err(|e| format!("cannot resolve the workspace: {e}"))?;
-    let local_path = policy::local_config_file(&home, &canonical);
+    let local_path = config::local_config_file(&home, &canonical);
     for (path, bytes) in [
         (home.config_file(), user),
-        (policy::settings::project_config_file(&workspace), project),
+        (config::project_config_file(&workspace), project),
         (local_path.clone(), local),
     ] {
         if !bytes.is_empty() {
             write(&path, bytes)?;
         }
     }
-    if policy::load(&home, &workspace).is_err() {
+    if config::load(&home, &workspace).is_err() {
         return Ok(());
     }
     let rule: Rule = "fs.read(fuzz/**)"
         .parse()
         .map_err(|e| format!("the probe rule does not parse: {e}"))?;
-    if policy::save_local_allow(&home, &workspace, &rule).is_err() {
+    if config::save_local_allow(&home, &workspace, &rule).is_err() {
         return Ok(());
     }
-    let settings = policy::load(&home, &workspace)
+    let settings = config::load(&home, &workspace)
         .map_err(|e| format!("settings that loaded no longer load after an allow: {e}"))?;
     let saved = settings.rules.iter().any(|(kind, saved, layer)| {
         *kind == RuleKind::Allow && *saved == rule && *layer == Layer::ProjectLocal
@@ -202,9 +203,9 @@ pub fn config(data: &[u8]) -> Result<(), Finding> {
             std::fs::read_to_string(&local_path).unwrap_or_default()
         ));
     }
-    policy::remove_rule(&local_path, RuleKind::Allow, &rule)
+    config::remove_rule(&local_path, RuleKind::Allow, &rule)
         .map_err(|e| format!("the saved allow rule cannot be removed: {e}"))?;
-    policy::load(&home, &workspace)
+    config::load(&home, &workspace)
         .map_err(|e| format!("settings no longer load after removing a rule: {e}"))?;
     Ok(())
 }

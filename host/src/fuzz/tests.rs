@@ -315,13 +315,13 @@ fn seeds_reach_deep() {
         let workspace = dir.path().join("workspace");
         std::fs::create_dir_all(workspace.join(".capstan")).unwrap();
         let local_path =
-            crate::policy::local_config_file(&home, &workspace.canonicalize().unwrap());
+            crate::config::local_config_file(&home, &workspace.canonicalize().unwrap());
         std::fs::create_dir_all(local_path.parent().unwrap()).unwrap();
         std::fs::create_dir_all(home.config_dir()).unwrap();
         std::fs::write(home.config_file(), user).unwrap();
         std::fs::write(workspace.join(".capstan/config.toml"), project).unwrap();
         std::fs::write(&local_path, local).unwrap();
-        let settings = crate::policy::load(&home, &workspace).unwrap();
+        let settings = crate::config::load(&home, &workspace).unwrap();
         assert!(
             !settings.rules.is_empty() || name == "user-only.toml",
             "{name}: {settings:?}"

@@ -335,7 +335,7 @@ impl<'a> Installer<'a> {
             audit_log: home.audit_log(),
             model_key: std::env::current_dir()
                 .ok()
-                .and_then(|cwd| crate::policy::settings::load(home, &cwd).ok())
+                .and_then(|cwd| crate::config::load(home, &cwd).ok())
                 .and_then(|settings| settings.model.api_key_env),
             own: sandbox.own_folders().clone(),
             progress,

@@ -664,7 +664,7 @@ mod tests {
             format!("[[trusted_publishers]]\nname = \"Alice\"\nkey = \"{key}\"\n"),
         )
         .unwrap();
-        crate::policy::settings::load(&home, ws.path()).unwrap();
+        crate::config::load(&home, ws.path()).unwrap();
         assert_eq!(load_trusted(&home.config_file()).unwrap().len(), 1);
     }
 }

@@ -21,22 +21,18 @@
 //! refuses them whatever the policy says, and relative path rules never
 //! match them (see [`rule`]).
 //!
-//! Rules come from the settings files ([`settings`]), the command line and
+//! Rules come from the settings files ([`crate::config`]), the command line and
 //! the session; [`Rule`] describes their syntax.
 
 pub mod claude_code;
 pub mod mode;
 pub mod rule;
-pub mod settings;
 
 use std::fmt;
 use std::path::Path;
 
 pub use mode::{Mode, ModeError};
 pub use rule::{Rule, RuleError, RuleKind};
-pub use settings::{
-    ModelSettings, Settings, SettingsError, load, local_config_file, remove_rule, save_local_allow,
-};
 
 /// Where a rule came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -159,15 +155,6 @@ impl Policy {
     /// A policy with `mode` and `rules`.
     pub fn new(mode: Mode, rules: Vec<(RuleKind, Rule, Layer)>) -> Self {
         Self { mode, rules }
-    }
-
-    /// The policy the settings describe; `mode_override` (from the command
-    /// line) wins over the settings' mode.
-    pub fn from_settings(settings: &Settings, mode_override: Option<Mode>) -> Self {
-        Self::new(
-            mode_override.or(settings.mode).unwrap_or_default(),
-            settings.rules.clone(),
-        )
     }
 
     /// The current mode.

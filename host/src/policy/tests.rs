@@ -252,26 +252,6 @@ fn without_prompt_turns_ask_into_deny() {
 }
 
 #[test]
-fn from_settings_command_line_mode_wins() {
-    let settings = Settings {
-        mode: Some(Mode::Plan),
-        rules: rules(&[(RuleKind::Deny, "web.*")]),
-        ..Settings::default()
-    };
-    let policy = Policy::from_settings(&settings, None);
-    assert_eq!(policy.mode(), Mode::Plan);
-    assert_eq!(policy.rules().count(), 1);
-    assert_eq!(
-        Policy::from_settings(&settings, Some(Mode::Bypass)).mode(),
-        Mode::Bypass
-    );
-    assert_eq!(
-        Policy::from_settings(&Settings::default(), None).mode(),
-        Mode::Default
-    );
-}
-
-#[test]
 fn layers_display() {
     assert_eq!(Layer::User.to_string(), "user config");
     assert_eq!(Layer::Session.to_string(), "this session");

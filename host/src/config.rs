@@ -17,7 +17,7 @@
 //!
 //! Model settings: later files override earlier ones. Mode: a project's
 //! `plan` wins, else the project local mode, else the user's; the command
-//! line overrides them all (see [`Policy::from_settings`](super::Policy::from_settings)).
+//! line overrides them all (see [`Settings::policy`]).
 //!
 //! ```toml
 //! [model]
@@ -48,9 +48,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{Layer, Mode, Rule, RuleKind};
 use crate::exec::ExecSettings;
 use crate::home::Home;
+use crate::policy::{Layer, Mode, Policy, Rule, RuleKind};
 use crate::session::workspace_key;
 use crate::untrusted_folder::UntrustedFolder;
 
@@ -117,6 +117,17 @@ pub struct Settings {
     /// What native commands may reach: the user's `[exec]`, then the
     /// project local one's.
     pub exec: ExecSettings,
+}
+
+impl Settings {
+    /// The policy these settings describe; `mode_override` (from the
+    /// command line) wins over the settings' mode.
+    pub fn policy(&self, mode_override: Option<Mode>) -> Policy {
+        Policy::new(
+            mode_override.or(self.mode).unwrap_or_default(),
+            self.rules.clone(),
+        )
+    }
 }
 
 /// Settings that could not be read or written.
@@ -552,6 +563,19 @@ mod tests {
             .collect()
     }
 
+    #[test]
+    fn the_command_line_mode_wins_over_the_settings_mode() {
+        let settings = Settings {
+            mode: Some(Mode::Plan),
+            rules: vec![(RuleKind::Deny, "web.*".parse().unwrap(), Layer::User)],
+            ..Settings::default()
+        };
+        let policy = settings.policy(None);
+        assert_eq!(policy.mode(), Mode::Plan);
+        assert_eq!(policy.rules().count(), 1);
+        assert_eq!(settings.policy(Some(Mode::Bypass)).mode(), Mode::Bypass);
+        assert_eq!(Settings::default().policy(None).mode(), Mode::Default);
+    }
     #[test]
     fn no_files_is_empty_settings() {
         let f = fixture();
