@@ -199,6 +199,7 @@ fn request() -> Request {
             },
         ],
         max_tokens: 1024,
+        summary: false,
     }
 }
 

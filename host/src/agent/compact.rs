@@ -255,6 +255,7 @@ impl Agent {
             // instruction says not to call them, and calls are ignored.
             tools: self.tool_defs(),
             max_tokens: self.parts.config.max_tokens,
+            summary: true,
         };
         let mut sink = |event: StreamEvent| {
             if let StreamEvent::Retrying {

@@ -68,7 +68,7 @@ pub const MAX_STOP_CONTINUES: u32 = 3;
 
 /// How the result of a call that was not allowed to run begins (refused by
 /// a rule, the mode, a hook or the user); what follows says why.
-pub const REFUSAL_PREFIX: &str = "Permission denied:";
+pub use crate::model::REFUSAL_PREFIX;
 
 /// The result given for a tool call the user interrupted.
 pub const INTERRUPTED_RESULT: &str = "The user interrupted this tool call before it finished; it may not have run at all. Wait for the user's next instruction.";

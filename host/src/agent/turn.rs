@@ -169,6 +169,7 @@ impl Agent {
             messages: self.messages.clone(),
             tools: self.tool_defs(),
             max_tokens: self.parts.config.max_tokens,
+            summary: false,
         };
         frontend.event(AgentEvent::Thinking);
         let mut streamed = String::new();

@@ -91,6 +91,24 @@ pub struct Request {
     pub tools: Vec<ToolDef>,
     /// The most tokens the answer may have.
     pub max_tokens: u32,
+    /// Whether this request asks for a summary of the conversation so far
+    /// (compaction) rather than for the next turn. Real models see only
+    /// the instruction in the last message; a scripted model answers it
+    /// with a summary and goes on with its script after.
+    pub summary: bool,
+}
+
+/// The words a refused tool call's result starts with: the agent writes
+/// them, and a scripted model recognises a refusal by them.
+pub const REFUSAL_PREFIX: &str = "Permission denied:";
+
+/// Whether `name` is a valid tool (or plugin) name: a lowercase letter,
+/// then lowercase letters, digits, `-` and `_`. The model sees a plugin's
+/// tool as `plugin.tool`.
+pub fn valid_tool_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
 }
 
 /// Why the model stopped.
@@ -325,4 +343,19 @@ pub trait Provider: Send + Sync {
     /// at the end. Transient failures are retried inside, reported as
     /// [`StreamEvent::Retrying`].
     fn stream<'a>(&'a self, request: &'a Request, events: EventSink<'a>) -> ModelFuture<'a>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_names_are_checked() {
+        assert!(valid_tool_name("read"));
+        assert!(valid_tool_name("read-file_2"));
+        assert!(!valid_tool_name(""));
+        assert!(!valid_tool_name("Read"));
+        assert!(!valid_tool_name("2read"));
+        assert!(!valid_tool_name("fs.read"));
+    }
 }

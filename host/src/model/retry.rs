@@ -203,6 +203,7 @@ mod tests {
             messages: Vec::new(),
             tools: Vec::new(),
             max_tokens: 10,
+            summary: false,
         }
     }
 

@@ -51,12 +51,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{
-    Block, EventSink, ModelFuture, Provider, Request, Response, Role, StopReason, StreamEvent,
-    Usage,
+    Block, EventSink, ModelFuture, Provider, REFUSAL_PREFIX, Request, Response, Role, StopReason,
+    StreamEvent, Usage, valid_tool_name,
 };
-use crate::agent::REFUSAL_PREFIX;
-use crate::agent::compact::SUMMARY_REQUEST_MARKER;
-use crate::sandbox::tool::valid_tool_name;
 
 /// The provider's name in messages.
 const NAME: &str = "scripted";
@@ -294,10 +291,10 @@ impl TryFrom<String> for ScriptToolName {
             Some((plugin, tool)) if valid_tool_name(plugin) && valid_tool_name(tool) => {
                 Ok(Self(name))
             }
-            // The host's own tool, which loads skills.
-            None if name == crate::skills::session::TOOL_NAME => Ok(Self(name)),
+            // A tool of the host's own, such as `skill` or `task`.
+            None if valid_tool_name(&name) => Ok(Self(name)),
             _ => Err(format!(
-                "tool `{name}` is not of the form `plugin.tool` (lowercase letters, digits, `-` and `_`, like `fs.read`), nor `skill`"
+                "tool `{name}` is not of the form `plugin.tool` (lowercase letters, digits, `-` and `_`, like `fs.read`), nor a host tool's name like `skill`"
             )),
         }
     }
@@ -369,7 +366,7 @@ impl Provider for ScriptedProvider {
         Box::pin(async move {
             let played = turns_played(request);
             let summary;
-            let (text, calls, delay): (&str, &[ToolCall], u64) = if asks_for_summary(request) {
+            let (text, calls, delay): (&str, &[ToolCall], u64) = if request.summary {
                 summary = summarize(request, played);
                 (&summary, &[], 0)
             } else {
@@ -467,24 +464,20 @@ fn turns_played(request: &Request) -> usize {
     answered + summarized
 }
 
-/// Whether the request asks for a summary of the conversation.
-fn asks_for_summary(request: &Request) -> bool {
-    request
-        .messages
-        .last()
-        .is_some_and(|message| {
-            message.role == Role::User
-                && message.content.iter().any(|block| {
-                    matches!(block, Block::Text { text } if text.starts_with(SUMMARY_REQUEST_MARKER))
-                })
-        })
-}
-
 /// A summary of the conversation: the user's prompts and the tools called,
 /// with the turns played.
 fn summarize(request: &Request, played: usize) -> String {
-    let prompts: Vec<&str> = user_texts(request)
-        .filter(|text| !text.starts_with(SUMMARY_REQUEST_MARKER) && !text.contains(PLAYED_MARK))
+    // The last message is the instruction to summarize, not a prompt.
+    let before_instruction = &request.messages[..request.messages.len().saturating_sub(1)];
+    let prompts: Vec<&str> = before_instruction
+        .iter()
+        .filter(|message| message.role == Role::User)
+        .flat_map(|message| &message.content)
+        .filter_map(|block| match block {
+            Block::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .filter(|text| !text.contains(PLAYED_MARK))
         .collect();
     let tools: Vec<&str> = request
         .messages
@@ -646,6 +639,7 @@ mod tests {
             messages,
             tools,
             max_tokens: 1000,
+            summary: false,
         }
     }
 
@@ -727,7 +721,7 @@ mod tests {
 
     #[test]
     fn tool_names_must_be_plugin_dot_tool() {
-        for name in ["read", "fs.", ".read", "Fs.read", "fs read", ""] {
+        for name in ["Read", "fs.", ".read", "Fs.read", "fs read", ""] {
             let script = format!(r#"{{"turns": [{{"tool_calls": [{{"tool": "{name}"}}]}}]}}"#);
             let (_, _, message) = invalid(&script);
             assert!(
@@ -736,6 +730,9 @@ mod tests {
             );
         }
         let script = r#"{"turns": [{"tool_calls": [{"tool": "my-plugin.do_it"}]}]}"#;
+        assert!(ScriptedProvider::from_json(script, "x").is_ok());
+        // A host tool's name has no dot.
+        let script = r#"{"turns": [{"tool_calls": [{"tool": "skill"}]}]}"#;
         assert!(ScriptedProvider::from_json(script, "x").is_ok());
     }
 
@@ -816,10 +813,10 @@ mod tests {
         let provider = ScriptedProvider::from_json(DEMO, "demo.json").unwrap();
         let tools = vec![tool("fs__read"), tool("fs__grep"), tool("fs__edit")];
         let mut asked = request(2, tools.clone());
-        asked.messages.push(message(
-            Role::User,
-            &crate::agent::compact::summary_instruction(None),
-        ));
+        asked
+            .messages
+            .push(message(Role::User, "Summarize the conversation."));
+        asked.summary = true;
         let (summary, _) = play(&provider, &asked).await;
         let Block::Text { text } = &summary.content[0] else {
             panic!("the summary is not text");
@@ -1040,7 +1037,7 @@ mod tests {
         let (_, _, message) = invalid(r#"{"turns": [{"text": "a", "if_denied": {"text": "b"}}]}"#);
         assert!(message.contains("unknown field `if_denied`"), "{message}");
         let (_, _, message) = invalid(
-            r#"{"turns": [{"text": "a", "if_refused": {"tool_calls": [{"tool": "nodot"}]}}]}"#,
+            r#"{"turns": [{"text": "a", "if_refused": {"tool_calls": [{"tool": "No-dot"}]}}]}"#,
         );
         assert!(
             message.contains("not of the form `plugin.tool`"),

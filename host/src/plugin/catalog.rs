@@ -12,8 +12,8 @@ use crate::audit::{AuditError, AuditLog};
 use crate::grants::secrets::SecretError;
 use crate::grants::{Access, Grants, OwnFolders, PrepareError, SecretValues};
 use crate::home::Home;
+use crate::model::valid_tool_name;
 use crate::sandbox::engine::sha256_hex;
-use crate::sandbox::tool::valid_tool_name;
 use crate::sandbox::{Limits, LoadError, LoadedComponent, Sandbox};
 
 /// Where a plugin's component comes from.

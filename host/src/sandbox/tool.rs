@@ -2,6 +2,8 @@
 
 use serde::Serialize;
 
+use crate::model::valid_tool_name;
+
 use super::bindings::exports::capstan::plugin::tool as wit;
 
 /// A tool, as a plugin describes it.
@@ -55,13 +57,6 @@ impl ToolSpec {
             input_schema,
         })
     }
-}
-
-/// Whether `name` is a valid tool (or plugin) name.
-pub fn valid_tool_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_ascii_lowercase())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
 }
 
 /// One piece of a tool's result.
@@ -132,19 +127,4 @@ pub fn wit_output_size(output: &wit::ToolOutput) -> usize {
             wit::Content::Text(t) | wit::Content::Json(t) => t.len(),
         })
         .sum()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn tool_names_are_checked() {
-        assert!(valid_tool_name("read"));
-        assert!(valid_tool_name("read-file_2"));
-        assert!(!valid_tool_name(""));
-        assert!(!valid_tool_name("Read"));
-        assert!(!valid_tool_name("2read"));
-        assert!(!valid_tool_name("fs.read"));
-    }
 }

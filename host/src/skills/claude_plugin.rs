@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::front_matter;
+use crate::model::valid_tool_name;
 use crate::plugin::manifest::{MANIFEST_FILE, MAX_DESCRIPTION, check_semver};
-use crate::sandbox::tool::valid_tool_name;
 use crate::untrusted_folder::UntrustedFolder;
 
 /// The Claude Code manifest, relative to the plugin's root.
