@@ -378,7 +378,7 @@ async fn print_skills(home: &Home, sandbox: &Sandbox, name: &str, dir: &std::pat
     {
         println!("  warning: {}", escape::message(warning));
     }
-    let notes = dir.join(crate::skills::claude_plugin::IMPORT_NOTES);
+    let notes = dir.join(crate::plugin::claude_import::IMPORT_NOTES);
     if let Ok(text) = std::fs::read_to_string(&notes) {
         let refused: Vec<&str> = text.lines().filter(|l| l.starts_with("- ")).collect();
         if !refused.is_empty() {

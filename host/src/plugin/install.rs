@@ -311,7 +311,7 @@ struct Prepared {
     _unpacked: Option<tempfile::TempDir>,
     /// A Claude Code plugin converted to a capstan package, and what of it
     /// was refused.
-    imported: Option<crate::skills::claude_plugin::Imported>,
+    imported: Option<crate::plugin::claude_import::Imported>,
     /// The package's `SKILL.md` skills (and Claude Code commands), by path.
     skill_files: Vec<String>,
     root: PathBuf,
@@ -781,8 +781,8 @@ impl<'a> Installer<'a> {
                 reason: "it is neither a folder nor a .tar.gz archive".to_string(),
             });
         };
-        let imported = if crate::skills::claude_plugin::is_claude_plugin(&root) {
-            let imported = crate::skills::claude_plugin::import(&root, &self.store.staging_dir())
+        let imported = if crate::plugin::claude_import::is_claude_plugin(&root) {
+            let imported = crate::plugin::claude_import::import(&root, &self.store.staging_dir())
                 .map_err(|reason| InstallError::Source {
                 path: source.to_path_buf(),
                 reason,
@@ -820,7 +820,7 @@ impl<'a> Installer<'a> {
         let skill_files: Vec<String> = files
             .0
             .keys()
-            .filter(|rel| crate::skills::discover::skill_file_in_plugin(rel).is_some())
+            .filter(|rel| crate::plugin::package::skill_file_in_plugin(rel).is_some())
             .cloned()
             .collect();
         if manifest.components.is_empty() && skill_files.is_empty() {
@@ -991,7 +991,7 @@ fn is_tarball(path: &Path) -> bool {
 pub fn package_root(dir: &Path) -> Option<PathBuf> {
     let is_package = |d: &Path| {
         d.join(MANIFEST_FILE).is_file()
-            || d.join(crate::skills::claude_plugin::CLAUDE_MANIFEST)
+            || d.join(crate::plugin::claude_import::CLAUDE_MANIFEST)
                 .is_file()
     };
     if is_package(dir) {

@@ -9,6 +9,7 @@
 pub mod availability;
 pub mod builtin;
 pub mod catalog;
+pub mod claude_import;
 pub mod inspect;
 pub mod install;
 pub mod lock;

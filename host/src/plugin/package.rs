@@ -25,7 +25,7 @@ use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
 
 use super::manifest::{MANIFEST_FILE, Manifest, PackageFilter};
 use super::store::{SIGNATURE_FILE, StoreError};
-use crate::skills::claude_plugin::IMPORT_NOTES;
+use crate::plugin::claude_import::IMPORT_NOTES;
 
 /// Folders never packaged (unless they hold a listed component): build
 /// outputs, dependencies and caches.
@@ -210,9 +210,7 @@ impl IgnoreRule {
 
 /// Whether `rel` is one of the files a plugin always brings: its skills.
 fn is_skill_file(rel: &str) -> bool {
-    rel.starts_with("skills/")
-        || crate::skills::discover::skill_file_in_plugin(rel).is_some()
-        || rel == IMPORT_NOTES
+    rel.starts_with("skills/") || skill_file_in_plugin(rel).is_some() || rel == IMPORT_NOTES
 }
 
 /// The files of the package in `root` for `manifest`, as sorted relative
@@ -389,9 +387,38 @@ pub fn relative(path: &Path) -> Option<String> {
     Some(parts.join("/"))
 }
 
+/// Whether `rel`, a file of a plugin, is a skill: `skills/NAME/SKILL.md`
+/// or `commands/NAME.md`. Returns its folder (relative) and the name to use
+/// when its front matter gives none.
+pub fn skill_file_in_plugin(rel: &str) -> Option<(String, String)> {
+    let parts: Vec<&str> = rel.split('/').collect();
+    match parts.as_slice() {
+        ["skills", folder, "SKILL.md"] => Some((format!("skills/{folder}"), (*folder).to_string())),
+        ["commands", file] => {
+            let stem = file.strip_suffix(".md")?;
+            Some(("commands".to_string(), stem.to_string()))
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plugin_skill_files_are_recognised() {
+        assert_eq!(
+            skill_file_in_plugin("skills/review/SKILL.md"),
+            Some(("skills/review".into(), "review".into()))
+        );
+        assert_eq!(
+            skill_file_in_plugin("commands/deploy.md"),
+            Some(("commands".into(), "deploy".into()))
+        );
+        assert_eq!(skill_file_in_plugin("skills/review/ref.md"), None);
+        assert_eq!(skill_file_in_plugin("commands/sub/x.md"), None);
+    }
 
     fn manifest(extra: &str) -> Manifest {
         let text = format!(

@@ -24,6 +24,7 @@ use super::front_matter::{self, SkillMeta};
 use super::{LockedFiles, Origin, Skill, Source};
 use crate::home::Home;
 use crate::plugin::lock::Lockfile;
+use crate::plugin::package::skill_file_in_plugin;
 use crate::plugin::store::PluginStore;
 use crate::untrusted_folder::{Refused, UntrustedFolder};
 
@@ -277,21 +278,6 @@ impl Discovery {
     }
 }
 
-/// Whether `rel`, a file of a plugin, is a skill: `skills/NAME/SKILL.md`
-/// or `commands/NAME.md`. Returns its folder (relative) and the name to use
-/// when its front matter gives none.
-pub fn skill_file_in_plugin(rel: &str) -> Option<(String, String)> {
-    let parts: Vec<&str> = rel.split('/').collect();
-    match parts.as_slice() {
-        ["skills", folder, "SKILL.md"] => Some((format!("skills/{folder}"), (*folder).to_string())),
-        ["commands", file] => {
-            let stem = file.strip_suffix(".md")?;
-            Some(("commands".to_string(), stem.to_string()))
-        }
-        _ => None,
-    }
-}
-
 /// The workspace, then the repository root above it if there is one.
 fn project_roots(workspace: &Path) -> Vec<PathBuf> {
     let mut roots = vec![workspace.to_path_buf()];
@@ -444,19 +430,5 @@ mod tests {
             "{:?}",
             set.warnings()
         );
-    }
-
-    #[test]
-    fn plugin_skill_files_are_recognised() {
-        assert_eq!(
-            skill_file_in_plugin("skills/review/SKILL.md"),
-            Some(("skills/review".into(), "review".into()))
-        );
-        assert_eq!(
-            skill_file_in_plugin("commands/deploy.md"),
-            Some(("commands".into(), "deploy".into()))
-        );
-        assert_eq!(skill_file_in_plugin("skills/review/ref.md"), None);
-        assert_eq!(skill_file_in_plugin("commands/sub/x.md"), None);
     }
 }

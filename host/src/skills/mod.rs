@@ -9,9 +9,7 @@
 //! - [`text`]: argument substitution and the inline-shell note;
 //! - [`prompt`]: the listing in the system prompt, within its budget;
 //! - [`session`]: the `skill` tool, active skills and `allowed-tools`;
-//! - [`claude_plugin`]: importing Claude Code plugin folders.
 
-pub mod claude_plugin;
 pub mod discover;
 pub mod front_matter;
 pub mod prompt;
