@@ -21,9 +21,11 @@
 //!   which is the project's root for project settings); `~` is not expanded.
 //! - `WebFetch(domain:example.com)`.
 //! - `Bash(npm run test:*)` (the command, or with `:*` every command it
-//!   begins, word by word; `*` elsewhere matches any text) — for `exec.run`,
-//!   which capstan does not have yet: such rules are kept, match the call's
-//!   `command` (or its `argv` joined by spaces), and apply once it exists.
+//!   begins, word by word; `*` elsewhere matches any text) — for `exec.run`:
+//!   such rules match the call's `command` (or its `argv` joined by
+//!   spaces). A command rule reads the text, so it is a convenience, not a
+//!   security boundary (`git  push`, `sh -c 'git push'` and aliases slip
+//!   past it); what a command can reach is decided by its sandbox.
 //! - `mcp__server__tool`, and `mcp__server` for every tool of the server.
 
 use std::fmt;

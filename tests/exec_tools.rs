@@ -1,0 +1,280 @@
+//! The model's `exec.run` tool through the real binary: a mock model
+//! server scripts the calls, the real sandbox runs the commands, and each
+//! test checks what the command did (files, output) and what the model was
+//! told — the permission by mode, the capability named when asking, the
+//! capability named when a command hit the sandbox, and `Bash` rules.
+
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::mock_model::{Answer, MockModel, Reply};
+use support::{Env, stderr, stdout};
+
+const API_KEY: &str = "sk-ant-mock-key-exec";
+
+/// `capstan -p PROMPT` against `mock` with `args`, the system PATH (so
+/// commands find `python3`), and a user home of its own.
+fn session(env: &Env, mock: &MockModel, prompt: &str, args: &[&str]) -> Output {
+    let mut cmd = env.anthropic_session(&mock.url(), API_KEY, "mock-model", prompt);
+    cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .args(args)
+        .timeout(Duration::from_secs(120));
+    cmd.output().unwrap()
+}
+
+/// A script: one tool call per reply, then a closing text.
+fn script(calls: &[(&str, &str, Value)]) -> MockModel {
+    let mut replies: Vec<Reply> = calls
+        .iter()
+        .map(|(id, tool, input)| {
+            Reply::sse(
+                Answer::text("Working.")
+                    .call(id, tool, input.clone())
+                    .anthropic(),
+            )
+        })
+        .collect();
+    replies.push(Reply::sse(Answer::text("Done.").anthropic()));
+    MockModel::start(replies)
+}
+
+/// The text of the result the model got for call `id`.
+fn result_of(mock: &MockModel, id: &str) -> String {
+    for request in mock.received().iter().rev() {
+        for message in request.messages() {
+            let Some(blocks) = message["content"].as_array() else {
+                continue;
+            };
+            for block in blocks {
+                if block["type"] == "tool_result" && block["tool_use_id"] == id {
+                    return match &block["content"] {
+                        Value::String(text) => text.clone(),
+                        Value::Array(parts) => parts
+                            .iter()
+                            .filter_map(|p| p["text"].as_str())
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                        other => other.to_string(),
+                    };
+                }
+            }
+        }
+    }
+    panic!("the model never got a result for {id}");
+}
+
+fn assert_ok(output: &Output) {
+    assert!(
+        output.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status.code(),
+        stdout(output),
+        stderr(output)
+    );
+}
+
+const FAILING_MODULE: &str = "def add(a, b):\n    return a - b\n";
+const TESTS: &str = "import unittest\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n\nif __name__ == \"__main__\":\n    unittest.main()\n";
+
+#[test]
+fn accept_edits_runs_the_tests_fixes_and_reruns_them() {
+    let env = Env::new();
+    env.write("calc.py", FAILING_MODULE);
+    env.write("test_calc.py", TESTS);
+    let mock = script(&[
+        (
+            "t_run1",
+            "exec__run",
+            json!({"command": "python3 -m unittest 2>&1", "description": "run the tests"}),
+        ),
+        (
+            "t_fix",
+            "fs__edit",
+            json!({"path": "calc.py", "old": "a - b", "new": "a + b"}),
+        ),
+        (
+            "t_run2",
+            "exec__run",
+            json!({"command": "python3 -m unittest && echo passed > result.txt", "write": true}),
+        ),
+    ]);
+    let output = session(
+        &env,
+        &mock,
+        "run the tests and fix what fails",
+        &["--permission-mode", "accept-edits"],
+    );
+    assert_ok(&output);
+    let first = result_of(&mock, "t_run1");
+    assert!(first.starts_with("exit code 1"), "{first}");
+    assert!(first.contains("FAILED (failures=1)"), "{first}");
+    let second = result_of(&mock, "t_run2");
+    assert!(second.starts_with("exit code 0"), "{second}");
+    assert!(second.contains("OK"), "{second}");
+    // The writable run wrote the workspace.
+    assert_eq!(env.read("result.txt"), "passed\n");
+    assert_eq!(env.read("calc.py"), "def add(a, b):\n    return a + b\n");
+}
+
+#[test]
+fn plan_mode_runs_a_read_only_command_and_refuses_a_write() {
+    let env = Env::new();
+    env.write("listed-file.txt", "x");
+    let mock = script(&[
+        ("t_ls", "exec__run", json!({"command": "ls"})),
+        (
+            "t_write",
+            "exec__run",
+            json!({"command": "echo planted > planted.txt", "write": true}),
+        ),
+    ]);
+    let output = session(&env, &mock, "look around", &["--permission-mode", "plan"]);
+    assert_ok(&output);
+    let listing = result_of(&mock, "t_ls");
+    assert!(listing.starts_with("exit code 0"), "{listing}");
+    assert!(listing.contains("listed-file.txt"), "{listing}");
+    let refused = result_of(&mock, "t_write");
+    assert!(refused.contains("plan mode"), "{refused}");
+    assert!(
+        refused.contains("exec.run` wants: write the workspace"),
+        "{refused}"
+    );
+    assert!(!env.ws_path().join("planted.txt").exists());
+}
+
+#[test]
+fn default_mode_asks_naming_exactly_the_capabilities_wanted() {
+    let env = Env::new();
+    let mock = script(&[
+        ("t_read", "exec__run", json!({"command": "echo hello"})),
+        (
+            "t_both",
+            "exec__run",
+            json!({
+                "command": "echo fetched > fetched.txt",
+                "write": true,
+                "net": ["https://index.crates.io"]
+            }),
+        ),
+        (
+            "t_net",
+            "exec__run",
+            json!({"command": "true", "net": ["https://example.com"]}),
+        ),
+    ]);
+    // Print mode cannot ask: a call that would ask is refused, and the
+    // reason (the question) reaches the model.
+    let output = session(&env, &mock, "fetch", &[]);
+    assert_ok(&output);
+    let read = result_of(&mock, "t_read");
+    assert!(read.starts_with("exit code 0"), "{read}");
+    assert!(read.contains("hello"), "{read}");
+    let both = result_of(&mock, "t_both");
+    assert!(
+        both.contains("exec.run wants: write the workspace; reach https://index.crates.io"),
+        "{both}"
+    );
+    assert!(!env.ws_path().join("fetched.txt").exists());
+    let net = result_of(&mock, "t_net");
+    assert!(
+        net.contains("exec.run wants: reach https://example.com"),
+        "{net}"
+    );
+    assert!(!net.contains("write the workspace"), "{net}");
+}
+
+#[test]
+fn accept_edits_still_asks_for_the_network() {
+    let env = Env::new();
+    let mock = script(&[(
+        "t_net",
+        "exec__run",
+        json!({"command": "echo reached > reached.txt", "write": true, "net": ["https://example.com"]}),
+    )]);
+    let output = session(&env, &mock, "fetch", &["--permission-mode", "accept-edits"]);
+    assert_ok(&output);
+    let net = result_of(&mock, "t_net");
+    assert!(
+        net.contains("exec.run wants: write the workspace; reach https://example.com"),
+        "{net}"
+    );
+    assert!(!env.ws_path().join("reached.txt").exists());
+}
+
+#[test]
+fn a_read_only_command_that_writes_is_told_which_capability_it_lacked() {
+    let env = Env::new();
+    let mock = script(&[(
+        "t_sneak",
+        "exec__run",
+        json!({"command": "echo sneaked > sneaked.txt"}),
+    )]);
+    let output = session(&env, &mock, "write", &[]);
+    assert_ok(&output);
+    let result = result_of(&mock, "t_sneak");
+    assert!(!result.starts_with("exit code 0"), "{result}");
+    assert!(
+        result.contains("it needs: write the workspace (call again with \"write\": true)"),
+        "{result}"
+    );
+    assert!(!env.ws_path().join("sneaked.txt").exists());
+}
+
+#[test]
+fn a_command_without_network_is_refused_and_told_how_to_get_it() {
+    let env = Env::new();
+    let mock = script(&[(
+        "t_curl",
+        "exec__run",
+        json!({"command": "curl -sS https://example.com"}),
+    )]);
+    let output = session(&env, &mock, "fetch", &[]);
+    assert_ok(&output);
+    let result = result_of(&mock, "t_curl");
+    assert!(!result.starts_with("exit code 0"), "{result}");
+    assert!(!result.contains("Example Domain"), "{result}");
+    assert!(result.contains("it needs: the network"), "{result}");
+    assert!(result.contains("\"net\""), "{result}");
+}
+
+#[test]
+fn bash_rules_match_exec_run() {
+    let env = Env::new();
+    let mock = script(&[
+        (
+            "t_push",
+            "exec__run",
+            json!({"command": "git push origin main > pushed.txt"}),
+        ),
+        (
+            "t_write",
+            "exec__run",
+            json!({"command": "echo allowed > allowed.txt", "write": true}),
+        ),
+    ]);
+    let output = session(
+        &env,
+        &mock,
+        "push",
+        &[
+            "--deny",
+            "Bash(git push:*)",
+            "--allow",
+            "Bash(echo allowed:*)",
+        ],
+    );
+    assert_ok(&output);
+    let push = result_of(&mock, "t_push");
+    assert!(push.contains("Bash(git push:*)"), "{push}");
+    assert!(!push.starts_with("exit code"), "{push}");
+    // The allow rule spares the question default mode would ask.
+    let write = result_of(&mock, "t_write");
+    assert!(write.starts_with("exit code 0"), "{write}");
+    assert_eq!(env.read("allowed.txt"), "allowed\n");
+}
