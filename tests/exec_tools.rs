@@ -278,3 +278,104 @@ fn bash_rules_match_exec_run() {
     assert!(write.starts_with("exit code 0"), "{write}");
     assert_eq!(env.read("allowed.txt"), "allowed\n");
 }
+
+/// The host pids of processes whose command line contains `needle`.
+fn pids_running(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if String::from_utf8_lossy(&cmdline)
+            .replace('\0', " ")
+            .contains(needle)
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Whether process `pid` still exists (a zombie counts as gone), after a
+/// bounded wait for it to go.
+fn still_alive(pid: u32) -> bool {
+    for _ in 0..100 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"));
+        match status {
+            Err(_) => return false,
+            Ok(text) if text.contains("State:\tZ") => return false,
+            Ok(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    true
+}
+
+#[test]
+fn background_jobs_report_output_are_killed_and_none_outlives_the_session() {
+    let env = Env::new();
+    let mock = script(&[
+        (
+            "t_server",
+            "exec__start",
+            json!({"command": "echo serving; exec sleep 7654321"}),
+        ),
+        (
+            "t_other",
+            "exec__start",
+            json!({"command": "echo ready; exec sleep 7654322"}),
+        ),
+        ("t_out", "exec__output", json!({"job": "job-1"})),
+        ("t_kill", "exec__kill", json!({"job": "job-2"})),
+        ("t_gone", "exec__output", json!({"job": "job-2"})),
+        // Time for the test to see the server's process from outside.
+        ("t_wait", "exec__run", json!({"command": "sleep 3"})),
+    ]);
+    let mut cmd = env.capstan_std();
+    for var in support::MODEL_VARS {
+        cmd.env_remove(var);
+    }
+    let mut child = cmd
+        .env("ANTHROPIC_API_KEY", API_KEY)
+        .env("NO_COLOR", "1")
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .args([
+            "--base-url",
+            &mock.url(),
+            "--model",
+            "mock-model",
+            "-p",
+            "serve",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut server = Vec::new();
+    while server.is_empty() && child.try_wait().unwrap().is_none() {
+        server = pids_running("sleep 7654321");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_ok(&output);
+    assert!(
+        !server.is_empty(),
+        "the server's process was never seen running"
+    );
+    for pid in &server {
+        assert!(!still_alive(*pid), "process {pid} outlived the session");
+    }
+    assert!(pids_running("sleep 765432").is_empty());
+
+    assert!(result_of(&mock, "t_server").starts_with("started job-1"));
+    assert!(result_of(&mock, "t_other").starts_with("started job-2"));
+    let out = result_of(&mock, "t_out");
+    assert!(out.starts_with("job-1 is still running"), "{out}");
+    assert!(out.contains("serving"), "{out}");
+    let killed = result_of(&mock, "t_kill");
+    assert!(killed.starts_with("job-2 was killed"), "{killed}");
+    let gone = result_of(&mock, "t_gone");
+    assert!(gone.contains("there is no background job job-2"), "{gone}");
+}
