@@ -379,3 +379,55 @@ fn background_jobs_report_output_are_killed_and_none_outlives_the_session() {
     let gone = result_of(&mock, "t_gone");
     assert!(gone.contains("there is no background job job-2"), "{gone}");
 }
+
+#[test]
+fn tool_call_runs_exec_run_writable_only_with_allow_write() {
+    let env = Env::new();
+    let call = |input: &str, extra: &[&str]| {
+        let mut cmd = env.call("exec.run", input, extra);
+        cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .timeout(Duration::from_secs(120));
+        cmd.output().unwrap()
+    };
+    let written = call(
+        r#"{"command":"echo made > made.txt && cat made.txt"}"#,
+        &["--allow-write"],
+    );
+    assert_ok(&written);
+    assert!(
+        stdout(&written).starts_with("exit code 0"),
+        "{}",
+        stdout(&written)
+    );
+    assert_eq!(env.read("made.txt"), "made\n");
+
+    let refused = call(r#"{"command":"echo no > no.txt"}"#, &[]);
+    assert_ok(&refused);
+    assert!(
+        stdout(&refused).contains("it needs: write the workspace"),
+        "{}",
+        stdout(&refused)
+    );
+    assert!(!env.ws_path().join("no.txt").exists());
+
+    let asked = call(r#"{"command":"echo no > no.txt","write":true}"#, &[]);
+    assert!(!asked.status.success());
+    assert!(
+        stderr(&asked).contains("pass --allow-write"),
+        "{}",
+        stderr(&asked)
+    );
+    assert!(!env.ws_path().join("no.txt").exists());
+
+    let curl = call(r#"{"command":"curl -sS https://example.com"}"#, &[]);
+    assert!(
+        !stdout(&curl).contains("Example Domain"),
+        "{}",
+        stdout(&curl)
+    );
+    assert!(
+        stdout(&curl).contains("it needs: the network (call again with \"net\""),
+        "{}",
+        stdout(&curl)
+    );
+}
