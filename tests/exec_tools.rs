@@ -431,3 +431,51 @@ fn tool_call_runs_exec_run_writable_only_with_allow_write() {
         stdout(&curl)
     );
 }
+
+#[test]
+fn capability_rules_allow_exactly_what_they_name() {
+    let env = Env::new();
+    let mock = script(&[
+        (
+            "t_write",
+            "exec__run",
+            json!({"command": "echo ok > ok.txt", "write": true}),
+        ),
+        (
+            "t_more",
+            "exec__run",
+            json!({"command": "echo more > more.txt", "write": true, "net": ["https://example.com"]}),
+        ),
+        (
+            "t_denied",
+            "exec__run",
+            json!({"command": "echo x > x.txt", "write": true, "net": ["https://registry.npmjs.org"]}),
+        ),
+    ]);
+    let output = session(
+        &env,
+        &mock,
+        "work",
+        &[
+            "--allow",
+            "exec.run(write)",
+            "--deny",
+            "exec.run(net:https://*.npmjs.org)",
+        ],
+    );
+    assert_ok(&output);
+    assert!(result_of(&mock, "t_write").starts_with("exit code 0"));
+    assert_eq!(env.read("ok.txt"), "ok\n");
+    let more = result_of(&mock, "t_more");
+    assert!(
+        more.contains("exec.run wants: write the workspace; reach https://example.com"),
+        "{more}"
+    );
+    assert!(!env.ws_path().join("more.txt").exists());
+    let denied = result_of(&mock, "t_denied");
+    assert!(
+        denied.contains("exec.run(net:https://*.npmjs.org)"),
+        "{denied}"
+    );
+    assert!(!env.ws_path().join("x.txt").exists());
+}

@@ -264,7 +264,12 @@ impl Policy {
         let tool = facts.tool;
         let matching = |wanted: RuleKind| {
             self.rules.iter().find(|(kind, rule, _)| {
-                *kind == wanted && rule.matches(tool, facts.input, facts.workspace)
+                *kind == wanted
+                    && if wanted == RuleKind::Allow {
+                        rule.allows(tool, facts.input, facts.workspace)
+                    } else {
+                        rule.matches(tool, facts.input, facts.workspace)
+                    }
             })
         };
         let by_rule = |outcome: Outcome, rule: &Rule, layer: Layer, reason: String| Decision {

@@ -430,3 +430,83 @@ fn commands_are_judged_by_the_capabilities_they_ask_for() {
         Outcome::Allow
     );
 }
+
+#[test]
+fn capability_rules_on_commands() {
+    let policy = Policy::new(
+        Mode::Default,
+        rules(&[
+            (RuleKind::Allow, "exec.run(write)"),
+            (RuleKind::Deny, "exec.run(net:https://*.evil.example)"),
+            (RuleKind::Allow, "exec.run(net:https://*.npmjs.org)"),
+            (RuleKind::Ask, "exec.run(git push:*)"),
+        ]),
+    );
+    let decide = |input: Value, write: bool, net: bool, wants: &[&str]| {
+        let wants: Vec<String> = wants.iter().map(|w| w.to_string()).collect();
+        policy.decide(&ToolFacts {
+            tool: "exec.run",
+            read_only: !write,
+            destructive: write,
+            open_world: net,
+            input: &input,
+            workspace: Path::new(WS),
+            capabilities: Some(&wants),
+        })
+    };
+    let write = decide(
+        json!({"command": "make", "write": true}),
+        true,
+        false,
+        &["write the workspace"],
+    );
+    assert_eq!(write.outcome, Outcome::Allow, "{}", write.reason);
+    // The write rule does not let the call reach the network too.
+    let both = decide(
+        json!({"command": "make", "write": true, "net": ["https://example.com"]}),
+        true,
+        true,
+        &["write the workspace", "reach https://example.com"],
+    );
+    assert_eq!(both.outcome, Outcome::Ask, "{}", both.reason);
+    let npm = decide(
+        json!({"command": "npm ci", "net": ["https://registry.npmjs.org"]}),
+        false,
+        true,
+        &["reach https://registry.npmjs.org"],
+    );
+    assert_eq!(npm.outcome, Outcome::Allow, "{}", npm.reason);
+    let npm_and_other = decide(
+        json!({"command": "npm ci", "net": ["https://registry.npmjs.org", "https://example.com"]}),
+        false,
+        true,
+        &[
+            "reach https://registry.npmjs.org",
+            "reach https://example.com",
+        ],
+    );
+    assert_eq!(
+        npm_and_other.outcome,
+        Outcome::Ask,
+        "{}",
+        npm_and_other.reason
+    );
+    let evil = decide(
+        json!({"command": "curl", "net": ["https://a.evil.example"]}),
+        false,
+        true,
+        &["reach https://a.evil.example"],
+    );
+    assert_eq!(evil.outcome, Outcome::Deny, "{}", evil.reason);
+    let push = decide(
+        json!({"command": "git push origin main"}),
+        false,
+        false,
+        &[],
+    );
+    assert_eq!(push.outcome, Outcome::Ask, "{}", push.reason);
+
+    let rule: Rule = "exec.run(net:https://*.npmjs.org)".parse().unwrap();
+    assert_eq!(rule.to_string(), "exec.run(net:https://*.npmjs.org)");
+    assert!("exec.run(net:not an origin)".parse::<Rule>().is_err());
+}
