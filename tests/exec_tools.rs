@@ -120,6 +120,25 @@ fn accept_edits_runs_the_tests_fixes_and_reruns_them() {
     // The writable run wrote the workspace.
     assert_eq!(env.read("result.txt"), "passed\n");
     assert_eq!(env.read("calc.py"), "def add(a, b):\n    return a + b\n");
+    // Each command is in the audit log, under its tool call.
+    let audit = std::fs::read_to_string(env.home.path().join("audit/audit.jsonl")).unwrap();
+    let runs: Vec<Value> = audit
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|record| record["kind"] == "command_run")
+        .collect();
+    assert_eq!(runs.len(), 2, "{runs:#?}");
+    assert_eq!(runs[0]["call_id"], "t_run1");
+    assert_eq!(runs[0]["write"], false);
+    assert_eq!(runs[1]["call_id"], "t_run2");
+    assert_eq!(runs[1]["write"], true);
+    assert!(
+        runs[1]["command"]
+            .as_str()
+            .unwrap()
+            .contains("python3 -m unittest && echo passed > result.txt"),
+        "{runs:#?}"
+    );
 }
 
 #[test]
