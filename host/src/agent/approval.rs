@@ -145,13 +145,26 @@ impl Agent {
         let mut decision = match hook_decision {
             Some(decision) => decision,
             None => {
-                let facts = ToolFacts {
-                    tool: &tool.name,
-                    read_only: tool.spec.read_only,
-                    destructive: tool.spec.destructive,
-                    open_world: tool.spec.open_world,
-                    input: &input,
-                    workspace: &self.parts.workspace,
+                let wants = tool.wants(&input);
+                let facts = match &wants {
+                    Some(wants) => ToolFacts {
+                        tool: &tool.name,
+                        read_only: !wants.write,
+                        destructive: wants.write,
+                        open_world: wants.net,
+                        input: &input,
+                        workspace: &self.parts.workspace,
+                        capabilities: Some(wants.capabilities.as_slice()),
+                    },
+                    None => ToolFacts {
+                        tool: &tool.name,
+                        read_only: tool.spec.read_only,
+                        destructive: tool.spec.destructive,
+                        open_world: tool.spec.open_world,
+                        input: &input,
+                        workspace: &self.parts.workspace,
+                        capabilities: None,
+                    },
                 };
                 self.parts.policy.decide(&facts)
             }

@@ -29,6 +29,7 @@ pub mod component_tool;
 pub mod context;
 pub mod cost;
 pub mod dispatch;
+pub mod exec_tool;
 pub mod interrupt;
 pub mod profile;
 pub mod scheduler;
@@ -60,7 +61,7 @@ pub use cost::SessionCost;
 pub use interrupt::Interrupt;
 pub use profile::{AgentProfile, ToolAllowance};
 pub use session_parts::SessionParts;
-pub use tool::{AgentTool, CallNeeds, ToolCall, ToolHandler, ToolOutcome};
+pub use tool::{AgentTool, CallNeeds, CallWants, ToolCall, ToolHandler, ToolOutcome};
 pub use toolbox::{Toolbox, ToolboxError};
 
 /// How many times per prompt a Stop hook can make the model keep going.

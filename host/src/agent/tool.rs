@@ -74,6 +74,20 @@ pub struct CallNeeds {
     pub granted: Vec<String>,
 }
 
+/// What one call asks for when a tool's capabilities depend on its input
+/// (`exec.run`'s `write` and `net`): the policy decides on these instead
+/// of the tool's hints, and the permission question names them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallWants {
+    /// The call may write the workspace.
+    pub write: bool,
+    /// The call may reach the network.
+    pub net: bool,
+    /// What it asks for, in plain words ("write the workspace", "reach
+    /// https://example.com"); empty when it asks for nothing beyond reading.
+    pub capabilities: Vec<String>,
+}
+
 /// A source of one tool; see the [module documentation](self).
 pub trait ToolHandler: Send + Sync {
     /// The tool's full name (`PLUGIN.TOOL`, or a host tool's bare name).
@@ -96,6 +110,12 @@ pub trait ToolHandler: Send + Sync {
             writes_workspace: !self.spec().read_only,
             granted: Vec::new(),
         }
+    }
+
+    /// What a call with `input` asks for, when that depends on the input;
+    /// `None` for tools whose hints say it all.
+    fn wants(&self, _input: &Value) -> Option<CallWants> {
+        None
     }
 
     /// Runs one call.
@@ -145,6 +165,11 @@ impl AgentTool {
     /// What a call needs.
     pub fn needs(&self) -> CallNeeds {
         self.handler.needs()
+    }
+
+    /// What a call with `input` asks for, if it depends on the input.
+    pub fn wants(&self, input: &Value) -> Option<CallWants> {
+        self.handler.wants(input)
     }
 
     /// Runs one call.

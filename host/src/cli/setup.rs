@@ -203,6 +203,13 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
             crate::agent::subagent::TaskTool::default(),
         ))
         .map_err(|e| SetupError::new(Exit::Error, e))?;
+    let exec_tools = crate::agent::exec_tool::for_session(&settings, &workspace, &home);
+    notices.extend(exec_tools.warning);
+    for handler in exec_tools.handlers {
+        toolbox
+            .register(handler)
+            .map_err(|e| SetupError::new(Exit::Error, e))?;
+    }
 
     let policy = build_policy(&settings, args);
     let offered: Vec<&str> = toolbox.tools().iter().map(|t| t.name.as_str()).collect();

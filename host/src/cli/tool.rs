@@ -34,6 +34,7 @@ pub enum ToolCommand {
   capstan tool call fs.edit '{\"path\":\"a.txt\",\"old\":\"foo\",\"new\":\"bar\"}' --allow-write
   capstan tool call fs.grep '{\"pattern\":\"fn main\",\"glob\":\"**/*.rs\"}'
   echo '{\"path\":\".\"}' | capstan tool call fs.ls
+  capstan tool call exec.run '{\"command\":\"python3 -m unittest\"}' --allow-write
 
 ", super::exit::exit_codes_help!()))]
     Call(CallArgs),
@@ -324,6 +325,9 @@ async fn list(args: ListArgs, verbose: bool) -> Result<Exit, Failure> {
 
 async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
     let input = read_input(args.input.as_deref())?;
+    if args.name == crate::agent::exec_tool::TOOL_NAME {
+        return call_exec_run(&args, &input).await;
+    }
     let workspace = match &args.workspace {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().map_err(|e| {
@@ -444,6 +448,85 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
             }
             Ok(exit)
         }
+    }
+}
+
+/// `capstan tool call exec.run INPUT`: the model's command tool, run as
+/// the model's calls are, with the workspace writable only with
+/// `--allow-write` (an input asking for `write` without it is refused) and
+/// the origins the input lists.
+async fn call_exec_run(args: &CallArgs, input: &str) -> Result<Exit, Failure> {
+    let workspace = match &args.workspace {
+        Some(dir) => dir.clone(),
+        None => current_dir()?,
+    };
+    let mut input: Value = serde_json::from_str(input).map_err(|e| {
+        Failure::new(
+            Exit::InvalidInput,
+            format!("invalid input: the input is not valid JSON: {e}"),
+        )
+    })?;
+    let Some(fields) = input.as_object_mut() else {
+        return Ok(report_error(
+            args,
+            &CallError::InvalidInput("the input must be a JSON object".to_string()),
+        ));
+    };
+    if fields.get("write") == Some(&Value::Bool(true)) && !args.allow_write {
+        return Ok(report_error(
+            args,
+            &CallError::Denied(
+                "the input asks to write the workspace; pass --allow-write to let the command change files"
+                    .to_string(),
+            ),
+        ));
+    }
+    if args.allow_write {
+        fields.insert("write".to_string(), Value::Bool(true));
+    }
+    if let Some(timeout) = args.timeout {
+        fields.insert("timeout".to_string(), json!(timeout.as_secs().max(1)));
+    }
+    let home = Home::from_env().map_err(|e| Failure::new(Exit::Error, e))?;
+    let settings = crate::policy::settings::load(&home, &workspace)
+        .map_err(|e| Failure::new(Exit::Usage, e))?;
+    for warning in &settings.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let tools = crate::agent::exec_tool::for_session(&settings, &workspace, &home);
+    if let Some(warning) = &tools.warning {
+        eprintln!("{warning}");
+    }
+    let Some(tool) = tools
+        .handlers
+        .iter()
+        .find(|tool| tool.name() == crate::agent::exec_tool::TOOL_NAME)
+    else {
+        return Err(Failure::new(Exit::Error, "exec.run is missing"));
+    };
+    let interrupt = Interrupt::new();
+    let outcome = tool
+        .call(ToolCall {
+            input: &input,
+            call_id: "tool-call",
+            session_id: None,
+            interrupt: &interrupt,
+            events: None,
+            audit: None,
+            session: None,
+        })
+        .await;
+    match outcome.result {
+        Ok(text) => {
+            if args.json {
+                let value = json!({ "ok": true, "tool": args.name, "content": [{"type": "text", "text": text}] });
+                println!("{value}");
+            } else {
+                print!("{}", escape::text(&text));
+            }
+            Ok(Exit::Success)
+        }
+        Err(err) => Ok(report_error(args, &err)),
     }
 }
 

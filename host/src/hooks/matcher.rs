@@ -138,6 +138,15 @@ mod tests {
     }
 
     #[test]
+    fn claude_codes_bash_matches_the_command_tool() {
+        let names = tool_names("exec.run");
+        assert!(m("Bash").matches(&names));
+        assert!(m("Bash|Write").matches(&names));
+        assert!(m("exec__run").matches(&names));
+        assert!(!m("Bash").matches(&tool_names("exec.kill")));
+    }
+
+    #[test]
     fn expressions_match_the_whole_name() {
         let names = tool_names("fs.write");
         assert!(m(r"fs\..*").matches(&names));

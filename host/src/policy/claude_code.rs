@@ -12,9 +12,8 @@
 //! | `WebFetch` | `web.fetch` | `web.fetch` | `domain:HOST` |
 //!
 //! As in Claude Code, a `Read` rule applies to every tool that reads files
-//! and an `Edit` rule to every tool that changes them. capstan has no
-//! `exec.run` yet: `Bash` rules are accepted and kept, and apply once it
-//! exists. MCP tools keep their Claude Code names (`mcp__server__tool`), and
+//! and an `Edit` rule to every tool that changes them. A `Bash` rule
+//! matches `exec.run`'s `command`. MCP tools keep their Claude Code names (`mcp__server__tool`), and
 //! `mcp__server` stands for every tool of that server.
 
 /// What the parentheses of a Claude Code rule hold.
@@ -44,7 +43,7 @@ pub struct ClaudeTool {
 /// The capstan tool that runs commands, which `Bash` rules are for.
 pub const EXEC_TOOL: &str = "exec.run";
 
-/// Claude Code's tools that capstan has (or, for `Bash`, will have).
+/// Claude Code's tools that capstan has.
 const TOOLS: &[ClaudeTool] = &[
     ClaudeTool {
         name: "Read",

@@ -6,7 +6,8 @@
 //! [`Decision`] is reached in this order; the first step that applies wins:
 //!
 //! 1. A matching **deny** rule denies, in every mode, bypass included.
-//! 2. In **plan** mode a tool that is not read-only is denied.
+//! 2. In **plan** mode a tool that is not read-only is denied, and so is a
+//!    command (`exec.run`) that asks for a writable workspace or an origin.
 //! 3. A matching **ask** rule asks — except in bypass mode, where it allows.
 //! 4. A matching **allow** rule (settings, command line, or "allow for this
 //!    session") allows.
@@ -16,6 +17,11 @@
 //!    - accept-edits: allow unless open-world, ask if open-world;
 //!    - plan: ask (only read-only open-world tools get this far);
 //!    - bypass: allow.
+//!
+//!    A tool whose capabilities depend on the call ([`ToolFacts::capabilities`],
+//!    `exec.run`) is judged by what the call asks for: one that asks for
+//!    nothing runs; asking to write the workspace is an edit, asking for an
+//!    origin reaches outside; the question names exactly what it asks for.
 //!
 //! Paths outside the workspace get no special treatment here: the sandbox
 //! refuses them whatever the policy says, and relative path rules never
@@ -76,6 +82,11 @@ pub struct ToolFacts<'a> {
     pub input: &'a serde_json::Value,
     /// The workspace folder, against which relative paths are resolved.
     pub workspace: &'a Path,
+    /// For a tool whose capabilities depend on the call (`exec.run`): what
+    /// this call asks for, in plain words ("write the workspace", "reach
+    /// https://example.com"), empty when it only reads; `read_only` and
+    /// `open_world` then describe the call, not the tool.
+    pub capabilities: Option<&'a [String]>,
 }
 
 /// Whether a call runs.
@@ -201,8 +212,8 @@ impl Policy {
 
     /// A warning for each rule that can never match a tool of this session
     /// (`offered` holds their names), suggesting the closest tool name. A
-    /// rule for `exec.run` (Claude Code's `Bash`) gets a note instead:
-    /// capstan does not have that tool yet, and the rule is kept for it.
+    /// rule for `exec.run` (Claude Code's `Bash`) gets a note instead: it is
+    /// kept for the sessions that offer that tool.
     pub fn unmatched_rule_warnings(&self, offered: &[&str]) -> Vec<String> {
         let mut warnings = Vec::new();
         for (kind, rule, layer) in &self.rules {
@@ -212,7 +223,7 @@ impl Policy {
             let covered = rule.covered_tools();
             if covered.iter().all(|tool| tool == claude_code::EXEC_TOOL) {
                 warnings.push(format!(
-                    "note: the {kind} rule `{rule}` in the {layer} is for {}, which capstan does not have yet; it is kept and applies once it does",
+                    "note: the {kind} rule `{rule}` in the {layer} is for {}, which is not offered here; it is kept and applies where it is",
                     claude_code::EXEC_TOOL
                 ));
                 continue;
@@ -239,7 +250,12 @@ impl Policy {
         let tool = facts.tool;
         let matching = |wanted: RuleKind| {
             self.rules.iter().find(|(kind, rule, _)| {
-                *kind == wanted && rule.matches(tool, facts.input, facts.workspace)
+                *kind == wanted
+                    && if wanted == RuleKind::Allow {
+                        rule.allows(tool, facts.input, facts.workspace)
+                    } else {
+                        rule.matches(tool, facts.input, facts.workspace)
+                    }
             })
         };
         let by_rule = |outcome: Outcome, rule: &Rule, layer: Layer, reason: String| Decision {
@@ -266,6 +282,16 @@ impl Policy {
                 rule,
                 *layer,
                 format!("`{tool}` is denied by the rule `{rule}` in the {layer}"),
+            );
+        }
+        let wants = facts.capabilities.filter(|wants| !wants.is_empty());
+        if let (Mode::Plan, Some(wants)) = (self.mode, wants) {
+            return by_mode(
+                Outcome::Deny,
+                format!(
+                    "plan mode: commands get a read-only workspace and no network, and `{tool}` wants: {}; switch with /mode",
+                    wants.join("; ")
+                ),
             );
         }
         if self.mode == Mode::Plan && !facts.read_only {
@@ -303,10 +329,29 @@ impl Policy {
 
         let mode = self.mode;
         if facts.read_only && !facts.open_world {
-            return by_mode(
-                Outcome::Allow,
-                format!("{mode} mode: `{tool}` only reads inside the workspace"),
-            );
+            let what = if facts.capabilities.is_some() {
+                "runs with a read-only workspace and no network"
+            } else {
+                "only reads inside the workspace"
+            };
+            return by_mode(Outcome::Allow, format!("{mode} mode: `{tool}` {what}"));
+        }
+        if let Some(wants) = wants {
+            let wants = wants.join("; ");
+            return match mode {
+                Mode::Bypass => by_mode(
+                    Outcome::Allow,
+                    format!("bypass mode: `{tool}` wants: {wants}; it runs without asking"),
+                ),
+                Mode::AcceptEdits if !facts.open_world => by_mode(
+                    Outcome::Allow,
+                    format!("accept-edits mode: `{tool}` wants: {wants}; it runs without asking"),
+                ),
+                Mode::Default | Mode::AcceptEdits | Mode::Plan => by_mode(
+                    Outcome::Ask,
+                    format!("{tool} wants: {wants} ({mode} mode asks first)"),
+                ),
+            };
         }
         let what = if facts.open_world {
             "reaches outside the workspace"

@@ -21,16 +21,25 @@
 //!   which is the project's root for project settings); `~` is not expanded.
 //! - `WebFetch(domain:example.com)`.
 //! - `Bash(npm run test:*)` (the command, or with `:*` every command it
-//!   begins, word by word; `*` elsewhere matches any text) — for `exec.run`,
-//!   which capstan does not have yet: such rules are kept, match the call's
-//!   `command` (or its `argv` joined by spaces), and apply once it exists.
+//!   begins, word by word; `*` elsewhere matches any text) — for `exec.run`:
+//!   such rules match the call's `command` (or its `argv` joined by
+//!   spaces). A command rule reads the text, so it is a convenience, not a
+//!   security boundary (`git  push`, `sh -c 'git push'` and aliases slip
+//!   past it); what a command can reach is decided by its sandbox.
 //! - `mcp__server__tool`, and `mcp__server` for every tool of the server.
+//!
+//! Rules on the command tools (`exec.run`, `exec.start`) name a capability
+//! the call asks for — `exec.run(write)`, `exec.run(net:https://*.npmjs.org)`
+//! — or the command, as `Bash` does: `exec.run(git push:*)`. As an allow
+//! rule a capability rule lets a call run only if it asks for nothing else.
 
 use std::fmt;
 use std::path::{Component, Path, PathBuf};
 use std::str::FromStr;
 
 use globset::{GlobBuilder, GlobMatcher};
+
+use crate::grants::net::NetGrant;
 
 use super::claude_code::{self, SpecifierKind};
 
@@ -93,6 +102,10 @@ enum Specifier {
     Domain(String),
     /// A command pattern over the input's `command` (or `argv`).
     Command(String),
+    /// `exec.run(write)`: the call asks to write the workspace.
+    Write,
+    /// `exec.run(net:ORIGIN)`: the call asks for origins this covers.
+    Net(NetGrant),
 }
 
 impl Rule {
@@ -123,11 +136,18 @@ impl Rule {
     }
 
     /// Whether the rule covers a call of `tool` with `input`, in `workspace`.
+    /// A capability rule (`exec.run(write)`, `exec.run(net:ORIGIN)`) covers
+    /// a call that asks for that capability; see [`Rule::allows`] for allow
+    /// rules.
     pub fn matches(&self, tool: &str, input: &serde_json::Value, workspace: &Path) -> bool {
         if !self.names_tool(tool) {
             return false;
         }
         match &self.specifier {
+            Some(Specifier::Write) => input.get("write") == Some(&serde_json::Value::Bool(true)),
+            Some(Specifier::Net(grant)) => requested_origins(input)
+                .iter()
+                .any(|origin| grant.covers(origin)),
             None => true,
             Some(Specifier::Path {
                 matcher, absolute, ..
@@ -162,6 +182,58 @@ impl Rule {
     }
 }
 
+impl Rule {
+    /// Whether the rule, as an allow rule, lets a call of `tool` with
+    /// `input` run: as [`Rule::matches`], except that a capability rule
+    /// allows only a call that asks for nothing beyond it (`exec.run(write)`
+    /// does not let a call reach the network too).
+    pub fn allows(&self, tool: &str, input: &serde_json::Value, workspace: &Path) -> bool {
+        if !self.matches(tool, input, workspace) {
+            return false;
+        }
+        let writes = input.get("write") == Some(&serde_json::Value::Bool(true));
+        let origins = requested_origins(input);
+        match &self.specifier {
+            Some(Specifier::Write) => !has_net(input),
+            Some(Specifier::Net(grant)) => {
+                !writes
+                    && !origins.is_empty()
+                    && origins.iter().all(|o| grant.covers(o))
+                    && origins.len() == net_len(input)
+            }
+            _ => true,
+        }
+    }
+}
+
+/// The origins an `exec.*` call's `net` asks for (those that parse).
+fn requested_origins(input: &serde_json::Value) -> Vec<NetGrant> {
+    input
+        .get("net")
+        .and_then(serde_json::Value::as_array)
+        .map(|origins| {
+            origins
+                .iter()
+                .filter_map(serde_json::Value::as_str)
+                .filter_map(|text| NetGrant::parse(text).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// How many entries the call's `net` has.
+fn net_len(input: &serde_json::Value) -> usize {
+    input
+        .get("net")
+        .and_then(serde_json::Value::as_array)
+        .map_or(0, Vec::len)
+}
+
+/// Whether the call's `net` asks for anything.
+fn has_net(input: &serde_json::Value) -> bool {
+    net_len(input) > 0
+}
+
 impl PartialEq for Rule {
     fn eq(&self, other: &Self) -> bool {
         self.to_string() == other.to_string()
@@ -178,6 +250,8 @@ impl fmt::Display for Rule {
             Some(Specifier::Path { pattern, .. }) => write!(f, "({pattern})"),
             Some(Specifier::Domain(domain)) => write!(f, "(domain:{domain})"),
             Some(Specifier::Command(command)) => write!(f, "({command})"),
+            Some(Specifier::Write) => write!(f, "(write)"),
+            Some(Specifier::Net(grant)) => write!(f, "(net:{grant})"),
         }
     }
 }
@@ -229,6 +303,9 @@ impl FromStr for Rule {
         check_tool_pattern(tool).map_err(|problem| bad(&problem))?;
         let specifier = match inner {
             None => None,
+            Some(inner) if COMMAND_TOOLS.contains(&tool) => {
+                Some(parse_command_specifier(inner).map_err(|problem| bad(&problem))?)
+            }
             Some(inner) => Some(parse_specifier(inner).map_err(|problem| bad(&problem))?),
         };
         let covered = claude_code::mcp_pattern(tool).unwrap_or_else(|| tool.to_string());
@@ -278,6 +355,30 @@ fn check_tool_pattern(tool: &str) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The tools whose calls run a command: their rules name a capability or
+/// the command.
+const COMMAND_TOOLS: [&str; 2] = [claude_code::EXEC_TOOL, "exec.start"];
+
+/// The parentheses of a rule on a command tool: `write`, `net:ORIGIN`, or
+/// the command (a prefix with `:*`).
+fn parse_command_specifier(inner: &str) -> Result<Specifier, String> {
+    let inner = inner.trim();
+    if inner.is_empty() {
+        return Err("the parentheses are empty; leave them out to cover every call".to_string());
+    }
+    if inner == "write" {
+        return Ok(Specifier::Write);
+    }
+    if let Some(origin) = inner.strip_prefix("net:") {
+        return NetGrant::parse(origin.trim())
+            .map(Specifier::Net)
+            .map_err(|e| {
+                format!("`net:{origin}`: {e}; write an origin such as `net:https://*.npmjs.org`")
+            });
+    }
+    Ok(Specifier::Command(inner.to_string()))
 }
 
 fn parse_specifier(inner: &str) -> Result<Specifier, String> {

@@ -27,6 +27,7 @@ fn decide_with(policy: &Policy, tool: &str, kind: Kind, input: &Value) -> Decisi
         open_world,
         input,
         workspace: Path::new(WS),
+        capabilities: None,
     })
 }
 
@@ -312,7 +313,7 @@ fn rules_that_can_never_match_are_warned_about_with_the_closest_tool() {
         warnings[2]
     );
     assert!(
-        warnings[2].contains("exec.run, which capstan does not have yet; it is kept"),
+        warnings[2].contains("exec.run, which is not offered here; it is kept"),
         "{}",
         warnings[2]
     );
@@ -339,4 +340,153 @@ fn rules_that_can_never_match_are_warned_about_with_the_closest_tool() {
         vec![(RuleKind::Allow, "edit".parse().unwrap(), Layer::CommandLine)],
     );
     assert!(lower.unmatched_rule_warnings(&offered)[0].ends_with("did you mean `fs.edit`?"));
+}
+
+/// A call of a tool whose capabilities depend on its input (`exec.run`),
+/// asking for `wants`.
+fn decide_command(policy: &Policy, write: bool, net: bool, wants: &[String]) -> Decision {
+    policy.decide(&ToolFacts {
+        tool: "exec.run",
+        read_only: !write,
+        destructive: write,
+        open_world: net,
+        input: &json!({"command": "make"}),
+        workspace: Path::new(WS),
+        capabilities: Some(wants),
+    })
+}
+
+#[test]
+fn commands_are_judged_by_the_capabilities_they_ask_for() {
+    let none: Vec<String> = Vec::new();
+    let write = vec!["write the workspace".to_string()];
+    let net = vec!["reach https://index.crates.io".to_string()];
+    let both = [write.clone(), net.clone()].concat();
+    for mode in Mode::ALL {
+        let policy = Policy::new(mode, Vec::new());
+        assert_eq!(
+            decide_command(&policy, false, false, &none).outcome,
+            Outcome::Allow,
+            "{mode}"
+        );
+    }
+    let plan = Policy::new(Mode::Plan, Vec::new());
+    let refused = decide_command(&plan, true, false, &write);
+    assert_eq!(refused.outcome, Outcome::Deny);
+    assert!(
+        refused.reason.contains("wants: write the workspace"),
+        "{}",
+        refused.reason
+    );
+    assert_eq!(
+        decide_command(&plan, false, true, &net).outcome,
+        Outcome::Deny
+    );
+
+    let default = Policy::new(Mode::Default, Vec::new());
+    let asked = decide_command(&default, true, true, &both);
+    assert_eq!(asked.outcome, Outcome::Ask);
+    assert!(
+        asked
+            .reason
+            .starts_with("exec.run wants: write the workspace; reach https://index.crates.io"),
+        "{}",
+        asked.reason
+    );
+
+    let edits = Policy::new(Mode::AcceptEdits, Vec::new());
+    assert_eq!(
+        decide_command(&edits, true, false, &write).outcome,
+        Outcome::Allow
+    );
+    assert_eq!(
+        decide_command(&edits, false, true, &net).outcome,
+        Outcome::Ask
+    );
+
+    let bypass = Policy::new(Mode::Bypass, Vec::new());
+    assert_eq!(
+        decide_command(&bypass, true, true, &both).outcome,
+        Outcome::Allow
+    );
+}
+
+#[test]
+fn capability_rules_on_commands() {
+    let policy = Policy::new(
+        Mode::Default,
+        rules(&[
+            (RuleKind::Allow, "exec.run(write)"),
+            (RuleKind::Deny, "exec.run(net:https://*.evil.example)"),
+            (RuleKind::Allow, "exec.run(net:https://*.npmjs.org)"),
+            (RuleKind::Ask, "exec.run(git push:*)"),
+        ]),
+    );
+    let decide = |input: Value, write: bool, net: bool, wants: &[&str]| {
+        let wants: Vec<String> = wants.iter().map(|w| w.to_string()).collect();
+        policy.decide(&ToolFacts {
+            tool: "exec.run",
+            read_only: !write,
+            destructive: write,
+            open_world: net,
+            input: &input,
+            workspace: Path::new(WS),
+            capabilities: Some(&wants),
+        })
+    };
+    let write = decide(
+        json!({"command": "make", "write": true}),
+        true,
+        false,
+        &["write the workspace"],
+    );
+    assert_eq!(write.outcome, Outcome::Allow, "{}", write.reason);
+    // The write rule does not let the call reach the network too.
+    let both = decide(
+        json!({"command": "make", "write": true, "net": ["https://example.com"]}),
+        true,
+        true,
+        &["write the workspace", "reach https://example.com"],
+    );
+    assert_eq!(both.outcome, Outcome::Ask, "{}", both.reason);
+    let npm = decide(
+        json!({"command": "npm ci", "net": ["https://registry.npmjs.org"]}),
+        false,
+        true,
+        &["reach https://registry.npmjs.org"],
+    );
+    assert_eq!(npm.outcome, Outcome::Allow, "{}", npm.reason);
+    let npm_and_other = decide(
+        json!({"command": "npm ci", "net": ["https://registry.npmjs.org", "https://example.com"]}),
+        false,
+        true,
+        &[
+            "reach https://registry.npmjs.org",
+            "reach https://example.com",
+        ],
+    );
+    assert_eq!(
+        npm_and_other.outcome,
+        Outcome::Ask,
+        "{}",
+        npm_and_other.reason
+    );
+    let evil = decide(
+        json!({"command": "curl", "net": ["https://a.evil.example"]}),
+        false,
+        true,
+        &["reach https://a.evil.example"],
+    );
+    assert_eq!(evil.outcome, Outcome::Deny, "{}", evil.reason);
+    let push = decide(
+        json!({"command": "git push origin main"}),
+        false,
+        false,
+        &[],
+    );
+    assert_eq!(push.outcome, Outcome::Ask, "{}", push.reason);
+
+    let rule: Rule = "exec.run(net:https://*.npmjs.org)".parse().unwrap();
+    assert_eq!(rule.to_string(), "exec.run(net:https://*.npmjs.org)");
+    assert!("exec.run(net:not an origin)".parse::<Rule>().is_err());
 }

@@ -1,0 +1,500 @@
+//! The model's `exec.run` tool through the real binary: a mock model
+//! server scripts the calls, the real sandbox runs the commands, and each
+//! test checks what the command did (files, output) and what the model was
+//! told — the permission by mode, the capability named when asking, the
+//! capability named when a command hit the sandbox, and `Bash` rules.
+
+#![cfg(target_os = "linux")]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod support;
+
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::mock_model::{Answer, MockModel, Reply};
+use support::{Env, stderr, stdout};
+
+const API_KEY: &str = "sk-ant-mock-key-exec";
+
+/// `capstan -p PROMPT` against `mock` with `args`, the system PATH (so
+/// commands find `python3`), and a user home of its own.
+fn session(env: &Env, mock: &MockModel, prompt: &str, args: &[&str]) -> Output {
+    let mut cmd = env.anthropic_session(&mock.url(), API_KEY, "mock-model", prompt);
+    cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .args(args)
+        .timeout(Duration::from_secs(120));
+    cmd.output().unwrap()
+}
+
+/// A script: one tool call per reply, then a closing text.
+fn script(calls: &[(&str, &str, Value)]) -> MockModel {
+    let mut replies: Vec<Reply> = calls
+        .iter()
+        .map(|(id, tool, input)| {
+            Reply::sse(
+                Answer::text("Working.")
+                    .call(id, tool, input.clone())
+                    .anthropic(),
+            )
+        })
+        .collect();
+    replies.push(Reply::sse(Answer::text("Done.").anthropic()));
+    MockModel::start(replies)
+}
+
+/// The text of the result the model got for call `id`.
+fn result_of(mock: &MockModel, id: &str) -> String {
+    for request in mock.received().iter().rev() {
+        for message in request.messages() {
+            let Some(blocks) = message["content"].as_array() else {
+                continue;
+            };
+            for block in blocks {
+                if block["type"] == "tool_result" && block["tool_use_id"] == id {
+                    return match &block["content"] {
+                        Value::String(text) => text.clone(),
+                        Value::Array(parts) => parts
+                            .iter()
+                            .filter_map(|p| p["text"].as_str())
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                        other => other.to_string(),
+                    };
+                }
+            }
+        }
+    }
+    panic!("the model never got a result for {id}");
+}
+
+fn assert_ok(output: &Output) {
+    assert!(
+        output.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status.code(),
+        stdout(output),
+        stderr(output)
+    );
+}
+
+const FAILING_MODULE: &str = "def add(a, b):\n    return a - b\n";
+const TESTS: &str = "import unittest\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n\nif __name__ == \"__main__\":\n    unittest.main()\n";
+
+#[test]
+fn accept_edits_runs_the_tests_fixes_and_reruns_them() {
+    let env = Env::new();
+    env.write("calc.py", FAILING_MODULE);
+    env.write("test_calc.py", TESTS);
+    let mock = script(&[
+        (
+            "t_run1",
+            "exec__run",
+            json!({"command": "python3 -m unittest 2>&1", "description": "run the tests"}),
+        ),
+        (
+            "t_fix",
+            "fs__edit",
+            json!({"path": "calc.py", "old": "a - b", "new": "a + b"}),
+        ),
+        (
+            "t_run2",
+            "exec__run",
+            json!({"command": "python3 -m unittest && echo passed > result.txt", "write": true}),
+        ),
+    ]);
+    let output = session(
+        &env,
+        &mock,
+        "run the tests and fix what fails",
+        &["--permission-mode", "accept-edits"],
+    );
+    assert_ok(&output);
+    let first = result_of(&mock, "t_run1");
+    assert!(first.starts_with("exit code 1"), "{first}");
+    assert!(first.contains("FAILED (failures=1)"), "{first}");
+    let second = result_of(&mock, "t_run2");
+    assert!(second.starts_with("exit code 0"), "{second}");
+    assert!(second.contains("OK"), "{second}");
+    // The writable run wrote the workspace.
+    assert_eq!(env.read("result.txt"), "passed\n");
+    assert_eq!(env.read("calc.py"), "def add(a, b):\n    return a + b\n");
+    // Each command is in the audit log, under its tool call.
+    let audit = std::fs::read_to_string(env.home.path().join("audit/audit.jsonl")).unwrap();
+    let runs: Vec<Value> = audit
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|record| record["kind"] == "command_run")
+        .collect();
+    assert_eq!(runs.len(), 2, "{runs:#?}");
+    assert_eq!(runs[0]["call_id"], "t_run1");
+    assert_eq!(runs[0]["write"], false);
+    assert_eq!(runs[1]["call_id"], "t_run2");
+    assert_eq!(runs[1]["write"], true);
+    assert!(
+        runs[1]["command"]
+            .as_str()
+            .unwrap()
+            .contains("python3 -m unittest && echo passed > result.txt"),
+        "{runs:#?}"
+    );
+}
+
+#[test]
+fn plan_mode_runs_a_read_only_command_and_refuses_a_write() {
+    let env = Env::new();
+    env.write("listed-file.txt", "x");
+    let mock = script(&[
+        ("t_ls", "exec__run", json!({"command": "ls"})),
+        (
+            "t_write",
+            "exec__run",
+            json!({"command": "echo planted > planted.txt", "write": true}),
+        ),
+    ]);
+    let output = session(&env, &mock, "look around", &["--permission-mode", "plan"]);
+    assert_ok(&output);
+    let listing = result_of(&mock, "t_ls");
+    assert!(listing.starts_with("exit code 0"), "{listing}");
+    assert!(listing.contains("listed-file.txt"), "{listing}");
+    let refused = result_of(&mock, "t_write");
+    assert!(refused.contains("plan mode"), "{refused}");
+    assert!(
+        refused.contains("exec.run` wants: write the workspace"),
+        "{refused}"
+    );
+    assert!(!env.ws_path().join("planted.txt").exists());
+}
+
+#[test]
+fn default_mode_asks_naming_exactly_the_capabilities_wanted() {
+    let env = Env::new();
+    let mock = script(&[
+        ("t_read", "exec__run", json!({"command": "echo hello"})),
+        (
+            "t_both",
+            "exec__run",
+            json!({
+                "command": "echo fetched > fetched.txt",
+                "write": true,
+                "net": ["https://index.crates.io"]
+            }),
+        ),
+        (
+            "t_net",
+            "exec__run",
+            json!({"command": "true", "net": ["https://example.com"]}),
+        ),
+    ]);
+    // Print mode cannot ask: a call that would ask is refused, and the
+    // reason (the question) reaches the model.
+    let output = session(&env, &mock, "fetch", &[]);
+    assert_ok(&output);
+    let read = result_of(&mock, "t_read");
+    assert!(read.starts_with("exit code 0"), "{read}");
+    assert!(read.contains("hello"), "{read}");
+    let both = result_of(&mock, "t_both");
+    assert!(
+        both.contains("exec.run wants: write the workspace; reach https://index.crates.io"),
+        "{both}"
+    );
+    assert!(!env.ws_path().join("fetched.txt").exists());
+    let net = result_of(&mock, "t_net");
+    assert!(
+        net.contains("exec.run wants: reach https://example.com"),
+        "{net}"
+    );
+    assert!(!net.contains("write the workspace"), "{net}");
+}
+
+#[test]
+fn accept_edits_still_asks_for_the_network() {
+    let env = Env::new();
+    let mock = script(&[(
+        "t_net",
+        "exec__run",
+        json!({"command": "echo reached > reached.txt", "write": true, "net": ["https://example.com"]}),
+    )]);
+    let output = session(&env, &mock, "fetch", &["--permission-mode", "accept-edits"]);
+    assert_ok(&output);
+    let net = result_of(&mock, "t_net");
+    assert!(
+        net.contains("exec.run wants: write the workspace; reach https://example.com"),
+        "{net}"
+    );
+    assert!(!env.ws_path().join("reached.txt").exists());
+}
+
+#[test]
+fn a_read_only_command_that_writes_is_told_which_capability_it_lacked() {
+    let env = Env::new();
+    let mock = script(&[(
+        "t_sneak",
+        "exec__run",
+        json!({"command": "echo sneaked > sneaked.txt"}),
+    )]);
+    let output = session(&env, &mock, "write", &[]);
+    assert_ok(&output);
+    let result = result_of(&mock, "t_sneak");
+    assert!(!result.starts_with("exit code 0"), "{result}");
+    assert!(
+        result.contains("it needs: write the workspace (call again with \"write\": true)"),
+        "{result}"
+    );
+    assert!(!env.ws_path().join("sneaked.txt").exists());
+}
+
+#[test]
+fn a_command_without_network_is_refused_and_told_how_to_get_it() {
+    let env = Env::new();
+    let mock = script(&[(
+        "t_curl",
+        "exec__run",
+        json!({"command": "curl -sS https://example.com"}),
+    )]);
+    let output = session(&env, &mock, "fetch", &[]);
+    assert_ok(&output);
+    let result = result_of(&mock, "t_curl");
+    assert!(!result.starts_with("exit code 0"), "{result}");
+    assert!(!result.contains("Example Domain"), "{result}");
+    assert!(result.contains("it needs: the network"), "{result}");
+    assert!(result.contains("\"net\""), "{result}");
+}
+
+#[test]
+fn bash_rules_match_exec_run() {
+    let env = Env::new();
+    let mock = script(&[
+        (
+            "t_push",
+            "exec__run",
+            json!({"command": "git push origin main > pushed.txt"}),
+        ),
+        (
+            "t_write",
+            "exec__run",
+            json!({"command": "echo allowed > allowed.txt", "write": true}),
+        ),
+    ]);
+    let output = session(
+        &env,
+        &mock,
+        "push",
+        &[
+            "--deny",
+            "Bash(git push:*)",
+            "--allow",
+            "Bash(echo allowed:*)",
+        ],
+    );
+    assert_ok(&output);
+    let push = result_of(&mock, "t_push");
+    assert!(push.contains("Bash(git push:*)"), "{push}");
+    assert!(!push.starts_with("exit code"), "{push}");
+    // The allow rule spares the question default mode would ask.
+    let write = result_of(&mock, "t_write");
+    assert!(write.starts_with("exit code 0"), "{write}");
+    assert_eq!(env.read("allowed.txt"), "allowed\n");
+}
+
+/// The host pids of processes whose command line contains `needle`.
+fn pids_running(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if String::from_utf8_lossy(&cmdline)
+            .replace('\0', " ")
+            .contains(needle)
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Whether process `pid` still exists (a zombie counts as gone), after a
+/// bounded wait for it to go.
+fn still_alive(pid: u32) -> bool {
+    for _ in 0..100 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"));
+        match status {
+            Err(_) => return false,
+            Ok(text) if text.contains("State:\tZ") => return false,
+            Ok(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    true
+}
+
+#[test]
+fn background_jobs_report_output_are_killed_and_none_outlives_the_session() {
+    let env = Env::new();
+    let mock = script(&[
+        (
+            "t_server",
+            "exec__start",
+            json!({"command": "echo serving; exec sleep 7654321"}),
+        ),
+        (
+            "t_other",
+            "exec__start",
+            json!({"command": "echo ready; exec sleep 7654322"}),
+        ),
+        ("t_out", "exec__output", json!({"job": "job-1"})),
+        ("t_kill", "exec__kill", json!({"job": "job-2"})),
+        ("t_gone", "exec__output", json!({"job": "job-2"})),
+        // Time for the test to see the server's process from outside.
+        ("t_wait", "exec__run", json!({"command": "sleep 3"})),
+    ]);
+    let mut cmd = env.capstan_std();
+    for var in support::MODEL_VARS {
+        cmd.env_remove(var);
+    }
+    let mut child = cmd
+        .env("ANTHROPIC_API_KEY", API_KEY)
+        .env("NO_COLOR", "1")
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .args([
+            "--base-url",
+            &mock.url(),
+            "--model",
+            "mock-model",
+            "-p",
+            "serve",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut server = Vec::new();
+    while server.is_empty() && child.try_wait().unwrap().is_none() {
+        server = pids_running("sleep 7654321");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_ok(&output);
+    assert!(
+        !server.is_empty(),
+        "the server's process was never seen running"
+    );
+    for pid in &server {
+        assert!(!still_alive(*pid), "process {pid} outlived the session");
+    }
+    assert!(pids_running("sleep 765432").is_empty());
+
+    assert!(result_of(&mock, "t_server").starts_with("started job-1"));
+    assert!(result_of(&mock, "t_other").starts_with("started job-2"));
+    let out = result_of(&mock, "t_out");
+    assert!(out.starts_with("job-1 is still running"), "{out}");
+    assert!(out.contains("serving"), "{out}");
+    let killed = result_of(&mock, "t_kill");
+    assert!(killed.starts_with("job-2 was killed"), "{killed}");
+    let gone = result_of(&mock, "t_gone");
+    assert!(gone.contains("there is no background job job-2"), "{gone}");
+}
+
+#[test]
+fn tool_call_runs_exec_run_writable_only_with_allow_write() {
+    let env = Env::new();
+    let call = |input: &str, extra: &[&str]| {
+        let mut cmd = env.call("exec.run", input, extra);
+        cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .timeout(Duration::from_secs(120));
+        cmd.output().unwrap()
+    };
+    let written = call(
+        r#"{"command":"echo made > made.txt && cat made.txt"}"#,
+        &["--allow-write"],
+    );
+    assert_ok(&written);
+    assert!(
+        stdout(&written).starts_with("exit code 0"),
+        "{}",
+        stdout(&written)
+    );
+    assert_eq!(env.read("made.txt"), "made\n");
+
+    let refused = call(r#"{"command":"echo no > no.txt"}"#, &[]);
+    assert_ok(&refused);
+    assert!(
+        stdout(&refused).contains("it needs: write the workspace"),
+        "{}",
+        stdout(&refused)
+    );
+    assert!(!env.ws_path().join("no.txt").exists());
+
+    let asked = call(r#"{"command":"echo no > no.txt","write":true}"#, &[]);
+    assert!(!asked.status.success());
+    assert!(
+        stderr(&asked).contains("pass --allow-write"),
+        "{}",
+        stderr(&asked)
+    );
+    assert!(!env.ws_path().join("no.txt").exists());
+
+    let curl = call(r#"{"command":"curl -sS https://example.com"}"#, &[]);
+    assert!(
+        !stdout(&curl).contains("Example Domain"),
+        "{}",
+        stdout(&curl)
+    );
+    assert!(
+        stdout(&curl).contains("it needs: the network (call again with \"net\""),
+        "{}",
+        stdout(&curl)
+    );
+}
+
+#[test]
+fn capability_rules_allow_exactly_what_they_name() {
+    let env = Env::new();
+    let mock = script(&[
+        (
+            "t_write",
+            "exec__run",
+            json!({"command": "echo ok > ok.txt", "write": true}),
+        ),
+        (
+            "t_more",
+            "exec__run",
+            json!({"command": "echo more > more.txt", "write": true, "net": ["https://example.com"]}),
+        ),
+        (
+            "t_denied",
+            "exec__run",
+            json!({"command": "echo x > x.txt", "write": true, "net": ["https://registry.npmjs.org"]}),
+        ),
+    ]);
+    let output = session(
+        &env,
+        &mock,
+        "work",
+        &[
+            "--allow",
+            "exec.run(write)",
+            "--deny",
+            "exec.run(net:https://*.npmjs.org)",
+        ],
+    );
+    assert_ok(&output);
+    assert!(result_of(&mock, "t_write").starts_with("exit code 0"));
+    assert_eq!(env.read("ok.txt"), "ok\n");
+    let more = result_of(&mock, "t_more");
+    assert!(
+        more.contains("exec.run wants: write the workspace; reach https://example.com"),
+        "{more}"
+    );
+    assert!(!env.ws_path().join("more.txt").exists());
+    let denied = result_of(&mock, "t_denied");
+    assert!(
+        denied.contains("exec.run(net:https://*.npmjs.org)"),
+        "{denied}"
+    );
+    assert!(!env.ws_path().join("x.txt").exists());
+}
