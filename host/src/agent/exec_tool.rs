@@ -18,6 +18,8 @@ use futures_util::future::LocalBoxFuture;
 use serde_json::{Value, json};
 
 use super::tool::{CallWants, ToolCall, ToolHandler, ToolOutcome};
+use crate::audit::{AuditLog, AuditScope};
+use crate::config::Settings;
 use crate::exec::{
     Cancel, CommandLine, Ending, ExecGrants, ExecOutcome, ExecRequest, JobId, JobOutput, JobTable,
     MAX_TIMEOUT, MissingCapability,
@@ -25,8 +27,6 @@ use crate::exec::{
 use crate::grants::fs::OwnFolders;
 use crate::grants::net::NetGrant;
 use crate::home::Home;
-use crate::policy::Settings;
-use crate::policy::audit::{AuditLog, AuditScope};
 use crate::sandbox::{CallError, ToolSpec};
 
 /// The tool's full name, as rules (`Bash` too) and hooks name it.

@@ -488,8 +488,8 @@ async fn call_exec_run(args: &CallArgs, input: &str) -> Result<Exit, Failure> {
         fields.insert("timeout".to_string(), json!(timeout.as_secs().max(1)));
     }
     let home = Home::from_env().map_err(|e| Failure::new(Exit::Error, e))?;
-    let settings = crate::policy::settings::load(&home, &workspace)
-        .map_err(|e| Failure::new(Exit::Usage, e))?;
+    let settings =
+        crate::config::load(&home, &workspace).map_err(|e| Failure::new(Exit::Usage, e))?;
     for warning in &settings.warnings {
         eprintln!("warning: {warning}");
     }
