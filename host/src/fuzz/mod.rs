@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use crate::config;
 use crate::home::Home;
 use crate::model::sse::{SseEvent, SseParser};
-use crate::model::transport::ErrorContext;
+use crate::model::transport::{ErrorContext, ReadEvents};
 use crate::model::{StreamEvent, anthropic, openai};
 use crate::plugin::lock::Lockfile;
 use crate::plugin::manifest::Manifest;
@@ -273,17 +273,12 @@ pub fn model_stream(data: &[u8]) -> Result<(), Finding> {
     };
     let mut sink = |_: StreamEvent| {};
     // The first complete answer or error ends the stream, as in the providers.
-    if choice & 1 == 0 {
-        let mut reader = anthropic::StreamReader::new(context);
-        let _ = events
-            .iter()
-            .find_map(|event| reader.read(event, &mut sink).transpose());
+    let mut reader: Box<dyn ReadEvents> = if choice & 1 == 0 {
+        Box::new(anthropic::StreamReader::new(context))
     } else {
-        let mut reader = openai::StreamReader::new(context);
-        let _ = events
-            .iter()
-            .find_map(|event| reader.read(event, &mut sink).transpose());
-    }
+        Box::new(openai::StreamReader::new(context))
+    };
+    let _ = reader.read_all(&events, &mut sink);
     Ok(())
 }
 

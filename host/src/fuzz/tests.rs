@@ -271,7 +271,7 @@ fn seeds_reach_deep() {
     use std::path::Path;
 
     use crate::model::sse::SseParser;
-    use crate::model::transport::ErrorContext;
+    use crate::model::transport::{ErrorContext, ReadEvents};
     use crate::model::{anthropic, openai};
     use crate::plugin::lock::Lockfile;
     use crate::plugin::manifest::Manifest;
@@ -344,18 +344,12 @@ fn seeds_reach_deep() {
         let input = seed("model_stream", name);
         let events = SseParser::new().feed(&input[1..]).unwrap();
         let mut sink = |_: crate::model::StreamEvent| {};
-        if input[0] & 1 == 0 {
-            let mut reader = anthropic::StreamReader::new(context.clone());
-            events
-                .iter()
-                .find_map(|e| reader.read(e, &mut sink).transpose())
+        let mut reader: Box<dyn ReadEvents> = if input[0] & 1 == 0 {
+            Box::new(anthropic::StreamReader::new(context.clone()))
         } else {
-            let mut reader = openai::StreamReader::new(context.clone());
-            events
-                .iter()
-                .find_map(|e| reader.read(e, &mut sink).transpose())
-        }
-        .unwrap()
+            Box::new(openai::StreamReader::new(context.clone()))
+        };
+        reader.read_all(&events, &mut sink).unwrap()
     };
     assert_eq!(answer("anthropic-tool-call.sse").unwrap().content.len(), 2);
     assert_eq!(answer("openai-tool-calls.sse").unwrap().content.len(), 3);

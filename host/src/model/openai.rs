@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::retry::{Attempt, RetryPolicy, stream_with_retries};
 use super::sse::SseEvent;
-use super::transport::{ErrorContext, EventStream, Waits, send};
+use super::transport::{ErrorContext, EventStream, ReadEvents, Waits, send};
 use super::{
     Block, EventSink, Message, ModelError, ModelFuture, Provider, Request, Response, Role,
     StopReason, StreamEvent, ToolDef, Usage,
@@ -102,14 +102,9 @@ impl OpenAiProvider {
             idle,
         };
         let response = send(http_request, &context, waits).await?;
-        let mut stream = EventStream::new(response, idle, context.clone());
-        let mut reader = StreamReader::new(context);
-        while let Some(event) = stream.next().await? {
-            if let Some(response) = reader.read(&event, events)? {
-                return Ok(response);
-            }
-        }
-        Err(reader.closed_early())
+        EventStream::new(response, idle, context.clone())
+            .answer(&mut StreamReader::new(context), events)
+            .await
     }
 }
 
@@ -129,9 +124,11 @@ impl StreamReader {
             answer: AnswerInProgress::default(),
         }
     }
+}
 
-    /// Takes the next event; returns the whole answer at `[DONE]`.
-    pub fn read(
+impl ReadEvents for StreamReader {
+    /// The answer is whole the whole answer at `[DONE]`.
+    fn read(
         &mut self,
         event: &SseEvent,
         events: EventSink<'_>,
@@ -158,12 +155,6 @@ impl StreamReader {
             .map_err(|error| context.stream_error(format!("unexpected stream chunk: {error}")))?;
         self.answer.take(chunk, events);
         Ok(None)
-    }
-
-    /// The error for a stream that ended before `[DONE]`.
-    pub fn closed_early(&self) -> ModelError {
-        self.context
-            .stream_error("the connection closed before the answer was complete")
     }
 }
 

@@ -6,9 +6,9 @@ use std::collections::VecDeque;
 use std::error::Error as _;
 use std::time::{Duration, SystemTime};
 
-use super::ModelError;
 use super::retry::parse_retry_after;
 use super::sse::{SseEvent, SseParser};
+use super::{EventSink, ModelError, Response};
 
 /// What an error message needs to know about the request.
 #[derive(Debug, Clone)]
@@ -224,6 +224,28 @@ pub async fn send(
     Err(context.error_for_status(status.as_u16(), retry_after, &body))
 }
 
+/// How a provider reads its stream: event by event, checking what the
+/// server sent, until one event completes the answer.
+pub trait ReadEvents {
+    /// Takes the next event; returns the whole answer once it is complete.
+    fn read(
+        &mut self,
+        event: &SseEvent,
+        events: EventSink<'_>,
+    ) -> Result<Option<Response>, ModelError>;
+
+    /// The first whole answer, or error, that `stream` holds, if any.
+    fn read_all(
+        &mut self,
+        stream: &[SseEvent],
+        events: EventSink<'_>,
+    ) -> Option<Result<Response, ModelError>> {
+        stream
+            .iter()
+            .find_map(|event| self.read(event, &mut *events).transpose())
+    }
+}
+
 /// The events of a streamed response body, read with an idle watchdog.
 pub struct EventStream {
     response: reqwest::Response,
@@ -244,6 +266,23 @@ impl EventStream {
             idle_timeout,
             context,
         }
+    }
+
+    /// Feeds each event to `reader` until it completes the answer; a body
+    /// that ends first is an error.
+    pub async fn answer(
+        mut self,
+        reader: &mut impl ReadEvents,
+        events: EventSink<'_>,
+    ) -> Result<Response, ModelError> {
+        while let Some(event) = self.next().await? {
+            if let Some(response) = reader.read(&event, &mut *events)? {
+                return Ok(response);
+            }
+        }
+        Err(self
+            .context
+            .stream_error("the connection closed before the answer was complete"))
     }
 
     /// The next event, or `None` once the server closed the body.
