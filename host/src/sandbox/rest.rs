@@ -235,22 +235,11 @@ impl Drop for KeepWarm {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
 
     use crate::grants::{Grants, OwnFolders};
     use crate::plugin::builtin;
-    use crate::sandbox::{CallOptions, LoadedComponent, Sandbox};
-
-    /// Waits until the component's next tool instance has been made ahead.
-    async fn until_ready(component: &LoadedComponent) {
-        for _ in 0..1000 {
-            if component.resident.tool_warm.is_ready() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("no instance was made ahead within 10 s");
-    }
+    use crate::sandbox::warm::tests::until_ready;
+    use crate::sandbox::{CallOptions, Sandbox};
 
     fn resident_bytes(sandbox: &Sandbox) -> usize {
         sandbox

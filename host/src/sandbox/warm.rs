@@ -328,14 +328,14 @@ fn make_now<T>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::grants::Grants;
     use crate::plugin::builtin;
     use crate::sandbox::{CallError, LoadedComponent, Sandbox};
 
     /// Waits until the component's next tool instance has been made ahead.
-    async fn until_ready(component: &LoadedComponent) {
+    pub(in crate::sandbox) async fn until_ready(component: &LoadedComponent) {
         for _ in 0..1000 {
             if component.resident.tool_warm.is_ready() {
                 return;
