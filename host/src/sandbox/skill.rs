@@ -5,25 +5,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::bindings::skill_world::{SkillPlugin, SkillPluginPre};
 use super::call::CallOptions;
 use super::warm::WarmSlot;
 use super::{CallError, Instantiate, Limits, LoadError, Sandbox, instantiate_with, run_with};
 
-/// Host-side bindings of the `skill-plugin` world. The `host` import is the
-/// one already in the sandbox's linker.
-#[allow(missing_docs)]
-mod bindings {
-    wasmtime::component::bindgen!({
-        path: "../wit",
-        world: "skill-plugin",
-        exports: { default: async },
-    });
-}
-
-use bindings::{SkillPlugin, SkillPluginPre};
-
 /// What a skill component says about one of its skills.
-pub use bindings::exports::capstan::plugin::skill::SkillMeta as WitSkillMeta;
+pub use super::bindings::skill_world::exports::capstan::plugin::skill::SkillMeta as WitSkillMeta;
 
 /// A skill component compiled and linked, ready to be instantiated per call.
 pub struct SkillComponent {
