@@ -6,16 +6,14 @@ use std::time::Duration;
 
 use wasmtime::component::{ResourceTable, ResourceTableError};
 use wasmtime::{Store, Trap, UpdateDeadline};
+use wasmtime_wasi::WasiCtxBuilder;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
-use wasmtime_wasi_http::{FieldMapError, WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+use wasmtime_wasi_http::{FieldMapError, WasiHttpCtx};
 
 use super::error::CallError;
-use super::host_api::{EventSink, LogLevel, PluginEvent, ReportBudget};
+use super::events::{EventSink, LogLevel, PluginEvent, ReportBudget};
 use super::limits::{Limits, MemoryCap};
-use super::warm::Retirer;
-use crate::grants::Grants;
-use crate::grants::net::NetHooks;
+use super::state::{CallOptions, CallState, FileIo};
 
 /// How often the deadline clock ticks. A call overrunning its time limit is
 /// stopped within about one tick.
@@ -23,120 +21,6 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// How much of a plugin's stdout and stderr is kept.
 const CAPTURE_LIMIT: usize = 64 << 10;
-
-/// Where the host serves a plugin's file operations.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum FileIo {
-    /// On the thread running the call. File operations are short local-disk
-    /// calls, and this avoids a hop to another thread per operation, which
-    /// otherwise dominates the cost of a small tool call. What could block
-    /// for ever — opening a named pipe or a device — is refused before it
-    /// is opened ([`crate::grants::fs::openable`]). The default.
-    #[default]
-    CurrentThread,
-    /// On tokio's blocking pool, one hop per operation. Slower, but a call
-    /// stuck in a file operation (a hung network mount) cannot hold up the
-    /// thread, so its deadline still ends it.
-    BlockingPool,
-}
-
-/// What a call is allowed, besides the tool name and input.
-#[derive(Clone, Default)]
-pub struct CallOptions {
-    /// What the call may touch.
-    pub grants: Grants,
-    /// Memory, time and output limits.
-    pub limits: Limits,
-    /// The agent session making the call, if any.
-    pub session_id: Option<String>,
-    /// Where log lines and progress reports go.
-    pub events: Option<EventSink>,
-    /// Where capability decisions are recorded, if anywhere.
-    pub audit: Option<crate::audit::AuditLog>,
-}
-
-/// The state of one store: the plugin's WASI view of the world and the
-/// host's bookkeeping for the call.
-pub struct CallState {
-    wasi: WasiCtx,
-    table: ResourceTable,
-    pub(super) memory: MemoryCap,
-    pub(super) plugin: Arc<str>,
-    pub(super) events: Option<EventSink>,
-    /// The log lines and progress reports sent so far.
-    pub(super) reports: ReportBudget,
-    /// Where this call's capability decisions are recorded.
-    pub(crate) audit: Option<crate::audit::AuditScope>,
-    http: WasiHttpCtx,
-    net: NetHooks,
-    /// Whether the guest has called into the host through this state.
-    touched: bool,
-}
-
-impl CallState {
-    /// The network requests the call's grants refused so far.
-    pub(crate) fn net_refusals(&self) -> Vec<crate::grants::net::Refusal> {
-        self.net.refusals()
-    }
-
-    /// A state granting nothing, replaced before the store is used.
-    fn placeholder(plugin: &Arc<str>) -> Self {
-        Self {
-            wasi: WasiCtxBuilder::new().build(),
-            table: ResourceTable::new(),
-            memory: MemoryCap::new(0),
-            plugin: plugin.clone(),
-            events: None,
-            reports: ReportBudget::default(),
-            audit: None,
-            http: WasiHttpCtx::new(),
-            net: NetHooks::new(&[], &[]),
-            touched: false,
-        }
-    }
-
-    /// Whether the guest has called into the host (WASI, HTTP, capstan's
-    /// host interface) through this state.
-    pub(super) fn touched_host(&self) -> bool {
-        self.touched
-    }
-
-    /// Notes a call into the host.
-    pub(crate) fn touch(&mut self) {
-        self.touched = true;
-    }
-
-    /// Bytes of linear memory the guest holds.
-    pub(super) fn memory_used(&self) -> u64 {
-        self.memory.used()
-    }
-}
-
-impl WasiView for CallState {
-    fn ctx(&mut self) -> WasiCtxView<'_> {
-        self.touched = true;
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
-    }
-}
-
-/// Outgoing HTTP goes through the call's network grants
-/// ([`crate::grants::net`]).
-impl WasiHttpView for CallState {
-    fn http(&mut self) -> WasiHttpCtxView<'_> {
-        self.touched = true;
-        if self.net.audit.is_none() && self.audit.is_some() {
-            self.net.audit = self.audit.clone();
-        }
-        WasiHttpCtxView {
-            ctx: &mut self.http,
-            table: &mut self.table,
-            hooks: &mut self.net,
-        }
-    }
-}
 
 /// A store ready for one call, with the plugin's captured output.
 pub(super) struct PreparedCall {
@@ -155,8 +39,12 @@ pub(super) struct CallWatch {
     events: Option<EventSink>,
     audit: Option<crate::audit::AuditScope>,
     /// Where the store goes when the call is over, if not dropped here.
-    retirer: Option<Retirer>,
+    retirer: Option<Retire>,
 }
+
+/// Takes a finished call's store, to drop it off the caller's path
+/// ([`super::warm`]).
+pub(super) type Retire = Box<dyn FnOnce(Store<CallState>) + Send>;
 
 /// How a call run on a task of its own ended: its store and its outcome,
 /// or, when it did not end within its wall-clock limit, nothing — the task
@@ -213,7 +101,7 @@ impl PreparedCall {
     }
 
     /// Hands the store to `retirer` when the call is over.
-    pub fn retire_to(&mut self, retirer: Retirer) {
+    pub fn retire_to(&mut self, retirer: Retire) {
         self.watch.retirer = Some(retirer);
     }
 
@@ -252,7 +140,7 @@ impl CallWatch {
             )));
         }
         if let (Some(retirer), Some(store)) = (self.retirer.take(), store) {
-            retirer.retire(store);
+            retirer(store);
         }
         result
     }

@@ -33,7 +33,7 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
     self, Descriptor, DescriptorFlags, ErrorCode, HostDescriptor, OpenFlags, PathFlags,
 };
 
-use super::call::CallState;
+use super::state::CallState;
 use crate::audit::AuditEvent;
 
 /// The interface as wasmtime-wasi 48 defines it in the linker; components

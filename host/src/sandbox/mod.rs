@@ -12,12 +12,14 @@ mod call;
 pub mod compile_cache;
 pub mod engine;
 pub mod error;
+pub mod events;
 mod fs_audit;
 pub mod hook;
 pub mod host_api;
 pub mod limits;
 pub mod rest;
 pub mod skill;
+mod state;
 pub mod tool;
 mod warm;
 
@@ -33,12 +35,13 @@ use wasmtime::component::{HasSelf, Linker};
 
 use bindings::hook_world::HookPluginPre;
 use bindings::{ToolPlugin, ToolPluginPre};
-pub use call::{CallOptions, CallState, EPOCH_TICK, FileIo};
+pub use call::EPOCH_TICK;
 pub use compile_cache::{CacheKey, CacheOutcome, CompileCache};
 pub use error::{CallError, LoadError};
-pub use host_api::{EventSink, LogLevel, PluginEvent};
+pub use events::{EventSink, LogLevel, PluginEvent};
 pub use limits::Limits;
 pub use skill::SkillComponent;
+pub use state::{CallOptions, CallState, FileIo};
 pub use tool::{Content, ToolOutput, ToolSpec};
 
 use call::{Abandoned, PreparedCall};
@@ -433,7 +436,8 @@ impl Sandbox {
                 None,
             ),
         };
-        call.retire_to(self.warmer.retirer());
+        let retirer = self.warmer.retirer();
+        call.retire_to(Box::new(move |store| retirer.retire(store)));
         let context = call_context(call_id, options);
         let (mut store, watch) = call.into_parts();
         let limit = watch.wall_clock_limit();

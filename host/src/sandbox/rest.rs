@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 use super::bindings::ToolPlugin;
 use super::bindings::ToolPluginPre;
 use super::bindings::hook_world::{HookPlugin, HookPluginPre};
-use super::call::CallState;
 use super::error::LoadError;
+use super::state::CallState;
 use super::warm::WarmSlot;
 
 /// How long a plugin stays loaded with no call and no turn under way.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::bindings::skill_world::{SkillPlugin, SkillPluginPre};
-use super::call::CallOptions;
+use super::state::CallOptions;
 use super::warm::WarmSlot;
 use super::{CallError, Instantiate, Limits, LoadError, Sandbox, instantiate_with, run_with};
 

@@ -22,9 +22,10 @@ use std::time::{Duration, Instant};
 
 use wasmtime::Store;
 
-use super::call::{CallOptions, CallState, FileIo, PreparedCall};
+use super::call::PreparedCall;
 use super::limits::Limits;
 use super::rest::Resident;
+use super::state::{CallOptions, CallState, FileIo};
 
 /// How long making an instance ahead may take before it is given up.
 const MAKE_TIMEOUT: Duration = Duration::from_secs(10);
