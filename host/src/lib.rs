@@ -17,7 +17,8 @@
 //!   [`config`]: the layered settings files (user, project, local); [`audit`]: the hash-chained audit log that the sandbox,
 //!   grants, plugins, exec and the agent write;
 //! - [`hooks`]: hook components and their decisions; [`skills`]: skills
-//!   listed to the model and loaded on demand;
+//!   listed to the model and loaded on demand; [`front_matter`]: parsing
+//!   `SKILL.md`, for skills and for the Claude Code plugin import alike;
 //! - [`home`]: where data and caches live; [`progress`]: spinners for long
 //!   steps on a terminal; [`quantity`]: sizes and durations, spelt one way
 //!   everywhere; [`timestamp`]: RFC 3339 times; [`untrusted_folder`]: files capstan itself reads
@@ -31,6 +32,7 @@ pub mod audit;
 pub mod cli;
 pub mod config;
 pub mod exec;
+pub mod front_matter;
 pub mod fuzz;
 pub mod grants;
 pub mod home;

@@ -18,6 +18,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::config;
+use crate::front_matter;
 use crate::home::Home;
 use crate::model::sse::{SseEvent, SseParser};
 use crate::model::transport::{ErrorContext, ReadEvents};
@@ -27,7 +28,6 @@ use crate::plugin::manifest::Manifest;
 use crate::plugin::{install, package, store};
 use crate::policy::{Layer, Rule, RuleKind};
 use crate::session::Sessions;
-use crate::skills::front_matter;
 use crate::skills::text::{self, Substitutions};
 
 #[cfg(test)]

@@ -270,12 +270,12 @@ fn parts_split_at_nul_bytes() {
 fn seeds_reach_deep() {
     use std::path::Path;
 
+    use crate::front_matter;
     use crate::model::sse::SseParser;
     use crate::model::transport::{ErrorContext, ReadEvents};
     use crate::model::{anthropic, openai};
     use crate::plugin::lock::Lockfile;
     use crate::plugin::manifest::Manifest;
-    use crate::skills::front_matter;
 
     let seed =
         |target: &str, name: &str| std::fs::read(repo_dir("seeds", target).join(name)).unwrap();

@@ -15,9 +15,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::front_matter;
 use crate::model::valid_tool_name;
 use crate::plugin::manifest::{MANIFEST_FILE, MAX_DESCRIPTION, check_semver};
-use crate::skills::front_matter;
 use crate::untrusted_folder::UntrustedFolder;
 
 /// The Claude Code manifest, relative to the plugin's root.

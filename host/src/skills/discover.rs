@@ -20,8 +20,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::front_matter::{self, SkillMeta};
 use super::{LockedFiles, Origin, Skill, Source};
+use crate::front_matter::{self, SkillMeta};
 use crate::home::Home;
 use crate::plugin::lock::Lockfile;
 use crate::plugin::package::skill_file_in_plugin;

@@ -4,14 +4,14 @@
 //! `.claude/skills/`; listed to the model by name and description within a
 //! budget, and loaded on demand through the `skill` tool.
 //!
-//! - [`front_matter`]: parsing `SKILL.md`;
+//! - [`crate::front_matter`] parses `SKILL.md`; it is a leaf the Claude Code
+//!   plugin import ([`crate::plugin`]) uses too;
 //! - [`discover`]: where skills come from, and which wins a name clash;
 //! - [`text`]: argument substitution and the inline-shell note;
 //! - [`prompt`]: the listing in the system prompt, within its budget;
 //! - [`session`]: the `skill` tool, active skills and `allowed-tools`;
 
 pub mod discover;
-pub mod front_matter;
 pub mod prompt;
 pub mod session;
 pub mod text;
@@ -20,8 +20,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+pub use crate::front_matter::SkillMeta;
 pub use discover::{Discovery, SkillSet};
-pub use front_matter::SkillMeta;
 pub use session::Skills;
 
 /// Where a skill comes from. The order of the variants is the precedence:

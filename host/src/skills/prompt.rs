@@ -13,7 +13,7 @@
 use std::fmt::Write as _;
 
 use super::Skill;
-use super::front_matter::clip;
+use crate::front_matter::clip;
 
 /// A typical context window, in tokens (Claude's).
 pub const DEFAULT_CONTEXT_TOKENS: usize = 200_000;

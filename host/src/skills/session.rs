@@ -20,9 +20,9 @@ use std::sync::Mutex;
 use serde_json::{Value, json};
 
 use super::discover::{Discovery, SkillSet, claude_home};
-use super::front_matter::{SkillMeta, clip, valid_name};
 use super::text::{self, Substitutions};
 use super::{Origin, Skill, Source};
+use crate::front_matter::{SkillMeta, clip, valid_name};
 use crate::home::Home;
 use crate::plugin::catalog::InstalledPlugin;
 use crate::plugin::lock::Lockfile;
@@ -178,7 +178,7 @@ impl Skills {
                                             .split_whitespace()
                                             .collect::<Vec<_>>()
                                             .join(" "),
-                                        super::front_matter::MAX_DESCRIPTION,
+                                        crate::front_matter::MAX_DESCRIPTION,
                                     ),
                                     when_to_use: meta.when_to_use,
                                     argument_hint: meta.argument_hint,

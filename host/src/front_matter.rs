@@ -8,6 +8,10 @@
 //! (`license`, `metadata`, `version`, `model`, `compatibility`, ...) are
 //! tolerated and ignored. A file without front matter is a skill named after
 //! its folder, described by its first paragraph, as in Claude Code.
+//!
+//! A leaf: [`crate::skills`] reads skills with it, and the Claude Code plugin
+//! import ([`crate::plugin::claude_import`]) checks the skills and commands
+//! it copies with it, so neither depends on the other.
 
 use std::collections::HashMap;
 
