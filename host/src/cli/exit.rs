@@ -82,6 +82,38 @@ impl Exit {
     }
 }
 
+/// A failure that ends a command: what to tell the user and how to exit.
+/// Every command's failures take this one shape.
+#[derive(Debug)]
+pub struct Failure {
+    /// What failed and what to do about it.
+    pub message: String,
+    /// The exit code.
+    pub exit: Exit,
+}
+
+impl Failure {
+    /// A failure exiting with `exit`, saying `message`.
+    pub fn new(exit: Exit, message: impl ToString) -> Self {
+        Self {
+            message: message.to_string(),
+            exit,
+        }
+    }
+
+    /// Prints the message as `error: ...` on stderr, and gives the exit code.
+    pub fn report(self) -> Exit {
+        eprintln!("error: {}", super::escape::message(&self.message));
+        self.exit
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 impl From<Exit> for ExitCode {
     fn from(exit: Exit) -> Self {
         ExitCode::from(exit as u8)

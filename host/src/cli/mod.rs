@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-pub use exit::Exit;
+pub use exit::{Exit, Failure};
 
 use crate::agent::Interrupt;
 

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use super::Exit;
 use super::escape;
+use super::exit::Failure;
 use crate::home::Home;
 use crate::plugin::catalog::InstalledPlugin;
 use crate::plugin::install::{
@@ -118,21 +119,16 @@ Example:
 pub async fn run(command: PluginCommand, _verbose: bool) -> Exit {
     match execute(command).await {
         Ok(exit) => exit,
-        Err((exit, message)) => {
-            eprintln!("error: {}", escape::message(&message));
-            exit
-        }
+        Err(failure) => failure.report(),
     }
 }
 
-type Failure = (Exit, String);
-
 fn home() -> Result<Home, Failure> {
-    Home::from_env().map_err(|e| (Exit::Error, e.to_string()))
+    Home::from_env().map_err(|e| Failure::new(Exit::Error, e))
 }
 
 fn sandbox(home: &Home) -> Result<Sandbox, Failure> {
-    Sandbox::new(home).map_err(|e| (Exit::Error, e.to_string()))
+    Sandbox::new(home).map_err(|e| Failure::new(Exit::Error, e))
 }
 
 /// The exit code for an installation error.
@@ -150,7 +146,7 @@ fn exit_for(err: &InstallError) -> Exit {
 }
 
 fn failed(err: InstallError) -> Failure {
-    (exit_for(&err), err.to_string())
+    Failure::new(exit_for(&err), err)
 }
 
 async fn execute(command: PluginCommand) -> Result<Exit, Failure> {
@@ -248,7 +244,7 @@ impl Asker {
 
     fn explain(&self, err: InstallError) -> Failure {
         match err {
-            InstallError::ConsentRefused { name } if self.could_not_ask.get() => (
+            InstallError::ConsentRefused { name } if self.could_not_ask.get() => Failure::new(
                 Exit::Refused,
                 format!(
                     "{name} was not installed: there is no terminal to ask for consent; pass --yes to grant what it requests"
@@ -303,14 +299,14 @@ fn list(home: &Home) -> Result<Exit, Failure> {
     let lock = crate::plugin::lock::Lockfile::load(
         &crate::plugin::store::PluginStore::new(home.plugins_dir()).lock_path(),
     )
-    .map_err(|e| (Exit::Error, e.to_string()))?;
+    .map_err(|e| Failure::new(Exit::Error, e))?;
     if lock.plugins.is_empty() {
         println!("no plugins installed; install one with `capstan plugin install SOURCE`");
         return Ok(Exit::Success);
     }
     let width = lock.plugins.keys().map(String::len).max().unwrap_or(0);
     let workspace = std::env::current_dir().map_err(|e| {
-        (
+        Failure::new(
             Exit::Error,
             format!("cannot tell the current folder ({e}); run capstan from an existing folder"),
         )
@@ -393,9 +389,9 @@ async fn print_skills(home: &Home, sandbox: &Sandbox, name: &str, dir: &std::pat
 async fn info(home: &Home, name: &str) -> Result<Exit, Failure> {
     let store = crate::plugin::store::PluginStore::new(home.plugins_dir());
     let lock = crate::plugin::lock::Lockfile::load(&store.lock_path())
-        .map_err(|e| (Exit::Error, e.to_string()))?;
+        .map_err(|e| Failure::new(Exit::Error, e))?;
     let Some(entry) = lock.plugins.get(name) else {
-        return Err((
+        return Err(Failure::new(
             Exit::Usage,
             format!("no plugin called `{name}` is installed; see `capstan plugin list`"),
         ));
@@ -443,23 +439,22 @@ async fn info(home: &Home, name: &str) -> Result<Exit, Failure> {
     let mut catalog = Catalog::builtin();
     catalog
         .add_installed(home)
-        .map_err(|e| (Exit::Error, e.to_string()))?;
+        .map_err(|e| Failure::new(Exit::Error, e))?;
     let refused = |err: CatalogError, what: &str| {
         let exit = match err {
             CatalogError::Integrity(_) | CatalogError::NeedsConsent(_) => Exit::Integrity,
             _ => Exit::Error,
         };
         println!("{what}: unavailable");
-        (exit, err.to_string())
+        Failure::new(exit, err)
     };
     if entry.tool_component().is_some() {
         let component = catalog
             .load(&sandbox, name)
             .map_err(|err| refused(err, "tools"))?;
-        let specs = sandbox
-            .describe(&component)
-            .await
-            .map_err(|e| (Exit::Error, format!("{name} could not list its tools: {e}")))?;
+        let specs = sandbox.describe(&component).await.map_err(|e| {
+            Failure::new(Exit::Error, format!("{name} could not list its tools: {e}"))
+        })?;
         println!("tools:");
         for spec in specs {
             let mode = if spec.read_only {
@@ -482,7 +477,7 @@ async fn info(home: &Home, name: &str) -> Result<Exit, Failure> {
         println!("hooks:");
         for component in components {
             let subscriptions = sandbox.hook_subscriptions(&component).await.map_err(|e| {
-                (
+                Failure::new(
                     Exit::Error,
                     format!("{name} could not list its subscriptions: {e}"),
                 )

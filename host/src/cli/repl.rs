@@ -33,10 +33,7 @@ What you type while a turn runs waits for the next prompt.";
 pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
     let mut session = match setup::build(&args).await {
         Ok(session) => session,
-        Err(error) => {
-            eprintln!("error: {}", escape::message(&error.message));
-            return error.exit;
-        }
+        Err(failure) => return failure.report(),
     };
     let mut frontend = TerminalFrontend::new(true, verbose);
     banner(&session, &frontend, verbose);

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::Exit;
+use super::exit::Failure;
 use super::provider::{self, ModelFlags};
 use crate::agent::context::{self, Instructions, PromptInputs};
 use crate::agent::{Agent, AgentConfig, Toolbox};
@@ -91,24 +92,6 @@ pub enum OutputFormat {
     StreamJson,
 }
 
-/// A session that could not be set up: what to say and how to exit.
-#[derive(Debug)]
-pub struct SetupError {
-    /// The message.
-    pub message: String,
-    /// The exit code.
-    pub exit: Exit,
-}
-
-impl SetupError {
-    fn new(exit: Exit, message: impl ToString) -> Self {
-        Self {
-            message: message.to_string(),
-            exit,
-        }
-    }
-}
-
 /// A session ready to run.
 pub struct Session {
     /// The agent.
@@ -136,18 +119,18 @@ pub struct Session {
 }
 
 /// Builds the session for `args`.
-pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
+pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
     let workspace = match &args.workspace {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().map_err(|e| {
-            SetupError::new(
+            Failure::new(
                 Exit::Error,
                 format!("cannot tell the current folder ({e}); pass --workspace DIR"),
             )
         })?,
     };
     let workspace = std::fs::canonicalize(&workspace).map_err(|e| {
-        SetupError::new(
+        Failure::new(
             Exit::Error,
             format!(
                 "cannot use {} as the workspace: {e}; pass an existing folder with --workspace",
@@ -155,28 +138,27 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
             ),
         )
     })?;
-    let home = Home::from_env().map_err(|e| SetupError::new(Exit::Error, e))?;
-    let mut settings =
-        config::load(&home, &workspace).map_err(|e| SetupError::new(Exit::Usage, e))?;
+    let home = Home::from_env().map_err(|e| Failure::new(Exit::Error, e))?;
+    let mut settings = config::load(&home, &workspace).map_err(|e| Failure::new(Exit::Usage, e))?;
     let mut notices = std::mem::take(&mut settings.warnings);
 
     let choice = provider::choose(&args.model, &settings.model)
-        .map_err(|message| SetupError::new(Exit::Usage, message))?;
+        .map_err(|message| Failure::new(Exit::Usage, message))?;
     let offline_model = choice.model == "scripted";
 
-    let sandbox = Sandbox::new(&home).map_err(|e| SetupError::new(Exit::Error, e))?;
+    let sandbox = Sandbox::new(&home).map_err(|e| Failure::new(Exit::Error, e))?;
     let mut catalog = Catalog::builtin();
     catalog
         .add_installed(&home)
-        .map_err(|e| SetupError::new(Exit::Error, e))?;
+        .map_err(|e| Failure::new(Exit::Error, e))?;
     for spec in &args.plugins {
         catalog
             .add_file(spec)
-            .map_err(|e| SetupError::new(Exit::Usage, e))?;
+            .map_err(|e| Failure::new(Exit::Usage, e))?;
     }
     let mut toolbox = Toolbox::load(sandbox, &catalog, &workspace, Limits::default())
         .await
-        .map_err(|e| SetupError::new(Exit::Error, e))?;
+        .map_err(|e| Failure::new(Exit::Error, e))?;
     let found_skills =
         Skills::discover(toolbox.sandbox(), &home, &workspace, Limits::default()).await;
     notices.extend(found_skills.set().warnings());
@@ -202,13 +184,13 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
         .register(std::sync::Arc::new(
             crate::agent::subagent::TaskTool::default(),
         ))
-        .map_err(|e| SetupError::new(Exit::Error, e))?;
+        .map_err(|e| Failure::new(Exit::Error, e))?;
     let exec_tools = crate::agent::exec_tool::for_session(&settings, &workspace, &home);
     notices.extend(exec_tools.warning);
     for handler in exec_tools.handlers {
         toolbox
             .register(handler)
-            .map_err(|e| SetupError::new(Exit::Error, e))?;
+            .map_err(|e| Failure::new(Exit::Error, e))?;
     }
 
     let policy = build_policy(&settings, args);
@@ -237,19 +219,19 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
     );
 
     let sessions =
-        Sessions::for_workspace(&home, &workspace).map_err(|e| SetupError::new(Exit::Error, e))?;
+        Sessions::for_workspace(&home, &workspace).map_err(|e| Failure::new(Exit::Error, e))?;
     let resume_id = if args.continue_session {
         Some(
             sessions
                 .most_recent()
-                .map_err(|e| SetupError::new(Exit::Usage, e))?
+                .map_err(|e| Failure::new(Exit::Usage, e))?
                 .id,
         )
     } else if let Some(prefix) = &args.resume {
         Some(
             sessions
                 .find(prefix)
-                .map_err(|e| SetupError::new(Exit::Usage, e))?,
+                .map_err(|e| Failure::new(Exit::Usage, e))?,
         )
     } else {
         None
@@ -259,7 +241,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
         Some(id) => {
             let (transcript, loaded) = sessions
                 .resume(&id, &choice.model, &provider_name)
-                .map_err(|e| SetupError::new(Exit::Error, e))?;
+                .map_err(|e| Failure::new(Exit::Error, e))?;
             for warning in &loaded.warnings {
                 notices.push(format!("session {id}: {warning}"));
             }
@@ -269,7 +251,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
         None => {
             let transcript = sessions
                 .create(&choice.model, &provider_name)
-                .map_err(|e| SetupError::new(Exit::Error, e))?;
+                .map_err(|e| Failure::new(Exit::Error, e))?;
             agent.set_transcript(transcript);
         }
     }
@@ -282,14 +264,14 @@ pub async fn build(args: &SessionArgs) -> Result<Session, SetupError> {
         None,
     )
     .await
-    .map_err(|e| SetupError::new(Exit::Error, e))?;
-    let hooks = crate::hooks::HookSet::new(hooks).map_err(|e| SetupError::new(Exit::Error, e))?;
+    .map_err(|e| Failure::new(Exit::Error, e))?;
+    let hooks = crate::hooks::HookSet::new(hooks).map_err(|e| Failure::new(Exit::Error, e))?;
     let hook_audit = if hooks.is_empty() {
         None
     } else {
         Some(
             crate::audit::AuditLog::open(&home.audit_log())
-                .map_err(|e| SetupError::new(Exit::Error, e))?,
+                .map_err(|e| Failure::new(Exit::Error, e))?,
         )
     };
     agent.set_hooks(hooks, hook_audit);

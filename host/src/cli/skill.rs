@@ -7,6 +7,7 @@ use serde_json::json;
 
 use super::Exit;
 use super::escape;
+use super::exit::Failure;
 use crate::home::Home;
 use crate::sandbox::{Limits, Sandbox};
 use crate::skills::{Origin, Skill, Skills};
@@ -38,33 +39,28 @@ pub enum SkillCommand {
 pub async fn run(command: SkillCommand) -> Exit {
     match execute(command).await {
         Ok(exit) => exit,
-        Err((exit, message)) => {
-            eprintln!("error: {}", escape::message(&message));
-            exit
-        }
+        Err(failure) => failure.report(),
     }
 }
-
-type Failure = (Exit, String);
 
 async fn load(workspace: Option<PathBuf>) -> Result<Skills, Failure> {
     let workspace = match workspace {
         Some(dir) => dir,
         None => std::env::current_dir().map_err(|e| {
-            (
+            Failure::new(
                 Exit::Error,
                 format!("cannot tell the current folder ({e}); pass --workspace DIR"),
             )
         })?,
     };
     let workspace = std::fs::canonicalize(&workspace).map_err(|e| {
-        (
+        Failure::new(
             Exit::Usage,
             format!("cannot use {} as the workspace: {e}", workspace.display()),
         )
     })?;
-    let home = Home::from_env().map_err(|e| (Exit::Error, e.to_string()))?;
-    let sandbox = Sandbox::new(&home).map_err(|e| (Exit::Error, e.to_string()))?;
+    let home = Home::from_env().map_err(|e| Failure::new(Exit::Error, e))?;
+    let sandbox = Sandbox::new(&home).map_err(|e| Failure::new(Exit::Error, e))?;
     Ok(Skills::discover(&sandbox, &home, &workspace, Limits::default()).await)
 }
 
@@ -165,7 +161,7 @@ async fn execute(command: SkillCommand) -> Result<Exit, Failure> {
                     .iter()
                     .map(|s| s.meta.name.as_str())
                     .collect();
-                return Err((
+                return Err(Failure::new(
                     Exit::Usage,
                     format!(
                         "there is no skill called `{name}`; {}",

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::Exit;
 use super::escape;
+use super::exit::Failure;
 use crate::agent::component_tool::{ComponentTool, PluginRuntime};
 use crate::agent::{Interrupt, ToolCall};
 use crate::home::Home;
@@ -108,41 +109,20 @@ pub async fn run(command: ToolCommand, verbose: bool) -> Exit {
             (call(args, verbose).await, json)
         }
     };
-    result.unwrap_or_else(|failure| {
-        match json_errors {
-            Some(tool) => println!(
+    result.unwrap_or_else(|failure| match json_errors {
+        Some(tool) => {
+            println!(
                 "{}",
                 json!({
                     "ok": false,
                     "tool": tool,
                     "error": { "kind": failure.exit.kind(), "message": failure.message },
                 })
-            ),
-            None => eprintln!("error: {}", escape::message(&failure.message)),
+            );
+            failure.exit
         }
-        failure.exit
+        None => failure.report(),
     })
-}
-
-/// A failure that ends the command: what to print and how to exit.
-struct Failure {
-    message: String,
-    exit: Exit,
-}
-
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl Failure {
-    fn new(exit: Exit, message: impl ToString) -> Self {
-        Self {
-            message: message.to_string(),
-            exit,
-        }
-    }
 }
 
 /// The sandbox and the plugins of this invocation.
