@@ -4,6 +4,7 @@
 use std::cell::Cell;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use super::Exit;
 use super::escape;
@@ -11,10 +12,12 @@ use super::exit::Failure;
 use crate::home::Home;
 use crate::plugin::catalog::InstalledPlugin;
 use crate::plugin::install::{
-    ConsentRequest, InstallError, Installer, Outcome, Progress, capabilities_in_one_line,
-    describe_capabilities,
+    ConsentRequest, InstallError, InstallProgress, Installer, NoProgress, Outcome,
+    capabilities_in_one_line, describe_capabilities,
 };
 use crate::plugin::{Catalog, CatalogError};
+use crate::progress::{Progress, Step};
+use crate::sandbox::CacheOutcome;
 use crate::sandbox::Sandbox;
 
 /// The plugin commands.
@@ -156,7 +159,8 @@ async fn execute(command: PluginCommand) -> Result<Exit, Failure> {
         PluginCommand::Toolchain { lang } => Ok(super::new::run_toolchain(&lang)),
         PluginCommand::Install { source, yes } => {
             let sandbox = sandbox(&home)?;
-            let installer = Installer::new(&home, &sandbox, Progress::for_stderr());
+            let shown = CompileProgress::new(Progress::for_stderr());
+            let installer = Installer::new(&home, &sandbox, &shown);
             let asker = Asker::new(yes);
             let outcome = installer
                 .install(&source, &mut |request| asker.ask(request))
@@ -167,7 +171,8 @@ async fn execute(command: PluginCommand) -> Result<Exit, Failure> {
         }
         PluginCommand::Update { source, yes } => {
             let sandbox = sandbox(&home)?;
-            let installer = Installer::new(&home, &sandbox, Progress::for_stderr());
+            let shown = CompileProgress::new(Progress::for_stderr());
+            let installer = Installer::new(&home, &sandbox, &shown);
             let asker = Asker::new(yes);
             let outcome = installer
                 .update(&source, &mut |request| asker.ask(request))
@@ -180,13 +185,13 @@ async fn execute(command: PluginCommand) -> Result<Exit, Failure> {
         PluginCommand::Info { name } => info(&home, &name).await,
         PluginCommand::Grant { name, kind, value } => {
             let sandbox = sandbox(&home)?;
-            let installer = Installer::new(&home, &sandbox, Progress::Quiet);
+            let installer = Installer::new(&home, &sandbox, &NoProgress);
             println!("{}", installer.grant(&name, &kind, &value).map_err(failed)?);
             Ok(Exit::Success)
         }
         PluginCommand::Revoke { name, kind, value } => {
             let sandbox = sandbox(&home)?;
-            let installer = Installer::new(&home, &sandbox, Progress::Quiet);
+            let installer = Installer::new(&home, &sandbox, &NoProgress);
             println!(
                 "{}",
                 installer.revoke(&name, &kind, &value).map_err(failed)?
@@ -195,7 +200,7 @@ async fn execute(command: PluginCommand) -> Result<Exit, Failure> {
         }
         PluginCommand::Remove { name, purge } => {
             let sandbox = sandbox(&home)?;
-            let installer = Installer::new(&home, &sandbox, Progress::Quiet);
+            let installer = Installer::new(&home, &sandbox, &NoProgress);
             let kept = installer.remove(&name, purge).map_err(failed)?;
             println!("removed {name}");
             if let Some(data) = kept {
@@ -252,6 +257,57 @@ impl Asker {
             ),
             other => failed(other),
         }
+    }
+}
+
+/// Compile progress on stderr: a bar with the elapsed time while a
+/// component compiles (on a terminal), then one line saying how it went.
+struct CompileProgress {
+    mode: Progress,
+    /// The component compiling: its label and its step on the screen.
+    current: Mutex<Option<(String, Step)>>,
+}
+
+impl CompileProgress {
+    fn new(mode: Progress) -> Self {
+        Self {
+            mode,
+            current: Mutex::new(None),
+        }
+    }
+
+    fn current(&self) -> std::sync::MutexGuard<'_, Option<(String, Step)>> {
+        self.current
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl InstallProgress for CompileProgress {
+    fn compiling(&self, component: &str, index: usize, total: usize) {
+        let label = format!("[{}/{total}] {component}", index + 1);
+        let step = self
+            .mode
+            .start_counted(&format!("compiling {component}"), index, total);
+        *self.current() = Some((label, step));
+    }
+
+    fn compiled(&self, outcome: Option<CacheOutcome>) {
+        let Some((label, step)) = self.current().take() else {
+            return;
+        };
+        let elapsed = step.finish();
+        if !self.mode.prints_lines() {
+            return;
+        }
+        let how = match outcome {
+            Some(CacheOutcome::Compiled) => {
+                format!("compiled in {:.1}s", elapsed.as_secs_f64())
+            }
+            Some(CacheOutcome::Hit) => "already compiled".to_string(),
+            None => "refused".to_string(),
+        };
+        eprintln!("  component {label}: {how}");
     }
 }
 

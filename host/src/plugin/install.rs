@@ -47,7 +47,6 @@ use crate::audit::AuditLog;
 use crate::grants::{Capabilities, CapabilityDiff, CapabilityRef, CapabilityRefError, OwnFolders};
 use crate::home::Home;
 use crate::hooks::Subscription;
-use crate::progress::Step;
 use crate::sandbox::engine::sha256_hex;
 use crate::sandbox::{CacheOutcome, Sandbox};
 use crate::timestamp::now_rfc3339;
@@ -287,8 +286,24 @@ impl std::fmt::Display for PackageSize {
     }
 }
 
-/// How compile progress is shown: a bar on a terminal, lines otherwise.
-pub use crate::progress::Progress;
+/// What an install reports while it works, for the front end to show (a
+/// bar on a terminal, lines in a log): the installer draws nothing itself.
+pub trait InstallProgress: Send + Sync {
+    /// Component `component` (a path in the package), number `index` (from
+    /// 0) of `total`, starts compiling.
+    fn compiling(&self, component: &str, index: usize, total: usize);
+    /// The component last started is done: compiled, found already
+    /// compiled in the cache, or refused (`None`).
+    fn compiled(&self, outcome: Option<CacheOutcome>);
+}
+
+/// Reports nothing: for steps that compile nothing, and for tests.
+pub struct NoProgress;
+
+impl InstallProgress for NoProgress {
+    fn compiling(&self, _component: &str, _index: usize, _total: usize) {}
+    fn compiled(&self, _outcome: Option<CacheOutcome>) {}
+}
 
 /// Installs, updates and removes plugins in a home.
 pub struct Installer<'a> {
@@ -303,7 +318,8 @@ pub struct Installer<'a> {
     model_key: Option<String>,
     /// capstan's folders, which no folder granted may reach.
     own: OwnFolders,
-    progress: Progress,
+    /// Where compile steps are reported.
+    progress: &'a dyn InstallProgress,
 }
 
 /// A package read and checked, not yet compiled nor in the store.
@@ -326,8 +342,9 @@ struct Prepared {
 }
 
 impl<'a> Installer<'a> {
-    /// An installer for `home`'s plugins, compiling with `sandbox`.
-    pub fn new(home: &Home, sandbox: &'a Sandbox, progress: Progress) -> Self {
+    /// An installer for `home`'s plugins, compiling with `sandbox` and
+    /// reporting each compile to `progress`.
+    pub fn new(home: &Home, sandbox: &'a Sandbox, progress: &'a dyn InstallProgress) -> Self {
         Self {
             sandbox,
             store: PluginStore::new(home.plugins_dir()),
@@ -882,7 +899,7 @@ impl<'a> Installer<'a> {
         AuditLog::record_refusal(&self.audit_log, plugin, "install", &error.to_string());
     }
 
-    /// Inspects and compiles every component, showing progress.
+    /// Inspects and compiles every component, reporting each step.
     fn compile_components(
         &self,
         root: &Path,
@@ -911,9 +928,10 @@ impl<'a> Installer<'a> {
                     source: std::io::Error::other("the file changed while it was being installed"),
                 });
             }
-            let shown = ProgressShown::start(self.progress, &rel, index, total);
+            self.progress.compiling(&rel, index, total);
             let info = inspect::inspect(self.sandbox, &wasm, &sha256, &rel, &manifest.capabilities);
-            shown.finish(info.as_ref().ok().map(|i| i.cache_outcome));
+            self.progress
+                .compiled(info.as_ref().ok().map(|i| i.cache_outcome));
             let info = info?;
             if info.exports.tool {
                 if let Some(first) = components
@@ -1366,37 +1384,6 @@ impl ArchiveExtension {
             Self::GnuLongLink => "GNU long-link entry",
             Self::PaxLocal | Self::PaxGlobal => "PAX header",
         }
-    }
-}
-
-/// Compile progress for one component on stderr: a bar with the elapsed
-/// time while it compiles (on a terminal), then one line saying how it went.
-struct ProgressShown {
-    mode: Progress,
-    label: String,
-    step: Step,
-}
-
-impl ProgressShown {
-    fn start(mode: Progress, component: &str, index: usize, total: usize) -> Self {
-        let label = format!("[{}/{total}] {component}", index + 1);
-        let step = mode.start_counted(&format!("compiling {component}"), index, total);
-        Self { mode, label, step }
-    }
-
-    fn finish(self, outcome: Option<CacheOutcome>) {
-        let elapsed = self.step.finish();
-        if !self.mode.prints_lines() {
-            return;
-        }
-        let how = match outcome {
-            Some(CacheOutcome::Compiled) => {
-                format!("compiled in {:.1}s", elapsed.as_secs_f64())
-            }
-            Some(CacheOutcome::Hit) => "already compiled".to_string(),
-            None => "refused".to_string(),
-        };
-        eprintln!("  component {}: {how}", self.label);
     }
 }
 
