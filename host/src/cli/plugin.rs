@@ -532,12 +532,14 @@ async fn info(home: &Home, name: &str) -> Result<Exit, Failure> {
             .map_err(|err| refused(err, "hooks"))?;
         println!("hooks:");
         for component in components {
-            let subscriptions = sandbox.hook_subscriptions(&component).await.map_err(|e| {
-                Failure::new(
-                    Exit::Error,
-                    format!("{name} could not list its subscriptions: {e}"),
-                )
-            })?;
+            let subscriptions = crate::hooks::component::subscriptions(&sandbox, &component)
+                .await
+                .map_err(|e| {
+                    Failure::new(
+                        Exit::Error,
+                        format!("{name} could not list its subscriptions: {e}"),
+                    )
+                })?;
             for sub in subscriptions {
                 let matcher = sub.matcher.as_deref().map(str::trim).unwrap_or_default();
                 let matcher = match crate::hooks::matcher::Matcher::parse(Some(matcher)) {

@@ -256,7 +256,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         }
     }
 
-    let hooks = crate::hooks::load_hooks(
+    let hooks = crate::plugin::load_hooks(
         agent.toolbox().sandbox(),
         &catalog,
         &workspace,

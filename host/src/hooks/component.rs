@@ -1,15 +1,16 @@
 //! A hook component, run in the sandbox: its subscriptions read once, each
 //! event handled in a fresh instance with a short deadline and a memory cap.
+//! What crosses the WIT contract ([`wit`]) is turned into the host's types
+//! here.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
-use super::{Hook, HookEvent, HookFailure, HookOutput, Subscription};
-use crate::plugin::{Catalog, CatalogError, Provision, ProvisionError, Writes};
-use crate::sandbox::{CallError, CallOptions, EventSink, Limits, LoadedComponent, Sandbox};
+use super::{Decision, Hook, HookEvent, HookFailure, HookOutput, Subscription};
+use crate::sandbox::hook::wit;
+use crate::sandbox::{CallError, CallOptions, Limits, LoadedComponent, Sandbox};
 
 /// The limits a hook runs under unless its plugin's manifest sets others:
 /// 5 s, 64 MiB, and 64 KiB of answer.
@@ -36,7 +37,7 @@ impl HookComponent {
         component: LoadedComponent,
         options: CallOptions,
     ) -> Result<Self, CallError> {
-        let subscriptions = sandbox.hook_subscriptions(&component).await?;
+        let subscriptions = subscriptions(&sandbox, &component).await?;
         Ok(Self {
             name: component.name().to_string(),
             sandbox,
@@ -69,8 +70,14 @@ impl Hook for HookComponent {
         Box::pin(async move {
             let payload = payload.to_string();
             self.sandbox
-                .call_hook(&self.component, event, &payload, &self.options)
+                .call_hook(
+                    &self.component,
+                    event_to_wit(event),
+                    &payload,
+                    &self.options,
+                )
                 .await
+                .and_then(output_from_wit)
                 .map_err(failure_of)
         })
     }
@@ -94,89 +101,86 @@ fn failure_of(error: CallError) -> HookFailure {
     }
 }
 
-/// A hook could not be loaded for a session.
-#[derive(Debug, thiserror::Error)]
-pub enum HookLoadError {
-    /// The plugin could not be found, verified or compiled.
-    #[error(transparent)]
-    Plugin(#[from] CatalogError),
-    /// Its calls cannot be given what they need (its grants, its audit
-    /// log).
-    #[error(transparent)]
-    Provision(#[from] ProvisionError),
-    /// It could not say which events it wants.
-    #[error("hook plugin {plugin} could not list its subscriptions: {source}")]
-    Subscriptions {
-        /// The plugin.
-        plugin: String,
-        /// What went wrong.
-        source: CallError,
-    },
+/// Asks a hook component which events it wants (with no grants and a short
+/// deadline).
+pub async fn subscriptions(
+    sandbox: &Sandbox,
+    component: &LoadedComponent,
+) -> Result<Vec<Subscription>, CallError> {
+    Ok(sandbox
+        .hook_subscriptions(component)
+        .await?
+        .into_iter()
+        .map(|s| Subscription {
+            event: event_from_wit(s.event),
+            matcher: s.matcher,
+        })
+        .collect())
 }
 
-/// Loads every hook component of `catalog`'s plugins, each run under what
-/// [`Provision`] decides: installed plugins' hooks get what the user
-/// granted the plugin, read-only (a hook decides; it does not write), their
-/// manifest's limits or [`HOOK_LIMITS`], and record capability decisions in
-/// the plugin's audit log. Hook components given with `--plugin` see the
-/// workspace, read-only, and nothing else.
-/// An installed plugin whose hooks cannot be used is left out and marked
-/// unavailable in `catalog`.
-pub async fn load_hooks(
-    sandbox: &Arc<Sandbox>,
-    catalog: &Catalog,
-    workspace: &Path,
-    session_id: Option<&str>,
-    events: Option<EventSink>,
-) -> Result<Vec<Arc<dyn Hook>>, HookLoadError> {
-    let mut hooks: Vec<Arc<dyn Hook>> = Vec::new();
-    for plugin in catalog.names() {
-        if catalog
-            .check_available(plugin, workspace, sandbox.own_folders())
-            .is_err()
-        {
-            continue;
-        }
-        let loaded = catalog
-            .load_hooks(sandbox, plugin)
-            .map_err(HookLoadError::from);
-        let Some(components) = catalog.unless_unavailable(plugin, loaded)? else {
-            continue;
-        };
-        if components.is_empty() {
-            continue;
-        }
-        let provision = Provision::for_plugin(
-            catalog,
-            plugin,
-            workspace,
-            sandbox.own_folders(),
-            HOOK_LIMITS,
-            Writes::Never,
-        );
-        let Some(provision) = catalog.unless_unavailable(plugin, provision)? else {
-            continue;
-        };
-        let options = provision.options(false, session_id, events.clone(), None);
-        let mut loaded = Vec::new();
-        for component in components {
-            let hook = HookComponent::load(sandbox.clone(), component, options.clone())
-                .await
-                .map_err(|source| HookLoadError::Subscriptions {
-                    plugin: plugin.to_string(),
-                    source,
-                });
-            match catalog.unless_unavailable(plugin, hook)? {
-                Some(hook) => loaded.push(Arc::new(hook) as Arc<dyn Hook>),
-                // One hook component that cannot say what it wants makes
-                // the whole plugin unavailable.
-                None => {
-                    loaded.clear();
-                    break;
-                }
+/// A hook's answer as the host's type. A decision whose content is not what
+/// the decision needs (a `modify` that is not a JSON object) is
+/// [`CallError::InvalidInput`].
+fn output_from_wit(output: wit::HookOutput) -> Result<HookOutput, CallError> {
+    let decision = match output.decision {
+        wit::Decision::Proceed => Decision::Proceed,
+        wit::Decision::Allow => Decision::Allow,
+        wit::Decision::Ask(reason) => Decision::Ask(reason),
+        wit::Decision::Deny(reason) => Decision::Deny(reason),
+        wit::Decision::AddContext(text) => Decision::AddContext(text),
+        wit::Decision::KeepGoing(text) => Decision::KeepGoing(text),
+        wit::Decision::Modify(json) => match serde_json::from_str::<serde_json::Value>(&json) {
+            Ok(value) if value.is_object() => Decision::Modify(value),
+            Ok(_) => {
+                return Err(CallError::InvalidInput(
+                    "its `modify` decision is not a JSON object".into(),
+                ));
             }
-        }
-        hooks.extend(loaded);
+            Err(e) => {
+                return Err(CallError::InvalidInput(format!(
+                    "its `modify` decision is not valid JSON: {e}"
+                )));
+            }
+        },
+    };
+    Ok(HookOutput {
+        decision,
+        system_message: output.system_message.filter(|m| !m.trim().is_empty()),
+    })
+}
+
+fn event_to_wit(event: HookEvent) -> wit::Event {
+    match event {
+        HookEvent::SessionStart => wit::Event::SessionStart,
+        HookEvent::SessionEnd => wit::Event::SessionEnd,
+        HookEvent::UserPromptSubmit => wit::Event::UserPromptSubmit,
+        HookEvent::PreToolUse => wit::Event::PreToolUse,
+        HookEvent::PostToolUse => wit::Event::PostToolUse,
+        HookEvent::PostToolUseFailure => wit::Event::PostToolUseFailure,
+        HookEvent::PermissionRequest => wit::Event::PermissionRequest,
+        HookEvent::Stop => wit::Event::Stop,
+        HookEvent::SubagentStart => wit::Event::SubagentStart,
+        HookEvent::SubagentStop => wit::Event::SubagentStop,
+        HookEvent::PreCompact => wit::Event::PreCompact,
+        HookEvent::PostCompact => wit::Event::PostCompact,
+        HookEvent::Notification => wit::Event::Notification,
     }
-    Ok(hooks)
+}
+
+fn event_from_wit(event: wit::Event) -> HookEvent {
+    match event {
+        wit::Event::SessionStart => HookEvent::SessionStart,
+        wit::Event::SessionEnd => HookEvent::SessionEnd,
+        wit::Event::UserPromptSubmit => HookEvent::UserPromptSubmit,
+        wit::Event::PreToolUse => HookEvent::PreToolUse,
+        wit::Event::PostToolUse => HookEvent::PostToolUse,
+        wit::Event::PostToolUseFailure => HookEvent::PostToolUseFailure,
+        wit::Event::PermissionRequest => HookEvent::PermissionRequest,
+        wit::Event::Stop => HookEvent::Stop,
+        wit::Event::SubagentStart => HookEvent::SubagentStart,
+        wit::Event::SubagentStop => HookEvent::SubagentStop,
+        wit::Event::PreCompact => HookEvent::PreCompact,
+        wit::Event::PostCompact => HookEvent::PostCompact,
+        wit::Event::Notification => HookEvent::Notification,
+    }
 }

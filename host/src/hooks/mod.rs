@@ -20,7 +20,7 @@ pub mod dispatch;
 pub mod matcher;
 pub mod schema;
 
-pub use component::{HOOK_LIMITS, HookComponent, HookLoadError, load_hooks};
+pub use component::{HOOK_LIMITS, HookComponent};
 pub use dispatch::{Combined, HookAnswer, HookSet, SubscriptionError, Verdict, combine};
 
 use futures_util::future::BoxFuture;

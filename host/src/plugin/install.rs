@@ -482,14 +482,12 @@ impl<'a> Installer<'a> {
                 .sandbox
                 .load_plugin(&prepared.manifest.name, &wasm, Some(sha256), &rel)
                 .map_err(InspectError::from)?;
-            let subscriptions =
-                self.sandbox
-                    .hook_subscriptions(&loaded)
-                    .await
-                    .map_err(|source| InstallError::Subscriptions {
-                        component: rel.clone(),
-                        source,
-                    })?;
+            let subscriptions = crate::hooks::component::subscriptions(self.sandbox, &loaded)
+                .await
+                .map_err(|source| InstallError::Subscriptions {
+                    component: rel.clone(),
+                    source,
+                })?;
             reach.components.push((rel, subscriptions));
         }
         Ok(reach)

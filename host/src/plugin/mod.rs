@@ -10,6 +10,7 @@ pub mod availability;
 pub mod builtin;
 pub mod catalog;
 pub mod claude_import;
+pub mod hooks;
 pub mod inspect;
 pub mod install;
 pub mod lock;
@@ -21,6 +22,7 @@ pub mod store;
 
 pub use availability::{Unavailable, UnavailablePlugins};
 pub use catalog::{Catalog, CatalogError, PluginSource};
+pub use hooks::{HookLoadError, load_hooks};
 pub use provision::{Provision, ProvisionError, Writes};
 
 /// A tool addressed as `PLUGIN.TOOL`.

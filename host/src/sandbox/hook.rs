@@ -1,14 +1,16 @@
 //! Calling a hook component: its subscriptions, read once at load, and one
-//! event handled in a fresh instance, converted to the host's types
-//! ([`crate::hooks`]).
+//! event handled in a fresh instance. What goes in and out are the WIT
+//! contract's types ([`wit`]); [`crate::hooks`] turns them into its own.
 
 use std::time::Duration;
 
 use super::bindings;
 use super::bindings::hook_world::HookPlugin;
-use super::bindings::hook_world::exports::capstan::plugin::hook as wit;
 use super::{CallError, CallOptions, Limits, LoadedComponent, Sandbox, instantiate_with, run_with};
-use crate::hooks::{Decision, HookEvent, HookOutput, Subscription};
+
+/// The `capstan:plugin/hook` interface's types: events, subscriptions,
+/// decisions.
+pub use super::bindings::hook_world::exports::capstan::plugin::hook as wit;
 
 impl Sandbox {
     /// Asks a hook component which events it wants. Runs with no grants
@@ -16,7 +18,7 @@ impl Sandbox {
     pub async fn hook_subscriptions(
         &self,
         component: &LoadedComponent,
-    ) -> Result<Vec<Subscription>, CallError> {
+    ) -> Result<Vec<wit::Subscription>, CallError> {
         let options = CallOptions {
             limits: Limits {
                 timeout: Duration::from_secs(10),
@@ -43,32 +45,25 @@ impl Sandbox {
             )
             .await;
         self.make_hook_ahead(component, &linked);
-        Ok(settled?
-            .into_iter()
-            .map(|s| Subscription {
-                event: event_from_wit(s.event),
-                matcher: s.matcher,
-            })
-            .collect())
+        settled
     }
 
     /// Delivers `event` with its JSON `payload` to a hook component, in a
     /// fresh instance with the given grants and limits. The hook's own
-    /// error comes back as [`CallError::Failed`]; a decision whose content
-    /// is not what the decision needs (a `modify` that is not a JSON
-    /// object) as [`CallError::InvalidInput`].
+    /// error comes back as [`CallError::Failed`]; an answer larger than the
+    /// output limit as [`CallError::OutputTooLarge`].
     pub async fn call_hook(
         &self,
         component: &LoadedComponent,
-        event: HookEvent,
+        event: wit::Event,
         payload: &str,
         options: &CallOptions,
-    ) -> Result<HookOutput, CallError> {
+    ) -> Result<wit::HookOutput, CallError> {
         let _in_use = component.resident.in_use();
         let linked = component.linked()?;
         let pre = component.hook_pre(&linked)?;
         let input = wit::EventInput {
-            event: event_to_wit(event),
+            event,
             payload: payload.to_string(),
         };
         let settled = self
@@ -107,31 +102,7 @@ impl Sandbox {
                 limit: options.limits.output as u64,
             });
         }
-        let decision = match output.decision {
-            wit::Decision::Proceed => Decision::Proceed,
-            wit::Decision::Allow => Decision::Allow,
-            wit::Decision::Ask(reason) => Decision::Ask(reason),
-            wit::Decision::Deny(reason) => Decision::Deny(reason),
-            wit::Decision::AddContext(text) => Decision::AddContext(text),
-            wit::Decision::KeepGoing(text) => Decision::KeepGoing(text),
-            wit::Decision::Modify(json) => match serde_json::from_str::<serde_json::Value>(&json) {
-                Ok(value) if value.is_object() => Decision::Modify(value),
-                Ok(_) => {
-                    return Err(CallError::InvalidInput(
-                        "its `modify` decision is not a JSON object".into(),
-                    ));
-                }
-                Err(e) => {
-                    return Err(CallError::InvalidInput(format!(
-                        "its `modify` decision is not valid JSON: {e}"
-                    )));
-                }
-            },
-        };
-        Ok(HookOutput {
-            decision,
-            system_message: output.system_message.filter(|m| !m.trim().is_empty()),
-        })
+        Ok(output)
     }
 }
 
@@ -144,41 +115,5 @@ impl LoadedComponent {
             plugin: self.name.to_string(),
             reason: "it does not export capstan:plugin/hook@0.1.0".into(),
         })
-    }
-}
-
-fn event_to_wit(event: HookEvent) -> wit::Event {
-    match event {
-        HookEvent::SessionStart => wit::Event::SessionStart,
-        HookEvent::SessionEnd => wit::Event::SessionEnd,
-        HookEvent::UserPromptSubmit => wit::Event::UserPromptSubmit,
-        HookEvent::PreToolUse => wit::Event::PreToolUse,
-        HookEvent::PostToolUse => wit::Event::PostToolUse,
-        HookEvent::PostToolUseFailure => wit::Event::PostToolUseFailure,
-        HookEvent::PermissionRequest => wit::Event::PermissionRequest,
-        HookEvent::Stop => wit::Event::Stop,
-        HookEvent::SubagentStart => wit::Event::SubagentStart,
-        HookEvent::SubagentStop => wit::Event::SubagentStop,
-        HookEvent::PreCompact => wit::Event::PreCompact,
-        HookEvent::PostCompact => wit::Event::PostCompact,
-        HookEvent::Notification => wit::Event::Notification,
-    }
-}
-
-fn event_from_wit(event: wit::Event) -> HookEvent {
-    match event {
-        wit::Event::SessionStart => HookEvent::SessionStart,
-        wit::Event::SessionEnd => HookEvent::SessionEnd,
-        wit::Event::UserPromptSubmit => HookEvent::UserPromptSubmit,
-        wit::Event::PreToolUse => HookEvent::PreToolUse,
-        wit::Event::PostToolUse => HookEvent::PostToolUse,
-        wit::Event::PostToolUseFailure => HookEvent::PostToolUseFailure,
-        wit::Event::PermissionRequest => HookEvent::PermissionRequest,
-        wit::Event::Stop => HookEvent::Stop,
-        wit::Event::SubagentStart => HookEvent::SubagentStart,
-        wit::Event::SubagentStop => HookEvent::SubagentStop,
-        wit::Event::PreCompact => HookEvent::PreCompact,
-        wit::Event::PostCompact => HookEvent::PostCompact,
-        wit::Event::Notification => HookEvent::Notification,
     }
 }

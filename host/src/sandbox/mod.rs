@@ -134,7 +134,11 @@ impl Sandbox {
         let link_error = |e: wasmtime::Error| LoadError::Engine(format!("{e:#}"));
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(link_error)?;
         fs_audit::add_to_linker(&mut linker).map_err(link_error)?;
-        crate::grants::net::lookup::add_to_linker(&mut linker).map_err(link_error)?;
+        crate::grants::net::lookup::add_to_linker(&mut linker, |state: &mut CallState| {
+            state.touch();
+            state.audit.as_ref()
+        })
+        .map_err(link_error)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(link_error)?;
         ToolPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(link_error)?;

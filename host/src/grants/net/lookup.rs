@@ -12,8 +12,7 @@ use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::p2::bindings::sockets::ip_name_lookup::ResolveAddressStream;
 use wasmtime_wasi::p2::bindings::sockets::network::{ErrorCode, Network};
 
-use crate::audit::AuditEvent;
-use crate::sandbox::CallState;
+use crate::audit::{AuditEvent, AuditScope};
 
 /// The interface as wasmtime-wasi 48 defines it in the linker; components
 /// importing any 0.2.x version are linked to it.
@@ -26,25 +25,31 @@ const RESOLVE_ADDRESSES: &str = "resolve-addresses";
 const MAX_RECORDED_NAME: usize = 255;
 
 /// Replaces wasmtime-wasi's `resolve-addresses` (already in `linker`) with
-/// the refusing, recording one.
-pub(crate) fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
+/// the refusing, recording one. `audit` gives a store's audit scope; it is
+/// called once per attempt, so the store's owner can also note that the
+/// guest reached the host.
+pub(crate) fn add_to_linker<T: 'static>(
+    linker: &mut Linker<T>,
+    audit: fn(&mut T) -> Option<&AuditScope>,
+) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
-    let defined = linker
-        .instance(IP_NAME_LOOKUP)
-        .and_then(|mut lookup| lookup.func_wrap(RESOLVE_ADDRESSES, refuse_lookup));
+    let defined = linker.instance(IP_NAME_LOOKUP).and_then(|mut lookup| {
+        lookup.func_wrap(RESOLVE_ADDRESSES, move |store, args| {
+            refuse_lookup(store, args, audit)
+        })
+    });
     linker.allow_shadowing(false);
     defined
 }
 
 type LookupResult = (Result<Resource<ResolveAddressStream>, ErrorCode>,);
 
-fn refuse_lookup(
-    mut store: StoreContextMut<'_, CallState>,
+fn refuse_lookup<T>(
+    mut store: StoreContextMut<'_, T>,
     (_network, name): (Resource<Network>, String),
+    audit: fn(&mut T) -> Option<&AuditScope>,
 ) -> wasmtime::Result<LookupResult> {
-    let state = store.data_mut();
-    state.touch();
-    if let Some(scope) = &state.audit {
+    if let Some(scope) = audit(store.data_mut()) {
         scope.record(AuditEvent::NameLookupRefused {
             name: recorded_name(name),
         });

@@ -1,0 +1,98 @@
+//! The hook components of a session's plugins, each run under what
+//! [`Provision`] decides. Hooks themselves (events, matching, combining
+//! decisions) are [`crate::hooks`]'s; which plugins have them, and what
+//! their calls get, is the plugins'.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::hooks::{HOOK_LIMITS, Hook, HookComponent};
+use crate::plugin::{Catalog, CatalogError, Provision, ProvisionError, Writes};
+use crate::sandbox::{CallError, EventSink, Sandbox};
+
+/// A hook could not be loaded for a session.
+#[derive(Debug, thiserror::Error)]
+pub enum HookLoadError {
+    /// The plugin could not be found, verified or compiled.
+    #[error(transparent)]
+    Plugin(#[from] CatalogError),
+    /// Its calls cannot be given what they need (its grants, its audit
+    /// log).
+    #[error(transparent)]
+    Provision(#[from] ProvisionError),
+    /// It could not say which events it wants.
+    #[error("hook plugin {plugin} could not list its subscriptions: {source}")]
+    Subscriptions {
+        /// The plugin.
+        plugin: String,
+        /// What went wrong.
+        source: CallError,
+    },
+}
+
+/// Loads every hook component of `catalog`'s plugins, each run under what
+/// [`Provision`] decides: installed plugins' hooks get what the user
+/// granted the plugin, read-only (a hook decides; it does not write), their
+/// manifest's limits or [`HOOK_LIMITS`], and record capability decisions in
+/// the plugin's audit log. Hook components given with `--plugin` see the
+/// workspace, read-only, and nothing else.
+/// An installed plugin whose hooks cannot be used is left out and marked
+/// unavailable in `catalog`.
+pub async fn load_hooks(
+    sandbox: &Arc<Sandbox>,
+    catalog: &Catalog,
+    workspace: &Path,
+    session_id: Option<&str>,
+    events: Option<EventSink>,
+) -> Result<Vec<Arc<dyn Hook>>, HookLoadError> {
+    let mut hooks: Vec<Arc<dyn Hook>> = Vec::new();
+    for plugin in catalog.names() {
+        if catalog
+            .check_available(plugin, workspace, sandbox.own_folders())
+            .is_err()
+        {
+            continue;
+        }
+        let loaded = catalog
+            .load_hooks(sandbox, plugin)
+            .map_err(HookLoadError::from);
+        let Some(components) = catalog.unless_unavailable(plugin, loaded)? else {
+            continue;
+        };
+        if components.is_empty() {
+            continue;
+        }
+        let provision = Provision::for_plugin(
+            catalog,
+            plugin,
+            workspace,
+            sandbox.own_folders(),
+            HOOK_LIMITS,
+            Writes::Never,
+        );
+        let Some(provision) = catalog.unless_unavailable(plugin, provision)? else {
+            continue;
+        };
+        let options = provision.options(false, session_id, events.clone(), None);
+        let mut loaded = Vec::new();
+        for component in components {
+            let hook = HookComponent::load(sandbox.clone(), component, options.clone())
+                .await
+                .map_err(|source| HookLoadError::Subscriptions {
+                    plugin: plugin.to_string(),
+                    source,
+                });
+            match catalog.unless_unavailable(plugin, hook)? {
+                Some(hook) => loaded.push(Arc::new(hook) as Arc<dyn Hook>),
+                // One hook component that cannot say what it wants makes
+                // the whole plugin unavailable.
+                None => {
+                    loaded.clear();
+                    break;
+                }
+            }
+        }
+        hooks.extend(loaded);
+    }
+    Ok(hooks)
+}
