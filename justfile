@@ -68,8 +68,13 @@ fuzz target seconds="600":
 fuzz-list:
     cargo fuzz list
 
-# Check formatting and lints, host and guests alike.
-lint: setup
+# Print the dependencies between host/src's modules; fail on a cycle or on
+# an edge the layout forbids (docs/architecture.md, "Module dependencies").
+module-graph:
+    python3 .ci/module-graph
+
+# Check formatting and lints, host and guests alike, and the module graph.
+lint: setup module-graph
     cargo fmt --all --check
     cargo fmt --all --check --manifest-path plugins/Cargo.toml
     cargo fmt --all --check --manifest-path tests/fixtures/misbehave/Cargo.toml
