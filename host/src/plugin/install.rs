@@ -1569,4 +1569,58 @@ mod tests {
             assert!(err.contains(expected) && err.contains(name), "{err}");
         }
     }
+
+    /// What an install reported, one line per step.
+    #[derive(Default)]
+    struct Recorded(std::sync::Mutex<Vec<String>>);
+
+    impl InstallProgress for Recorded {
+        fn compiling(&self, component: &str, index: usize, total: usize) {
+            let line = format!("compiling {component} {}/{total}", index + 1);
+            self.0.lock().unwrap().push(line);
+        }
+
+        fn compiled(&self, outcome: Option<CacheOutcome>) {
+            self.0.lock().unwrap().push(format!("compiled {outcome:?}"));
+        }
+    }
+
+    #[tokio::test]
+    async fn an_install_reports_each_compile_through_its_progress() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path().join("home"), dir.path().join("cache"));
+        let sandbox = Sandbox::new(&home).unwrap();
+        let fs = crate::plugin::builtin::find("fs").unwrap();
+        let package = |name: &str| {
+            let root = dir.path().join(name);
+            std::fs::create_dir_all(&root).unwrap();
+            std::fs::write(root.join("tool.wasm"), fs.wasm).unwrap();
+            std::fs::write(
+                root.join("plugin.toml"),
+                format!(
+                    "name = \"{name}\"\nversion = \"1.0.0\"\ndescription = \"Files\"\ncomponents = [\"tool.wasm\"]\n"
+                ),
+            )
+            .unwrap();
+            root
+        };
+        let recorded = Recorded::default();
+        let installer = Installer::new(&home, &sandbox, &recorded);
+        for name in ["files", "more-files"] {
+            installer
+                .install(&package(name), &mut |_| true)
+                .await
+                .unwrap();
+        }
+        // The second package holds the same component, already compiled.
+        assert_eq!(
+            *recorded.0.lock().unwrap(),
+            [
+                "compiling tool.wasm 1/1",
+                "compiled Some(Compiled)",
+                "compiling tool.wasm 1/1",
+                "compiled Some(Hit)",
+            ]
+        );
+    }
 }
