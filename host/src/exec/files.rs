@@ -14,7 +14,7 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use landlock::{
     ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset, RulesetAttr,
@@ -127,11 +127,6 @@ pub(super) fn ruleset(grants: &FileGrants) -> Result<OwnedFd, FileRulesError> {
         .map_err(error)?;
     let read = AccessFs::from_read(ABI_USED);
     let all = AccessFs::from_all(ABI_USED);
-    for rule in system_rules().iter() {
-        created = created
-            .add_rule(PathBeneath::new(&rule.file, rule.access))
-            .map_err(|e| FileRulesError::Rules(format!("{}: {e}", rule.path.display())))?;
-    }
     for path in &grants.read {
         created = add(created, path, read)?;
     }
@@ -144,7 +139,23 @@ pub(super) fn ruleset(grants: &FileGrants) -> Result<OwnedFd, FileRulesError> {
             .map_err(|e| FileRulesError::Rules(format!("{}: {e}", rule.path.display())))?;
     }
     let fd: Option<OwnedFd> = created.into();
-    fd.ok_or(FileRulesError::Unsupported)
+    let fd = fd.ok_or(FileRulesError::Unsupported)?;
+    // The system rules, on descriptors opened once, are added directly:
+    // the crate would look at each descriptor's type again, one more system
+    // call per rule and command. Only the rights the ruleset handles (those
+    // of both the kernel and ABI_USED) may be given.
+    static KERNEL_ABI: OnceLock<i32> = OnceLock::new();
+    let kernel = ABI::from(*KERNEL_ABI.get_or_init(super::spawn::landlock_abi));
+    let handled = AccessFs::from_all(kernel) & AccessFs::from_all(ABI_USED);
+    for rule in system_rules().iter() {
+        let access = rule.access & handled;
+        if access.is_empty() {
+            continue;
+        }
+        super::spawn::add_path_rule(&fd, &rule.file, access.bits())
+            .map_err(|e| FileRulesError::Rules(format!("{}: {e}", rule.path.display())))?;
+    }
+    Ok(fd)
 }
 
 /// A path of the rules, opened, with the rights it gets.

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::files::{self, FileGrants};
 use super::proxy::Proxy;
-use super::spawn::{self, InitProcess, PROXY_PORT, Setup, TreeStop};
+use super::spawn::{self, ExitWatch, InitProcess, PROXY_PORT, Setup, TreeStop};
 use super::{
     Cancel, CommandLine, Ending, ExecError, ExecGrants, ExecOutcome, ExecRequest, missing,
     output::CappedOutput, syscalls,
@@ -35,6 +35,8 @@ const PASSED_ENV: &[&str] = &["PATH", "LANG", "TERM"];
 /// A started command.
 pub struct RunningCommand {
     keeper: Child,
+    /// Wakes the waiting thread when the keeper exits.
+    exited: ExitWatch,
     stopper: Stopper,
     output: Option<std::io::PipeReader>,
     proxy: Option<Proxy>,
@@ -185,6 +187,7 @@ impl RunningCommand {
         };
         let started = Instant::now();
         Ok(Self {
+            exited: ExitWatch::new(keeper.id()),
             keeper,
             stopper,
             output: Some(reader),
@@ -258,9 +261,12 @@ impl RunningCommand {
                 }
             } else {
                 // The first process exits right after its output ends, as
-                // a rule: look again soon, then less often.
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(TICK);
+                // a rule: wait for that (or look again soon, then less
+                // often, where the kernel cannot say when it happens).
+                if !self.exited.wait(TICK) {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(TICK);
+                }
             }
             match self.keeper.try_wait() {
                 Ok(Some(status)) if !output_open => break Ok(status),

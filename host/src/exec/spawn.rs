@@ -346,6 +346,78 @@ impl InitProcess {
     }
 }
 
+/// Wakes a waiting thread when a child process exits, without reaping it
+/// (a pidfd, polled).
+pub(super) struct ExitWatch(Option<OwnedFd>);
+
+impl ExitWatch {
+    /// Watches the child `pid` (not yet waited for, so the pid is still
+    /// its own).
+    pub(super) fn new(pid: u32) -> Self {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return Self(None);
+        };
+        // SAFETY: a plain system call; the descriptor returned is ours.
+        unsafe {
+            let fd = libc::syscall(libc::SYS_pidfd_open, pid, 0u32);
+            Self(
+                RawFd::try_from(fd)
+                    .ok()
+                    .filter(|fd| *fd >= 0)
+                    .map(|fd| OwnedFd::from_raw_fd(fd)),
+            )
+        }
+    }
+
+    /// Waits at most `timeout` for the child to exit; `false` when there
+    /// is nothing to wait on (the caller sleeps instead).
+    pub(super) fn wait(&self, timeout: std::time::Duration) -> bool {
+        let Some(fd) = &self.0 else {
+            return false;
+        };
+        let mut poll = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let millis = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: polls one stack `pollfd` on a descriptor we own.
+        unsafe {
+            libc::poll(&mut poll, 1, millis);
+        }
+        true
+    }
+}
+
+/// Adds a Landlock rule to `ruleset`: `access` beneath the file or folder
+/// `path` was opened on (`O_PATH`).
+pub(super) fn add_path_rule(
+    ruleset: &OwnedFd,
+    path: &std::fs::File,
+    access: u64,
+) -> io::Result<()> {
+    const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+    let rule = PathBeneathAttr {
+        allowed_access: access,
+        parent_fd: path.as_raw_fd(),
+    };
+    // SAFETY: the kernel reads the rule, a stack value of the layout it
+    // expects, and the two descriptors, which we hold.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset.as_raw_fd(),
+            LANDLOCK_RULE_PATH_BENEATH,
+            &rule as *const PathBeneathAttr,
+            0u32,
+        )
+    };
+    if done != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// The Landlock ABI the kernel supports, 0 if none.
 pub(super) fn landlock_abi() -> i32 {
     const LANDLOCK_CREATE_RULESET_VERSION: u32 = 1;
