@@ -531,8 +531,9 @@ fn sandbox_setup(
     // A PID namespace's pid_max may not be set below the kernel's minimum.
     let pid_max = (u64::from(limits.processes) + 1).max(301);
     // Without a user namespace of its own, RLIMIT_NPROC counts every
-    // process of the user: the command gets its limit beyond those.
-    let processes = if namespaces {
+    // process of the user: the command gets its limit beyond those (root's
+    // processes are not counted at all).
+    let processes = if namespaces || uid == 0 {
         u64::from(limits.processes)
     } else {
         u64::from(limits.processes) + tasks_of_user(uid)

@@ -886,32 +886,38 @@ unsafe fn end_tree(first: libc::pid_t) -> i32 {
         // The first process's group, while its pid (the group's id) cannot
         // be reused: the first process is not reaped yet.
         libc::kill(-first, libc::SIGKILL);
+        let mut status = 0;
+        let mut record = |reaped: libc::pid_t, status: libc::c_int| {
+            if reaped == first {
+                if libc::WIFEXITED(status) {
+                    code = libc::WEXITSTATUS(status);
+                } else if libc::WIFSIGNALED(status) {
+                    code = 128 + libc::WTERMSIG(status);
+                }
+            }
+        };
         loop {
-            kill_children(keeper);
-            let mut status = 0;
-            let reaped = libc::waitpid(-1, &mut status, 0);
+            // Reap what has died; when nothing is left, the tree is gone.
+            let reaped = libc::waitpid(-1, &mut status, libc::WNOHANG);
+            if reaped > 0 {
+                record(reaped, status);
+                continue;
+            }
             if reaped < 0 {
                 if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
                     continue;
                 }
-                // No child left.
                 break;
             }
-            let mut reaped = reaped;
-            loop {
-                if reaped == first {
-                    code = if libc::WIFEXITED(status) {
-                        libc::WEXITSTATUS(status)
-                    } else if libc::WIFSIGNALED(status) {
-                        128 + libc::WTERMSIG(status)
-                    } else {
-                        code
-                    };
-                }
-                reaped = libc::waitpid(-1, &mut status, libc::WNOHANG);
-                if reaped <= 0 {
-                    break;
-                }
+            // Children left alive: those that left the group, or were
+            // orphaned to the keeper. Kill them, then wait for one to die
+            // (its own children are then the keeper's, for the next turn).
+            kill_children(keeper);
+            let reaped = libc::waitpid(-1, &mut status, 0);
+            if reaped > 0 {
+                record(reaped, status);
+            } else if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break;
             }
         }
     }
