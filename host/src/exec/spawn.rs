@@ -5,13 +5,17 @@
 //! (the *keeper*) before `exec`. The keeper:
 //!
 //! 1. dies with the thread that started it (`PR_SET_PDEATHSIG`);
-//! 2. enters new user, mount, PID, network, IPC and UTS namespaces and maps
-//!    its own user and group ids into the user namespace;
+//! 2. enters new user, mount, PID, IPC and UTS namespaces and maps its own
+//!    user and group ids into the user namespace; the network namespace is
+//!    a new one when the command gets the proxy, else the empty one all
+//!    such commands share ([`SharedNet`]);
 //! 3. forks the *init*: process 1 of the new PID namespace, which will
 //!    `exec` the command. When it exits, the kernel kills every process
 //!    left in the namespace (`setsid`, double-forked, anything);
 //! 4. reports the init's pid to the host, closes every descriptor and waits
 //!    for the init, then exits with its status (`128 + signal` if killed).
+//!
+//! Without namespaces, [`tree_keeper`] takes the keeper's place.
 //!
 //! The init, still privileged inside its user namespace only: dies with the
 //! keeper, starts a new session (no controlling terminal), makes the mounts
