@@ -591,7 +591,84 @@ fn tasks_of_user(uid: u32) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
+    use crate::exec::{Cancel, CommandLine, ExecSettings};
+    use crate::grants::fs::OwnFolders;
+
+    /// Commands without network share one empty network namespace per
+    /// process (here, the test's); with its loopback down and Unix and
+    /// user netlink sockets refused, one still cannot reach another.
+    #[test]
+    fn commands_sharing_the_empty_network_namespace_cannot_reach_each_other() {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(
+            ws.path().join("listen.py"),
+            "import os, socket, select, sys\n\
+             print('netns', os.readlink('/proc/self/ns/net'))\n\
+             u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(('0.0.0.0', 47001))\n\
+             t = socket.socket(); t.bind(('0.0.0.0', 47002)); t.listen()\n\
+             try:\n    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 2); print('usersock open')\n\
+             except OSError as e:\n    print('usersock refused', e.errno)\n\
+             open('ready', 'w').close(); sys.stdout.flush()\n\
+             r, _, _ = select.select([u, t], [], [], 3)\n\
+             print('received' if r else 'nothing')\n",
+        )
+        .unwrap();
+        std::fs::write(
+            ws.path().join("send.py"),
+            "import os, socket, time\n\
+             print('netns', os.readlink('/proc/self/ns/net'))\n\
+             while not os.path.exists('ready'): time.sleep(0.02)\n\
+             for target in ('127.0.0.1', '0.0.0.0'):\n\
+             \x20   try:\n\
+             \x20       socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', (target, 47001)); print('udp sent', target)\n\
+             \x20   except OSError as e:\n\
+             \x20       print('udp', target, e.errno)\n\
+             \x20   try:\n\
+             \x20       socket.create_connection((target, 47002), timeout=1); print('tcp connected', target)\n\
+             \x20   except OSError as e:\n\
+             \x20       print('tcp', target, e.errno)\n",
+        )
+        .unwrap();
+        let grants = ExecGrants::resolve(
+            &ExecSettings::default(),
+            ws.path(),
+            None,
+            &OwnFolders::default(),
+        )
+        .unwrap();
+        let python =
+            |script: &str| CommandLine::Argv(vec!["python3".to_string(), script.to_string()]);
+        let listener = RunningCommand::start(
+            &ExecRequest {
+                write: true,
+                ..ExecRequest::new(python("listen.py"))
+            },
+            &grants,
+        )
+        .unwrap();
+        let sender = crate::exec::run(
+            &ExecRequest::new(python("send.py")),
+            &grants,
+            &Cancel::new(),
+            &mut |_| {},
+        )
+        .unwrap();
+        let heard = listener.wait(&Cancel::new(), &mut |_| {}).output.text();
+        let sent = sender.output.text();
+        let netns = |text: &str| {
+            text.lines()
+                .find(|l| l.starts_with("netns "))
+                .map(str::to_string)
+        };
+        assert!(netns(&heard).is_some(), "{heard}");
+        assert_eq!(netns(&heard), netns(&sent), "{heard}\n{sent}");
+        assert!(heard.contains("usersock refused"), "{heard}");
+        assert!(heard.contains("nothing"), "{heard}\n{sent}");
+        assert!(!sent.contains("tcp connected"), "{sent}");
+    }
 
     #[test]
     fn without_landlock_commands_are_refused_naming_the_way_out() {
