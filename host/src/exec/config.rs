@@ -3,6 +3,7 @@
 //! ```toml
 //! [exec]
 //! sandbox = "on"                      # "off" runs commands unsandboxed (loud warning)
+//! namespaces = "on"                   # "off": Landlock + seccomp only, network off
 //! read = ["~/.cargo", "~/.rustup"]    # tool homes commands may read (replaces the defaults)
 //! write = ["~/.cargo/registry"]       # folders commands may also write
 //! net = ["https://index.crates.io"]   # origins reachable through the proxy
@@ -78,6 +79,10 @@ pub const MODEL_KEYS: &[&str] = &[
 pub struct ExecSettings {
     /// `"on"` (the default) or `"off"`.
     pub sandbox: Option<SandboxSetting>,
+    /// `"on"` (the default: when the system allows user namespaces) or
+    /// `"off"`: commands get no namespaces, as on a system without user
+    /// namespaces (Landlock and seccomp only, the network off).
+    pub namespaces: Option<SandboxSetting>,
     /// Folders commands may read; [`DEFAULT_READ`] when not set.
     pub read: Option<Vec<String>>,
     /// Folders commands may read and write.
@@ -99,7 +104,8 @@ pub struct ExecSettings {
     pub max_file_size: Option<String>,
 }
 
-/// Whether commands run in the OS sandbox.
+/// Whether commands run in the OS sandbox (`sandbox`), or get namespaces
+/// (`namespaces`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SandboxSetting {
@@ -114,6 +120,7 @@ impl ExecSettings {
     pub fn override_with(&mut self, later: ExecSettings) {
         let ExecSettings {
             sandbox,
+            namespaces,
             read,
             write,
             net,
@@ -124,6 +131,7 @@ impl ExecSettings {
             max_file_size,
         } = later;
         self.sandbox = sandbox.or(self.sandbox.take());
+        self.namespaces = namespaces.or(self.namespaces.take());
         self.read = match (self.read.take(), read) {
             (Some(mut a), Some(b)) => {
                 a.extend(b);
@@ -187,6 +195,9 @@ pub struct ExecGrants {
     pub limits: ExecLimits,
     /// Whether the OS sandbox is on.
     pub sandboxed: bool,
+    /// Whether commands may get namespaces (when the system allows user
+    /// namespaces); `[exec] namespaces = "off"` says no.
+    pub namespaces: bool,
     /// The user's home folder, passed as `HOME`.
     pub home: Option<PathBuf>,
     /// Where commands and refusals are recorded.
@@ -334,6 +345,7 @@ impl ExecGrants {
             timeout,
             limits,
             sandboxed: settings.sandbox != Some(SandboxSetting::Off),
+            namespaces: settings.namespaces != Some(SandboxSetting::Off),
             home: home.map(Path::to_path_buf),
             audit: None,
         })

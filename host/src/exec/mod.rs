@@ -199,6 +199,12 @@ pub enum ExecError {
         "this kernel does not enforce Landlock (Linux 5.13+ with `landlock` in the boot parameter lsm=), so commands cannot be confined to the workspace; capstan does not run them unsandboxed unless you set `[exec] sandbox = \"off\"` in your config"
     )]
     NoLandlock,
+    /// The command asks for network where its sandbox cannot keep the
+    /// proxy its only way out.
+    #[error(
+        "network for commands is off: {0}; run the command without an origin (--allow-net, \"net\", or [exec] net in your config)"
+    )]
+    NetworkUnavailable(String),
     /// A step of the sandbox setup failed.
     #[error("cannot set up the sandbox for the command: {step} failed: {source}")]
     Setup {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use super::files::{self, FileGrants};
 use super::proxy::Proxy;
-use super::spawn::{self, InitProcess, PROXY_PORT, Setup};
+use super::spawn::{self, ExitWatch, InitProcess, PROXY_PORT, Setup, TreeStop};
 use super::{
     Cancel, CommandLine, Ending, ExecError, ExecGrants, ExecOutcome, ExecRequest, missing,
     output::CappedOutput, syscalls,
@@ -35,6 +35,8 @@ const PASSED_ENV: &[&str] = &["PATH", "LANG", "TERM"];
 /// A started command.
 pub struct RunningCommand {
     keeper: Child,
+    /// Wakes the waiting thread when the keeper exits.
+    exited: ExitWatch,
     stopper: Stopper,
     output: Option<std::io::PipeReader>,
     proxy: Option<Proxy>,
@@ -50,6 +52,8 @@ pub struct RunningCommand {
 enum Stopper {
     /// The sandbox's PID namespace, through its init.
     Namespace(Option<InitProcess>),
+    /// A sandboxed command without namespaces: its keeper kills the tree.
+    Tree(TreeStop),
     /// An unsandboxed command's process group.
     Group(u32),
 }
@@ -59,6 +63,7 @@ impl Stopper {
         match self {
             Stopper::Namespace(Some(init)) => init.kill(),
             Stopper::Namespace(None) => {}
+            Stopper::Tree(stop) => stop.kill(),
             Stopper::Group(pgid) => spawn::kill_group(*pgid),
         }
     }
@@ -152,11 +157,11 @@ impl RunningCommand {
                     source: e.source,
                 },
             })?;
-            (
-                started.keeper,
-                Stopper::Namespace(started.init),
-                started.listener,
-            )
+            let stopper = match started.stop {
+                Some(stop) => Stopper::Tree(stop),
+                None => Stopper::Namespace(started.init),
+            };
+            (started.keeper, stopper, started.listener)
         } else {
             command.process_group(0);
             let child = command
@@ -182,6 +187,7 @@ impl RunningCommand {
         };
         let started = Instant::now();
         Ok(Self {
+            exited: ExitWatch::new(keeper.id()),
             keeper,
             stopper,
             output: Some(reader),
@@ -255,9 +261,12 @@ impl RunningCommand {
                 }
             } else {
                 // The first process exits right after its output ends, as
-                // a rule: look again soon, then less often.
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(TICK);
+                // a rule: wait for that (or look again soon, then less
+                // often, where the kernel cannot say when it happens).
+                if !self.exited.wait(TICK) {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(TICK);
+                }
             }
             match self.keeper.try_wait() {
                 Ok(Some(status)) if !output_open => break Ok(status),
@@ -410,6 +419,34 @@ fn command_for(
     Ok(command)
 }
 
+/// Fails closed on a kernel without Landlock (its ABI `abi` 0): no command
+/// runs unconfined unless the user turned the sandbox off.
+fn landlock_required(abi: i32) -> Result<(), ExecError> {
+    if abi < 1 {
+        return Err(ExecError::NoLandlock);
+    }
+    Ok(())
+}
+
+/// Why commands get no namespaces here, if they do not: `[exec]
+/// namespaces = "off"`, or a system that does not allow user namespaces.
+fn without_namespaces(grants: &ExecGrants) -> Option<String> {
+    const CONSEQUENCE: &str =
+        "so a command cannot get a network of its own whose only way out is capstan's proxy";
+    if !grants.namespaces {
+        return Some(format!(
+            "`[exec] namespaces = \"off\"` runs commands without namespaces, {CONSEQUENCE}"
+        ));
+    }
+    match spawn::shared_net() {
+        Ok(_) => None,
+        Err(code) => Some(format!(
+            "this system does not let capstan create user namespaces ({}; see sysctl user.max_user_namespaces and kernel.apparmor_restrict_unprivileged_userns), {CONSEQUENCE}",
+            std::io::Error::from_raw_os_error(code)
+        )),
+    }
+}
+
 /// Turns the grants into what the sandbox's children need.
 fn sandbox_setup(
     request: &ExecRequest,
@@ -417,27 +454,59 @@ fn sandbox_setup(
     cwd: &Path,
     temp: &Path,
 ) -> Result<Setup, ExecError> {
-    if spawn::landlock_abi() < 1 {
-        return Err(ExecError::NoLandlock);
+    landlock_required(spawn::landlock_abi())?;
+    let proxy = !request.net.is_empty() || !grants.net.is_empty();
+    let no_namespaces = without_namespaces(grants);
+    if let Some(why) = &no_namespaces
+        && proxy
+    {
+        return Err(ExecError::NetworkUnavailable(why.clone()));
     }
+    let namespaces = no_namespaces.is_none();
     let workspace = &grants.workspace;
     let mut files = FileGrants {
         read: grants.read.clone(),
         write: grants.write.clone(),
+        write_opened: Vec::new(),
     };
     files.write.push(temp.to_path_buf());
-    let read_only = if request.write {
-        files.write.push(workspace.clone());
-        files::protected_in(workspace)
+    let mut read_only = Vec::new();
+    if namespaces {
+        if request.write {
+            files.write.push(workspace.clone());
+            read_only = files::protected_in(workspace);
+        } else {
+            files.read.push(workspace.clone());
+            read_only = vec![workspace.clone()];
+        }
     } else {
-        files.read.push(workspace.clone());
-        vec![workspace.clone()]
-    };
+        files
+            .read
+            .extend(files::PROC_GLOBAL.iter().map(PathBuf::from));
+        let protected = if request.write {
+            files::protected_in(workspace)
+        } else {
+            Vec::new()
+        };
+        if request.write && protected.is_empty() {
+            files.write.push(workspace.clone());
+        } else {
+            files.read.push(workspace.clone());
+            if request.write {
+                files.write_opened = files::writable_around(workspace, &protected);
+            }
+        }
+    }
     let ruleset = files::ruleset(&files).map_err(|e| ExecError::Setup {
         step: "building the Landlock rules",
         source: std::io::Error::other(e.to_string()),
     })?;
-    let filters = syscalls::filters().map_err(|e| ExecError::Setup {
+    let filters = if namespaces {
+        syscalls::filters()
+    } else {
+        syscalls::filters_without_network()
+    }
+    .map_err(|e| ExecError::Setup {
         step: "compiling the seccomp filter",
         source: std::io::Error::other(e),
     })?;
@@ -453,9 +522,22 @@ fn sandbox_setup(
             source,
         })?;
     let map = |id: u32| CString::new(format!("{id} {id} 1")).unwrap_or_default();
+    let shared_net = if namespaces && !proxy {
+        spawn::shared_net().ok()
+    } else {
+        None
+    };
     let limits = grants.limits;
     // A PID namespace's pid_max may not be set below the kernel's minimum.
     let pid_max = (u64::from(limits.processes) + 1).max(301);
+    // Without a user namespace of its own, RLIMIT_NPROC counts every
+    // process of the user: the command gets its limit beyond those (root's
+    // processes are not counted at all).
+    let processes = if namespaces || uid == 0 {
+        u64::from(limits.processes)
+    } else {
+        u64::from(limits.processes) + tasks_of_user(uid)
+    };
     Ok(Setup {
         uid_map: map(uid),
         gid_map: map(gid),
@@ -469,9 +551,138 @@ fn sandbox_setup(
         filters,
         pid_max: CString::new(pid_max.to_string()).unwrap_or_default(),
         pid_max_required: uid == 0,
-        processes: u64::from(limits.processes),
+        processes,
         memory: limits.memory,
         file_size: limits.file_size,
-        proxy: !request.net.is_empty() || !grants.net.is_empty(),
+        proxy,
+        shared_net,
+        namespaces,
     })
+}
+
+/// How many processes and threads user `uid` has (what `RLIMIT_NPROC`
+/// counts), read from `/proc`.
+fn tasks_of_user(uid: u32) -> u64 {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    let mut tasks = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if !name.as_bytes().iter().all(u8::is_ascii_digit) {
+            continue;
+        }
+        if !entry.metadata().is_ok_and(|m| m.uid() == uid) {
+            continue;
+        }
+        // The thread count is the 20th field of `stat`, the 18th after
+        // the command's closing parenthesis.
+        let threads = std::fs::read_to_string(entry.path().join("stat"))
+            .ok()
+            .and_then(|stat| {
+                let (_, rest) = stat.rsplit_once(')')?;
+                rest.split_whitespace().nth(17)?.parse::<u64>().ok()
+            })
+            .unwrap_or(1);
+        tasks += threads;
+    }
+    tasks
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::exec::{Cancel, CommandLine, ExecSettings};
+    use crate::grants::fs::OwnFolders;
+
+    /// Commands without network share one empty network namespace per
+    /// process (here, the test's); with its loopback down and Unix and
+    /// user netlink sockets refused, one still cannot reach another.
+    #[test]
+    fn commands_sharing_the_empty_network_namespace_cannot_reach_each_other() {
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::write(
+            ws.path().join("listen.py"),
+            "import os, socket, select, sys\n\
+             print('netns', os.readlink('/proc/self/ns/net'))\n\
+             u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.bind(('0.0.0.0', 47001))\n\
+             t = socket.socket(); t.bind(('0.0.0.0', 47002)); t.listen()\n\
+             try:\n    socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 2); print('usersock open')\n\
+             except OSError as e:\n    print('usersock refused', e.errno)\n\
+             open('ready', 'w').close(); sys.stdout.flush()\n\
+             r, _, _ = select.select([u, t], [], [], 3)\n\
+             print('received' if r else 'nothing')\n",
+        )
+        .unwrap();
+        std::fs::write(
+            ws.path().join("send.py"),
+            "import os, socket, time\n\
+             print('netns', os.readlink('/proc/self/ns/net'))\n\
+             while not os.path.exists('ready'): time.sleep(0.02)\n\
+             for target in ('127.0.0.1', '0.0.0.0'):\n\
+             \x20   try:\n\
+             \x20       socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', (target, 47001)); print('udp sent', target)\n\
+             \x20   except OSError as e:\n\
+             \x20       print('udp', target, e.errno)\n\
+             \x20   try:\n\
+             \x20       socket.create_connection((target, 47002), timeout=1); print('tcp connected', target)\n\
+             \x20   except OSError as e:\n\
+             \x20       print('tcp', target, e.errno)\n",
+        )
+        .unwrap();
+        let grants = ExecGrants::resolve(
+            &ExecSettings::default(),
+            ws.path(),
+            None,
+            &OwnFolders::default(),
+        )
+        .unwrap();
+        let python =
+            |script: &str| CommandLine::Argv(vec!["python3".to_string(), script.to_string()]);
+        let listener = RunningCommand::start(
+            &ExecRequest {
+                write: true,
+                ..ExecRequest::new(python("listen.py"))
+            },
+            &grants,
+        )
+        .unwrap();
+        let sender = crate::exec::run(
+            &ExecRequest::new(python("send.py")),
+            &grants,
+            &Cancel::new(),
+            &mut |_| {},
+        )
+        .unwrap();
+        let heard = listener.wait(&Cancel::new(), &mut |_| {}).output.text();
+        let sent = sender.output.text();
+        let netns = |text: &str| {
+            text.lines()
+                .find(|l| l.starts_with("netns "))
+                .map(str::to_string)
+        };
+        assert!(netns(&heard).is_some(), "{heard}");
+        assert_eq!(netns(&heard), netns(&sent), "{heard}\n{sent}");
+        assert!(heard.contains("usersock refused"), "{heard}");
+        assert!(heard.contains("nothing"), "{heard}\n{sent}");
+        assert!(!sent.contains("tcp connected"), "{sent}");
+    }
+
+    #[test]
+    fn without_landlock_commands_are_refused_naming_the_way_out() {
+        let Err(error) = landlock_required(0) else {
+            panic!("a kernel without Landlock ran a command");
+        };
+        let message = error.to_string();
+        assert!(message.contains("does not enforce Landlock"), "{message}");
+        assert!(
+            message.contains(
+                "does not run them unsandboxed unless you set `[exec] sandbox = \"off\"`"
+            ),
+            "{message}"
+        );
+        assert!(landlock_required(1).is_ok());
+    }
 }

@@ -5,13 +5,17 @@
 //! (the *keeper*) before `exec`. The keeper:
 //!
 //! 1. dies with the thread that started it (`PR_SET_PDEATHSIG`);
-//! 2. enters new user, mount, PID, network, IPC and UTS namespaces and maps
-//!    its own user and group ids into the user namespace;
+//! 2. enters new user, mount, PID, IPC and UTS namespaces and maps its own
+//!    user and group ids into the user namespace; the network namespace is
+//!    a new one when the command gets the proxy, else the empty one all
+//!    such commands share ([`SharedNet`]);
 //! 3. forks the *init*: process 1 of the new PID namespace, which will
 //!    `exec` the command. When it exits, the kernel kills every process
 //!    left in the namespace (`setsid`, double-forked, anything);
 //! 4. reports the init's pid to the host, closes every descriptor and waits
 //!    for the init, then exits with its status (`128 + signal` if killed).
+//!
+//! Without namespaces, [`tree_keeper`] takes the keeper's place.
 //!
 //! The init, still privileged inside its user namespace only: dies with the
 //! keeper, starts a new session (no controlling terminal), makes the mounts
@@ -75,6 +79,117 @@ pub(super) struct Setup {
     pub file_size: u64,
     /// Whether the command gets a proxy listener in its network namespace.
     pub proxy: bool,
+    /// The session's shared empty network namespace, which the command
+    /// joins instead of making one of its own (none when it gets the proxy,
+    /// whose listener must be its alone).
+    pub shared_net: Option<&'static SharedNet>,
+    /// Whether the command gets namespaces. Without (no user namespaces on
+    /// this system, or `[exec] namespaces = "off"`) it runs under Landlock,
+    /// seccomp (which then refuses every network socket), `no_new_privs`
+    /// and the limits, and its tree is killed through its process group and
+    /// a subreaper: see [`tree_keeper`].
+    pub namespaces: bool,
+}
+
+/// An empty network namespace (its loopback down: no address, no route)
+/// and the user namespace owning it, made once per process and joined by
+/// every command that gets no network.
+///
+/// Making a network namespace per command, and the kernel's tearing it
+/// down afterwards, is most of what the namespaces cost; joining one costs
+/// almost nothing. Sharing it lets no command reach another: with the
+/// loopback down no IP packet is delivered in it (binding works, every
+/// send and connect fails with "Network is unreachable"), abstract and
+/// path-named Unix sockets are refused by the seccomp filter and Landlock,
+/// and so is the one netlink family that lets processes message each
+/// other (`NETLINK_USERSOCK`). No command can bring the loopback up: each
+/// has a user namespace of its own below the shared one, so it holds no
+/// capability over the shared network namespace.
+pub(super) struct SharedNet {
+    user: OwnedFd,
+    net: OwnedFd,
+}
+
+/// The shared namespaces, or why they cannot be made (user namespaces
+/// unavailable): the error's raw OS code.
+pub(super) fn shared_net() -> Result<&'static SharedNet, i32> {
+    static SHARED: std::sync::OnceLock<Result<SharedNet, i32>> = std::sync::OnceLock::new();
+    SHARED
+        .get_or_init(|| make_shared_net().map_err(|e| e.raw_os_error().unwrap_or(libc::EPERM)))
+        .as_ref()
+        .map_err(|code| *code)
+}
+
+/// Forks a process that makes the namespaces, opens them, then lets it go.
+fn make_shared_net() -> io::Result<SharedNet> {
+    // SAFETY: plain system calls with integer arguments.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let uid_map = CString::new(format!("{uid} {uid} 1")).map_err(io::Error::other)?;
+    let gid_map = CString::new(format!("{gid} {gid} 1")).map_err(io::Error::other)?;
+    let (ready_read, ready_write) = pipe()?;
+    let (hold_read, hold_write) = pipe()?;
+    // SAFETY: the child makes only async-signal-safe system calls on
+    // values prepared before the fork, then exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: as above.
+        unsafe {
+            libc::close(hold_write.as_raw_fd());
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            let made = libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) == 0
+                && write_file(c"/proc/self/setgroups", b"deny")
+                && write_file(c"/proc/self/uid_map", uid_map.as_bytes())
+                && write_file(c"/proc/self/gid_map", gid_map.as_bytes());
+            let code: i32 = if made {
+                0
+            } else {
+                io::Error::last_os_error()
+                    .raw_os_error()
+                    .unwrap_or(libc::EPERM)
+            };
+            libc::write(
+                ready_write.as_raw_fd(),
+                code.to_ne_bytes().as_ptr().cast(),
+                4,
+            );
+            let mut byte = 0u8;
+            libc::read(hold_read.as_raw_fd(), (&mut byte as *mut u8).cast(), 1);
+            libc::_exit(0);
+        }
+    }
+    drop(ready_write);
+    drop(hold_read);
+    let mut code = [0u8; 4];
+    let read = std::fs::File::from(ready_read).read_exact(&mut code);
+    let opened = match read {
+        Err(error) => Err(error),
+        Ok(()) if i32::from_ne_bytes(code) != 0 => {
+            Err(io::Error::from_raw_os_error(i32::from_ne_bytes(code)))
+        }
+        Ok(()) => {
+            let open = |kind: &str| -> io::Result<OwnedFd> {
+                Ok(std::fs::File::open(format!("/proc/{pid}/ns/{kind}"))?.into())
+            };
+            open("user").and_then(|user| {
+                Ok(SharedNet {
+                    user,
+                    net: open("net")?,
+                })
+            })
+        }
+    };
+    drop(hold_write);
+    let mut status = 0;
+    // SAFETY: waits for the child forked above, on a stack value.
+    unsafe {
+        while libc::waitpid(pid, &mut status, 0) < 0
+            && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+        {}
+    }
+    opened
 }
 
 /// A step of the sandbox setup, as reported when it fails.
@@ -115,6 +230,8 @@ pub(super) enum Step {
     Landlock,
     /// Installing the seccomp filters.
     Seccomp,
+    /// Becoming the subreaper of the command's processes.
+    Subreaper,
 }
 
 impl Step {
@@ -138,6 +255,7 @@ impl Step {
             NoNewPrivs,
             Landlock,
             Seccomp,
+            Subreaper,
         ]
         .into_iter()
         .find(|s| *s as i32 == code)
@@ -167,6 +285,7 @@ impl Step {
             Step::NoNewPrivs => "setting no_new_privs",
             Step::Landlock => "entering the Landlock domain",
             Step::Seccomp => "installing the seccomp filter",
+            Step::Subreaper => "watching the command's processes",
         }
     }
 }
@@ -188,6 +307,24 @@ pub(super) struct Started {
     pub init: Option<InitProcess>,
     /// The listener inside the command's network namespace, for the proxy.
     pub listener: Option<TcpListener>,
+    /// Without namespaces: the pipe on which the keeper is told to kill
+    /// the command's processes (closing it, capstan exiting included, does
+    /// the same).
+    pub stop: Option<TreeStop>,
+}
+
+/// Tells the keeper of a command run without namespaces to kill every
+/// process of the command and exit.
+pub(super) struct TreeStop(OwnedFd);
+
+impl TreeStop {
+    /// Asks for the kill; the keeper exits when every process is gone.
+    pub(super) fn kill(&self) {
+        // SAFETY: writes one byte from a stack value to a pipe we own.
+        unsafe {
+            libc::write(self.0.as_raw_fd(), [1u8].as_ptr().cast(), 1);
+        }
+    }
 }
 
 /// Process 1 of a command's PID namespace, held by a pidfd so a kill can
@@ -211,6 +348,78 @@ impl InitProcess {
             );
         }
     }
+}
+
+/// Wakes a waiting thread when a child process exits, without reaping it
+/// (a pidfd, polled).
+pub(super) struct ExitWatch(Option<OwnedFd>);
+
+impl ExitWatch {
+    /// Watches the child `pid` (not yet waited for, so the pid is still
+    /// its own).
+    pub(super) fn new(pid: u32) -> Self {
+        let Ok(pid) = libc::pid_t::try_from(pid) else {
+            return Self(None);
+        };
+        // SAFETY: a plain system call; the descriptor returned is ours.
+        unsafe {
+            let fd = libc::syscall(libc::SYS_pidfd_open, pid, 0u32);
+            Self(
+                RawFd::try_from(fd)
+                    .ok()
+                    .filter(|fd| *fd >= 0)
+                    .map(|fd| OwnedFd::from_raw_fd(fd)),
+            )
+        }
+    }
+
+    /// Waits at most `timeout` for the child to exit; `false` when there
+    /// is nothing to wait on (the caller sleeps instead).
+    pub(super) fn wait(&self, timeout: std::time::Duration) -> bool {
+        let Some(fd) = &self.0 else {
+            return false;
+        };
+        let mut poll = libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let millis = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: polls one stack `pollfd` on a descriptor we own.
+        unsafe {
+            libc::poll(&mut poll, 1, millis);
+        }
+        true
+    }
+}
+
+/// Adds a Landlock rule to `ruleset`: `access` beneath the file or folder
+/// `path` was opened on (`O_PATH`).
+pub(super) fn add_path_rule(
+    ruleset: &OwnedFd,
+    path: &std::fs::File,
+    access: u64,
+) -> io::Result<()> {
+    const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+    let rule = PathBeneathAttr {
+        allowed_access: access,
+        parent_fd: path.as_raw_fd(),
+    };
+    // SAFETY: the kernel reads the rule, a stack value of the layout it
+    // expects, and the two descriptors, which we hold.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            ruleset.as_raw_fd(),
+            LANDLOCK_RULE_PATH_BENEATH,
+            &rule as *const PathBeneathAttr,
+            0u32,
+        )
+    };
+    if done != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// The Landlock ABI the kernel supports, 0 if none.
@@ -252,6 +461,32 @@ pub(super) fn shut_down(listener: &TcpListener) {
     }
 }
 
+/// `relative` opened (`O_PATH`) beneath `root`, no link followed.
+pub(super) fn open_beneath(
+    root: &std::fs::File,
+    relative: &std::path::Path,
+) -> Option<std::fs::File> {
+    use std::os::unix::ffi::OsStrExt;
+    let name = std::ffi::CString::new(relative.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `open_how` is plain integers, valid zeroed; `name` is a C
+    // string and `how` a value of the size given; the descriptor returned
+    // is ours alone.
+    unsafe {
+        let mut how: libc::open_how = std::mem::zeroed();
+        how.flags = (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64;
+        how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS;
+        let fd = libc::syscall(
+            libc::SYS_openat2,
+            root.as_raw_fd(),
+            name.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        );
+        let fd = i32::try_from(fd).ok().filter(|fd| *fd >= 0)?;
+        Some(std::fs::File::from_raw_fd(fd))
+    }
+}
+
 /// Message tags on the report pipe.
 const TAG_INIT_PID: i32 = 1;
 const TAG_FAILED_STEP: i32 = 2;
@@ -276,16 +511,29 @@ pub(super) fn start(command: &mut Command, setup: Setup) -> Result<Started, Star
     };
     let report = report_write.as_raw_fd();
     let child_socket = pair.as_ref().map(|(_, child)| child.as_raw_fd());
+    let stop = if setup.namespaces {
+        None
+    } else {
+        Some(pipe().map_err(fail)?)
+    };
+    let stop_read = stop.as_ref().map(|(read, _)| read.as_raw_fd());
     // SAFETY: getpid has no preconditions.
     let parent = unsafe { libc::getpid() };
     // SAFETY: the hook runs in the forked child and only makes
     // async-signal-safe system calls on data prepared before the fork (see
     // the module documentation).
     unsafe {
-        command.pre_exec(move || keeper(&setup, parent, report, child_socket));
+        match stop_read {
+            Some(stop) => command.pre_exec(move || tree_keeper(&setup, report, stop)),
+            None => command.pre_exec(move || keeper(&setup, parent, report, child_socket)),
+        };
     }
     let spawned = command.spawn();
     drop(report_write);
+    let stop = stop.map(|(read, write)| {
+        drop(read);
+        TreeStop(write)
+    });
     let (parent_socket, child_socket) = match pair {
         Some((parent_end, child_end)) => (Some(parent_end), Some(child_end)),
         None => (None, None),
@@ -313,6 +561,7 @@ pub(super) fn start(command: &mut Command, setup: Setup) -> Result<Started, Star
         keeper,
         init,
         listener,
+        stop,
     })
 }
 
@@ -501,7 +750,27 @@ fn keeper(
             // The thread that started us is already gone.
             libc::_exit(1);
         }
-        check(report, Step::Namespaces, libc::unshare(NAMESPACES).into())?;
+        let namespaces = match setup.shared_net {
+            Some(shared) => {
+                // Into the shared user namespace first: joining its network
+                // namespace needs its capabilities, which capstan has there
+                // as its owner. The command's own user namespace is then
+                // made below it.
+                check(
+                    report,
+                    Step::Namespaces,
+                    libc::setns(shared.user.as_raw_fd(), libc::CLONE_NEWUSER).into(),
+                )?;
+                check(
+                    report,
+                    Step::Namespaces,
+                    libc::setns(shared.net.as_raw_fd(), libc::CLONE_NEWNET).into(),
+                )?;
+                NAMESPACES & !libc::CLONE_NEWNET
+            }
+            None => NAMESPACES,
+        };
+        check(report, Step::Namespaces, libc::unshare(namespaces).into())?;
         if !write_file(c"/proc/self/setgroups", b"deny")
             || !write_file(c"/proc/self/uid_map", setup.uid_map.as_bytes())
             || !write_file(c"/proc/self/gid_map", setup.gid_map.as_bytes())
@@ -539,6 +808,257 @@ fn keeper(
     }
 }
 
+/// The keeper of a command run without namespaces: the subreaper of the
+/// command's processes, so that every one whose parent dies (`setsid`,
+/// double-forked, `nohup`) becomes its child rather than escaping to
+/// capstan's parent. It forks the command's first process, which starts a
+/// session and process group of its own, and waits until that process
+/// exits or capstan asks for a kill on the `stop` pipe (or closes it by
+/// exiting); then it kills the process group and every process it is the
+/// parent of, over and over until none is left, and exits with the first
+/// process's status. The command cannot signal the keeper: it lies outside
+/// the command's Landlock domain.
+fn tree_keeper(setup: &Setup, report: RawFd, stop: RawFd) -> io::Result<()> {
+    // SAFETY: async-signal-safe system calls only (see the module
+    // documentation); pointers are to stack values.
+    unsafe {
+        check(
+            report,
+            Step::Subreaper,
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0).into(),
+        )?;
+        let first = libc::fork();
+        if first < 0 {
+            return failed(report, Step::Fork);
+        }
+        if first == 0 {
+            libc::close(stop);
+            return command_process(setup, report);
+        }
+        let pidfd = libc::syscall(libc::SYS_pidfd_open, first, 0u32);
+        let Ok(pidfd) = RawFd::try_from(pidfd) else {
+            libc::kill(first, libc::SIGKILL);
+            send(report, TAG_FAILED_STEP, Step::Subreaper as i32);
+            libc::_exit(127);
+        };
+        if pidfd < 0 {
+            libc::kill(first, libc::SIGKILL);
+            send(report, TAG_FAILED_STEP, Step::Subreaper as i32);
+            libc::_exit(127);
+        }
+        // Nothing but the stop pipe and the pidfd: holding the command's
+        // output pipe would keep it open after the command ends.
+        let (low, high) = (stop.min(pidfd), stop.max(pidfd));
+        let (low, high) = (low as u32, high as u32);
+        if low > 0 {
+            libc::syscall(libc::SYS_close_range, 0u32, low - 1, 0u32);
+        }
+        if high > low + 1 {
+            libc::syscall(libc::SYS_close_range, low + 1, high - 1, 0u32);
+        }
+        libc::syscall(libc::SYS_close_range, high + 1, u32::MAX, 0u32);
+        let mut fds = [
+            libc::pollfd {
+                fd: pidfd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: stop,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        while libc::poll(fds.as_mut_ptr(), 2, -1) < 0
+            && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+        {}
+        libc::_exit(end_tree(first));
+    }
+}
+
+/// Kills every process of the tree below the keeper and reaps them all;
+/// returns the exit code of `first` (`128 + signal` if killed).
+///
+/// # Safety
+///
+/// Called by the keeper only, between fork and exit.
+unsafe fn end_tree(first: libc::pid_t) -> i32 {
+    let mut code = 128 + libc::SIGKILL;
+    // SAFETY: async-signal-safe system calls on stack values.
+    unsafe {
+        let keeper = libc::getpid();
+        // The first process's group, while its pid (the group's id) cannot
+        // be reused: the first process is not reaped yet.
+        libc::kill(-first, libc::SIGKILL);
+        let mut status = 0;
+        let mut record = |reaped: libc::pid_t, status: libc::c_int| {
+            if reaped == first {
+                if libc::WIFEXITED(status) {
+                    code = libc::WEXITSTATUS(status);
+                } else if libc::WIFSIGNALED(status) {
+                    code = 128 + libc::WTERMSIG(status);
+                }
+            }
+        };
+        loop {
+            // Reap what has died; when nothing is left, the tree is gone.
+            let reaped = libc::waitpid(-1, &mut status, libc::WNOHANG);
+            if reaped > 0 {
+                record(reaped, status);
+                continue;
+            }
+            if reaped < 0 {
+                if io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                break;
+            }
+            // Children left alive: those that left the group, or were
+            // orphaned to the keeper. Kill them, then wait for one to die
+            // (its own children are then the keeper's, for the next turn).
+            kill_children(keeper);
+            let reaped = libc::waitpid(-1, &mut status, 0);
+            if reaped > 0 {
+                record(reaped, status);
+            } else if io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break;
+            }
+        }
+    }
+    code
+}
+
+/// A buffer for `getdents64`, aligned for its records.
+#[repr(C, align(8))]
+struct DirentBuffer([u8; 4096]);
+
+/// Sends `SIGKILL` to every process whose parent is `parent`, found by
+/// reading `/proc` (the one list of a process's children the kernel always
+/// offers).
+///
+/// # Safety
+///
+/// Async-signal-safe; called by the keeper only.
+unsafe fn kill_children(parent: libc::pid_t) {
+    // SAFETY: `buffer` is a stack buffer of the size given; records are
+    // read within the length the kernel returned.
+    unsafe {
+        let dir = libc::open(
+            c"/proc".as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        );
+        if dir < 0 {
+            return;
+        }
+        let mut buffer = DirentBuffer([0; 4096]);
+        loop {
+            let read = libc::syscall(
+                libc::SYS_getdents64,
+                dir,
+                buffer.0.as_mut_ptr(),
+                buffer.0.len(),
+            );
+            let Ok(read) = usize::try_from(read) else {
+                break;
+            };
+            if read == 0 {
+                break;
+            }
+            let mut offset = 0;
+            while offset + 19 < read {
+                let length = usize::from(u16::from_ne_bytes([
+                    buffer.0[offset + 16],
+                    buffer.0[offset + 17],
+                ]));
+                if length == 0 || offset + length > read {
+                    break;
+                }
+                let name = &buffer.0[offset + 19..offset + length];
+                if let Some(pid) = parse_pid(name)
+                    && parent_of(pid) == Some(parent)
+                {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+                offset += length;
+            }
+        }
+        libc::close(dir);
+    }
+}
+
+/// The pid a `/proc` entry's name (NUL-terminated) spells, if it is one.
+fn parse_pid(name: &[u8]) -> Option<libc::pid_t> {
+    let mut pid: libc::pid_t = 0;
+    let mut digits = 0;
+    for byte in name {
+        match byte {
+            b'0'..=b'9' => {
+                pid = pid
+                    .checked_mul(10)?
+                    .checked_add(libc::pid_t::from(byte - b'0'))?;
+                digits += 1;
+            }
+            0 => break,
+            _ => return None,
+        }
+    }
+    (digits > 0).then_some(pid)
+}
+
+/// The parent of process `pid`, read from `/proc/PID/stat`.
+fn parent_of(pid: libc::pid_t) -> Option<libc::pid_t> {
+    let mut path = [0u8; 32];
+    let prefix = b"/proc/";
+    path[..prefix.len()].copy_from_slice(prefix);
+    let mut at = prefix.len();
+    let mut digits = [0u8; 12];
+    let mut count = 0;
+    let mut rest = pid;
+    loop {
+        digits[count] = b'0' + u8::try_from(rest % 10).ok()?;
+        count += 1;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    for digit in digits[..count].iter().rev() {
+        path[at] = *digit;
+        at += 1;
+    }
+    path[at..at + 5].copy_from_slice(b"/stat");
+    let mut stat = [0u8; 512];
+    // SAFETY: `path` is NUL-terminated (zero-filled past what was
+    // written); `stat` a stack buffer of the size given.
+    let read = unsafe {
+        let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return None;
+        }
+        let read = libc::read(fd, stat.as_mut_ptr().cast(), stat.len());
+        libc::close(fd);
+        read
+    };
+    let stat = &stat[..usize::try_from(read).ok()?];
+    // "PID (COMMAND) STATE PPID ...": the command may hold anything, so
+    // read from its last ')'.
+    let close = stat.iter().rposition(|b| *b == b')')?;
+    let mut fields = stat[close + 1..]
+        .split(|b| *b == b' ')
+        .filter(|f| !f.is_empty());
+    let _state = fields.next()?;
+    let mut parent: libc::pid_t = 0;
+    for byte in fields.next()? {
+        if !byte.is_ascii_digit() {
+            return None;
+        }
+        parent = parent
+            .checked_mul(10)?
+            .checked_add(libc::pid_t::from(byte - b'0'))?;
+    }
+    Some(parent)
+}
+
 /// Capability sets for `capset`, version 3 (two 32-bit words each).
 #[repr(C)]
 struct CapHeader {
@@ -563,7 +1083,6 @@ struct PathBeneathAttr {
 
 /// Process 1 of the namespace: everything up to `exec`.
 fn init_process(setup: &Setup, report: RawFd, socket: Option<RawFd>) -> io::Result<()> {
-    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
     const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
     // SAFETY: async-signal-safe system calls only (see the module
     // documentation); pointers are to C strings prepared before the fork
@@ -619,23 +1138,6 @@ fn init_process(setup: &Setup, report: RawFd, socket: Option<RawFd>) -> io::Resu
             loopback_up(report)?;
             hand_over_listener(socket, report)?;
         }
-        let limits = [
-            (libc::RLIMIT_NPROC, setup.processes),
-            (libc::RLIMIT_DATA, setup.memory),
-            (libc::RLIMIT_FSIZE, setup.file_size),
-            (libc::RLIMIT_CORE, 0),
-        ];
-        for (resource, value) in limits {
-            let limit = libc::rlimit {
-                rlim_cur: value,
-                rlim_max: value,
-            };
-            check(
-                report,
-                Step::Limits,
-                libc::setrlimit(resource, &limit).into(),
-            )?;
-        }
         // The new /proc is another file system than the one the ruleset
         // was built against: grant reading it here.
         let proc_fd = libc::open(c"/proc".as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
@@ -658,6 +1160,58 @@ fn init_process(setup: &Setup, report: RawFd, socket: Option<RawFd>) -> io::Resu
             ),
         )?;
         libc::close(proc_fd);
+    }
+    confine(setup, report)
+}
+
+/// The first process of a command run without namespaces: everything up
+/// to `exec`. Its parent, the keeper, kills what is left of its tree.
+fn command_process(setup: &Setup, report: RawFd) -> io::Result<()> {
+    // SAFETY: async-signal-safe system calls only (see the module
+    // documentation).
+    unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        );
+        check(
+            report,
+            Step::ParentDeath,
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0).into(),
+        )?;
+        check(report, Step::Session, libc::setsid().into())?;
+        check(report, Step::Chdir, libc::chdir(setup.cwd.as_ptr()).into())?;
+    }
+    confine(setup, report)
+}
+
+/// What every command gets last: limits, no capabilities, `no_new_privs`,
+/// the Landlock domain, the seccomp filters.
+fn confine(setup: &Setup, report: RawFd) -> io::Result<()> {
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    // SAFETY: async-signal-safe system calls only (see the module
+    // documentation); pointers are to stack values and to data prepared
+    // before the fork.
+    unsafe {
+        let limits = [
+            (libc::RLIMIT_NPROC, setup.processes),
+            (libc::RLIMIT_DATA, setup.memory),
+            (libc::RLIMIT_FSIZE, setup.file_size),
+            (libc::RLIMIT_CORE, 0),
+        ];
+        for (resource, value) in limits {
+            let limit = libc::rlimit {
+                rlim_cur: value,
+                rlim_max: value,
+            };
+            check(
+                report,
+                Step::Limits,
+                libc::setrlimit(resource, &limit).into(),
+            )?;
+        }
         for capability in 0..64 {
             // Past the last capability the kernel answers EINVAL.
             libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0);

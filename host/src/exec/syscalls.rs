@@ -6,7 +6,8 @@
 //! BPF, perf events, keyrings, `userfaultfd`, `io_uring` (whose operations
 //! would bypass this filter), handle-based opens, and sockets of every
 //! family but IP (which stays inside the command's network namespace) and
-//! netlink: in particular Unix sockets, so no path- or abstract-named
+//! netlink (but `NETLINK_USERSOCK`, with which processes message each
+//! other): in particular Unix sockets, so no path- or abstract-named
 //! socket outside (a Docker or D-Bus socket) can be reached; pairs
 //! (`socketpair`) still work. Terminal input injection (`TIOCSTI`,
 //! `TIOCLINUX`) is refused too. A second filter answers `clone3` with
@@ -91,11 +92,23 @@ const NAMESPACE_FLAGS: &[libc::c_int] = &[
 /// Terminal `ioctl`s that inject input into a terminal.
 const REFUSED_IOCTLS: &[libc::c_ulong] = &[libc::TIOCSTI, libc::TIOCLINUX];
 
-/// The filters, compiled once per process.
+/// The filters of a command in namespaces, compiled once per process.
 pub(super) fn filters() -> Result<Vec<BpfProgram>, String> {
     static FILTERS: OnceLock<Result<Vec<BpfProgram>, String>> = OnceLock::new();
     FILTERS
-        .get_or_init(|| compile().map_err(|e| e.to_string()))
+        .get_or_init(|| compile(false).map_err(|e| e.to_string()))
+        .clone()
+}
+
+/// The filters of a command run without namespaces, where the network is
+/// the host's: every socket is refused but netlink's routing family
+/// (`NETLINK_ROUTE`, which reads the interfaces and changes nothing without
+/// a capability), so no IP, Unix or other socket reaches anything.
+/// Compiled once per process.
+pub(super) fn filters_without_network() -> Result<Vec<BpfProgram>, String> {
+    static FILTERS: OnceLock<Result<Vec<BpfProgram>, String>> = OnceLock::new();
+    FILTERS
+        .get_or_init(|| compile(true).map_err(|e| e.to_string()))
         .clone()
 }
 
@@ -103,7 +116,7 @@ fn arch() -> Result<TargetArch, seccompiler::Error> {
     TargetArch::try_from(std::env::consts::ARCH).map_err(seccompiler::Error::Backend)
 }
 
-fn compile() -> Result<Vec<BpfProgram>, seccompiler::Error> {
+fn compile(no_sockets: bool) -> Result<Vec<BpfProgram>, seccompiler::Error> {
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for call in REFUSED {
         rules.insert(*call, Vec::new());
@@ -112,8 +125,27 @@ fn compile() -> Result<Vec<BpfProgram>, seccompiler::Error> {
         SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, value)
     };
     let mut socket = Vec::new();
-    for family in REFUSED_FAMILIES {
-        socket.push(SeccompRule::new(vec![equals(0, *family as u64)?])?);
+    if no_sockets {
+        let differs = |arg: u8, value: u64| {
+            SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, value)
+        };
+        socket.push(SeccompRule::new(vec![differs(
+            0,
+            libc::AF_NETLINK as u64,
+        )?])?);
+        socket.push(SeccompRule::new(vec![
+            equals(0, libc::AF_NETLINK as u64)?,
+            differs(2, libc::NETLINK_ROUTE as u64)?,
+        ])?);
+    } else {
+        for family in REFUSED_FAMILIES {
+            socket.push(SeccompRule::new(vec![equals(0, *family as u64)?])?);
+        }
+        // The netlink family unprivileged processes message each other with.
+        socket.push(SeccompRule::new(vec![
+            equals(0, libc::AF_NETLINK as u64)?,
+            equals(2, libc::NETLINK_USERSOCK as u64)?,
+        ])?);
     }
     rules.insert(libc::SYS_socket, socket);
     let mut clone = Vec::new();
@@ -157,8 +189,10 @@ mod tests {
 
     #[test]
     fn the_filters_compile() {
-        let filters = filters().unwrap();
-        assert_eq!(filters.len(), 2);
-        assert!(filters.iter().all(|f| !f.is_empty()));
+        for filters in [filters().unwrap(), filters_without_network().unwrap()] {
+            assert_eq!(filters.len(), 2);
+            assert!(filters.iter().all(|f| !f.is_empty()));
+        }
+        assert_ne!(filters().unwrap(), filters_without_network().unwrap());
     }
 }
