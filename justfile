@@ -19,7 +19,8 @@ setup: toolchains
 
 # componentize-py (in a virtualenv) and componentize-js (an npm prefix),
 # pinned, under .toolchains/; the same layout `capstan plugin toolchain` makes.
-toolchains:
+# Then the MCP clients the `mcp` tests drive `capstan mcp serve` with.
+toolchains: mcp-clients
     #!/usr/bin/env bash
     set -euo pipefail
     if [ ! -f .toolchains/python/.capstan-installed ]; then
@@ -35,6 +36,22 @@ toolchains:
         npm install --silent --no-audit --no-fund --prefix .toolchains/js {{componentize_js}}
         touch .toolchains/js/.capstan-installed
     fi
+
+# The official MCP Python SDK, its 1.x and its current 2.x line, each in a
+# virtualenv under target/mcp-venvs (where tests/mcp.rs looks for them).
+mcp-clients:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    for pair in "mcp1:mcp>=1,<2" "mcp2:mcp>=2,<3"; do
+        name="${pair%%:*}"; spec="${pair#*:}"
+        dir="target/mcp-venvs/$name"
+        if [ ! -f "$dir/.capstan-installed" ]; then
+            echo "setup: installing '$spec' into $dir" >&2
+            python3 -m venv "$dir"
+            "$dir/bin/pip" install --quiet --disable-pip-version-check "$spec"
+            printf '%s' "$spec" > "$dir/.capstan-installed"
+        fi
+    done
 
 # Build the capstan binary (release), with its built-in plugins embedded.
 build: setup
@@ -94,13 +111,15 @@ fmt:
 
 # Measure: fresh-instance call, compile and cached load, whole-process call;
 # the agent loop's overhead per turn and its startup; Python and JavaScript
-# tools beside the Rust one, and the memory an idle session keeps.
+# tools beside the Rust one, and the memory an idle session keeps; a call
+# through `capstan mcp serve` beside @modelcontextprotocol/server-filesystem.
 bench: setup
     cargo bench -p capstan --bench runtime
     cargo bench -p capstan --bench agent
     cargo bench -p capstan --bench hooks
     cargo bench -p capstan --bench exec
     cargo bench -p capstan --bench languages
+    cargo bench -p capstan --bench mcp
 
 # An agent session on a sample project with the offline scripted model (no
 # API key needed): refused in print mode, then asked at a terminal (a
