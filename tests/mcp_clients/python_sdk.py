@@ -197,10 +197,40 @@ async def step_roots(conn):
 
 
 async def step_cancel(conn):
-    with anyio.move_on_after(1.5) as scope:
-        await conn.call("misbehave__sleep", {"bytes": 25})
+    if SDK_MAJOR >= 2:
+        # The 2.x client sends notifications/cancelled (or, stateless over
+        # HTTP, closes the call's stream) when the call is cancelled.
+        with anyio.move_on_after(1.5) as scope:
+            await conn.call("misbehave__sleep", {"bytes": 25})
+        cancelled = scope.cancelled_caught
+    else:
+        # The 1.x client sends nothing when a call is cancelled; its user
+        # sends notifications/cancelled for the request's id.
+        import mcp.types as types
+
+        request_id = conn.session._request_id
+        cancelled = False
+        async with anyio.create_task_group() as tg:
+
+            async def slow():
+                await conn.call("misbehave__sleep", {"bytes": 25})
+
+            tg.start_soon(slow)
+            await anyio.sleep(1.5)
+            await conn.session.send_notification(
+                types.ClientNotification(
+                    types.CancelledNotification(
+                        method="notifications/cancelled",
+                        params=types.CancelledNotificationParams(
+                            requestId=request_id, reason="the test cancelled it"
+                        ),
+                    )
+                )
+            )
+            tg.cancel_scope.cancel()
+            cancelled = True
     after = text_of(await conn.call("fs__read", {"path": "hello.txt"}))
-    return {"cancelled": scope.cancelled_caught, "after": after}
+    return {"cancelled": cancelled, "after": after}
 
 
 STEPS = {

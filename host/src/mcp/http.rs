@@ -391,7 +391,7 @@ fn delete(state: &Rc<State>, headers: &HeaderMap) -> Response<Body> {
     };
     match state.sessions.borrow_mut().remove(id) {
         Some(session) => {
-            session.cancel_all();
+            session.cancel_all("the session ended");
             session.set_notify(None);
             plain(StatusCode::OK, "")
         }
@@ -489,7 +489,7 @@ impl Drop for EventStream {
         if !self.done
             && let Some(session) = &self.cancel_on_drop
         {
-            session.cancel_all();
+            session.cancel_all("the client closed the call's stream");
         }
     }
 }

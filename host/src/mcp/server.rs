@@ -585,11 +585,11 @@ impl Session {
         self.in_flight.borrow().len()
     }
 
-    /// Stops every call under way (the client went away).
-    pub fn cancel_all(&self) {
+    /// Stops every call under way, for `reason` (the client went away).
+    pub fn cancel_all(&self, reason: &str) {
         let running: Vec<_> = self.in_flight.borrow_mut().drain().collect();
         for (id, running) in running {
-            self.stop(&id, running, "the client closed the call's stream");
+            self.stop(&id, running, reason);
         }
     }
 
