@@ -38,7 +38,8 @@ toolchains: mcp-clients
     fi
 
 # The official MCP Python SDK, its 1.x and its current 2.x line, each in a
-# virtualenv under target/mcp-venvs (where tests/mcp.rs looks for them).
+# virtualenv under target/mcp-venvs, and the TypeScript SDK under
+# target/mcp-node (where tests/mcp.rs looks for them).
 mcp-clients:
     #!/usr/bin/env bash
     set -euo pipefail
@@ -52,6 +53,13 @@ mcp-clients:
             printf '%s' "$spec" > "$dir/.capstan-installed"
         fi
     done
+    if [ ! -f target/mcp-node/.capstan-installed ]; then
+        command -v npm >/dev/null || { echo "setup: npm is needed for the MCP TypeScript SDK; install Node.js 18+" >&2; exit 1; }
+        echo "setup: installing @modelcontextprotocol/sdk@1 into target/mcp-node" >&2
+        mkdir -p target/mcp-node
+        npm install --silent --no-audit --no-fund --prefix target/mcp-node @modelcontextprotocol/sdk@1
+        printf '%s' "@modelcontextprotocol/sdk@1" > target/mcp-node/.capstan-installed
+    fi
 
 # Build the capstan binary (release), with its built-in plugins embedded.
 build: setup

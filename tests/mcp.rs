@@ -61,8 +61,35 @@ fn sdk2() -> PathBuf {
     sdk_python("mcp2", "mcp>=2,<3")
 }
 
-fn client_script() -> PathBuf {
-    support::repo_root().join("tests/mcp_clients/python_sdk.py")
+/// The npm prefix holding `@modelcontextprotocol/sdk`, installed once
+/// under `target/mcp-node`.
+fn ts_sdk() -> PathBuf {
+    static INSTALLING: Mutex<()> = Mutex::new(());
+    let _guard = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
+    let prefix = target_dir().join("mcp-node");
+    let marker = prefix.join(".capstan-installed");
+    if marker.is_file() {
+        return prefix;
+    }
+    std::fs::create_dir_all(&prefix).unwrap();
+    let out = Command::new("npm")
+        .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
+        .arg(&prefix)
+        .arg("@modelcontextprotocol/sdk@1")
+        .output()
+        .expect("npm is needed for the MCP client tests (Node.js 18+)");
+    assert!(
+        out.status.success(),
+        "npm install @modelcontextprotocol/sdk into {} failed (the MCP client tests need the npm registry once; `just setup` installs it):\n{}",
+        prefix.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(&marker, "@modelcontextprotocol/sdk@1").unwrap();
+    prefix
+}
+
+fn client_script(name: &str) -> PathBuf {
+    support::repo_root().join("tests/mcp_clients").join(name)
 }
 
 /// A workspace with the files the client script reads, and the `capstan mcp
@@ -89,10 +116,25 @@ fn serve_args(extra: &[&str]) -> Vec<String> {
     args
 }
 
-/// Runs the client script with `python` and `config`; returns what it saw.
+/// Runs the Python client script with `python` and `config`; returns what
+/// it saw.
 fn run_client(python: &Path, config: Value) -> Value {
-    let out = Command::new(python)
-        .arg(client_script())
+    run_script(python, &client_script("python_sdk.py"), config)
+}
+
+/// Runs the TypeScript client script with `config`.
+fn run_ts_client(mut config: Value) -> Value {
+    config["sdk"] = json!(ts_sdk());
+    run_script(
+        Path::new("node"),
+        &client_script("typescript_sdk.mjs"),
+        config,
+    )
+}
+
+fn run_script(program: &Path, script: &Path, config: Value) -> Value {
+    let out = Command::new(program)
+        .arg(script)
         .arg(config.to_string())
         .output()
         .unwrap();
@@ -217,11 +259,11 @@ fn check_steps(seen: &Value) {
     }
     let progress = &seen["progress"];
     assert_eq!(progress["result"]["text"], "done", "{progress}");
-    assert_eq!(
-        progress["reports"],
-        json!([{ "progress": 1.0, "total": 2.0, "message": "working" }]),
-        "{progress}"
-    );
+    let reports = progress["reports"].as_array().unwrap();
+    assert_eq!(reports.len(), 1, "{progress}");
+    assert_eq!(reports[0]["progress"].as_f64(), Some(1.0), "{progress}");
+    assert_eq!(reports[0]["total"].as_f64(), Some(2.0), "{progress}");
+    assert_eq!(reports[0]["message"], "working", "{progress}");
     assert_eq!(seen["cancel"]["cancelled"], true, "{seen}");
     assert_eq!(seen["cancel"]["after"]["isError"], false, "{seen}");
 }
@@ -290,16 +332,31 @@ fn python_sdk_2_over_stdio_in_each_mode() {
 }
 
 #[test]
+fn typescript_sdk_over_stdio() {
+    let env = workspace();
+    let errlog = env.home.path().join("server.log");
+    let seen = run_ts_client(stdio_config(&env, "legacy", &ALL_STEPS, &errlog, &[]));
+    assert_eq!(seen["protocolVersion"], "2025-11-25", "{seen}");
+    assert_eq!(seen["serverName"], "capstan", "{seen}");
+    check_steps(&seen);
+    assert_call_cancelled(&std::fs::read_to_string(&errlog).unwrap());
+}
+
+#[test]
 fn the_clients_root_is_the_workspace_unless_one_is_given() {
     let env = workspace();
     let root = tempfile::tempdir().unwrap();
     let root_path = root.path().canonicalize().unwrap();
     std::fs::write(root_path.join("only-in-root.txt"), "from the root\n").unwrap();
     let errlog = env.home.path().join("server.log");
-    for python in [sdk1(), sdk2()] {
+    for client in ["python 1", "python 2", "typescript"] {
         let mut config = stdio_config(&env, "legacy", &["roots"], &errlog, &[]);
         config["roots"] = json!(root_path);
-        let seen = run_client(&python, config);
+        let seen = match client {
+            "python 1" => run_client(&sdk1(), config),
+            "python 2" => run_client(&sdk2(), config),
+            _ => run_ts_client(config),
+        };
         assert_eq!(seen["roots"]["isError"], false, "{seen}");
         assert!(
             seen["roots"]["text"]
@@ -433,6 +490,16 @@ fn python_sdk_1_over_http() {
     let env = workspace();
     let server = HttpServer::start(&env, &[], &[]);
     let seen = run_client(&sdk1(), http_config(&server, "legacy", &ALL_STEPS));
+    assert_eq!(seen["protocolVersion"], "2025-11-25", "{seen}");
+    check_steps(&seen);
+    assert_call_cancelled(&server.log_with("cancelled call"));
+}
+
+#[test]
+fn typescript_sdk_over_http() {
+    let env = workspace();
+    let server = HttpServer::start(&env, &[], &[]);
+    let seen = run_ts_client(http_config(&server, "legacy", &ALL_STEPS));
     assert_eq!(seen["protocolVersion"], "2025-11-25", "{seen}");
     check_steps(&seen);
     assert_call_cancelled(&server.log_with("cancelled call"));

@@ -23,6 +23,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::rc::{Rc, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -43,6 +44,9 @@ use crate::sandbox::{CallError, EventSink, PluginEvent, Sandbox};
 /// How long the server waits for the client's answer to `roots/list`
 /// before it uses its own workspace.
 const ROOTS_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a call that reported progress waits before its response.
+const PROGRESS_GAP: Duration = Duration::from_millis(2);
 
 /// How often the lockfile is looked at.
 const LOCKFILE_POLL: Duration = Duration::from_millis(500);
@@ -359,7 +363,8 @@ impl Server {
                 ),
             ));
         };
-        let events = token.map(|token| progress_sink(reply.clone(), token));
+        let progress = Arc::new(AtomicBool::new(false));
+        let events = token.map(|token| progress_sink(reply.clone(), token, progress.clone()));
         let outcome = tool
             .call(ToolCall {
                 input: &input,
@@ -371,6 +376,13 @@ impl Server {
                 session: None,
             })
             .await;
+        if progress.load(Ordering::Relaxed) {
+            // A client may drop a progress notification that arrives in the
+            // same read as the response (the TypeScript SDK handles
+            // notifications a tick after responses, and a response ends the
+            // call's progress): give the last report a moment to go first.
+            tokio::time::sleep(PROGRESS_GAP).await;
+        }
         Ok(match outcome.result {
             Ok(text) => json!({
                 "content": [{ "type": "text", "text": text }],
@@ -507,7 +519,7 @@ fn server_info() -> Value {
 
 /// Sends the plugin's progress reports as `notifications/progress` for
 /// `token`, each one further than the last (as MCP requires).
-fn progress_sink(reply: Outbox, token: Value) -> EventSink {
+fn progress_sink(reply: Outbox, token: Value, sent: Arc<AtomicBool>) -> EventSink {
     let last = Mutex::new(None::<u64>);
     Arc::new(move |_plugin: &str, event: PluginEvent| {
         let PluginEvent::Progress {
@@ -530,6 +542,7 @@ fn progress_sink(reply: Outbox, token: Value) -> EventSink {
             params["total"] = json!(total);
         }
         reply.send(Message::notification("notifications/progress", params));
+        sent.store(true, Ordering::Relaxed);
     })
 }
 
