@@ -4,7 +4,7 @@
 //! The pieces are kept apart so that a client can reuse the lower ones:
 //! [`jsonrpc`] (messages, knowing no method), [`outbox`] (where a
 //! transport takes messages to send), [`stdio`] (line framing over any
-//! byte streams, on threads of its own) and [`protocol`] (the revisions
+//! byte streams) and [`protocol`] (the revisions
 //! and how one is agreed on) are shared; [`server`] (the methods),
 //! [`tools`] (the tools offered) and [`http`] (Streamable HTTP) are the
 //! server's.
@@ -38,8 +38,7 @@ use stdio::{Frame, LineWriter};
 /// Serves `server` over stdin and stdout until stdin ends; calls still
 /// running then are finished and answered first.
 pub async fn serve_stdio(server: Rc<Server>) -> Result<(), String> {
-    let writer = LineWriter::spawn(std::io::stdout())
-        .map_err(|e| format!("cannot start the output thread: {e}"))?;
+    let writer = LineWriter::new(std::io::stdout());
     let reply = writer.outbox();
     let session = server.open_session(Some(reply.clone()));
     let mut frames = stdio::read_lines(BufReader::new(std::io::stdin()));

@@ -1,14 +1,12 @@
-//! The stdio transport: one JSON-RPC message per line, read and written by
-//! a thread each, so a blocking pipe never holds the async runtime. The
-//! reader hands lines to the runtime through a channel; the writer takes
-//! messages from any thread and flushes once it has nothing more queued.
-//! Both work on any byte streams: the server's own stdin and stdout, or a
-//! child process's pipes.
+//! The stdio transport: one JSON-RPC message per line. Lines are read on a
+//! thread of their own, so a blocking pipe never holds the async runtime,
+//! and handed to the runtime through a channel; messages are written by
+//! whichever thread sends them. Both work on any byte streams: the
+//! server's own stdin and stdout, or a child process's pipes.
 
 use std::io::{BufRead, Read, Write};
-use std::sync::Arc;
-use std::sync::mpsc as std_mpsc;
-use std::thread::JoinHandle;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::mpsc;
 
@@ -94,32 +92,36 @@ fn read_loop(mut input: impl BufRead, tx: &mpsc::UnboundedSender<Frame>) {
     }
 }
 
-/// The writer thread of a line transport.
+/// The writing side of a line transport: each message is written and
+/// flushed by the thread that sends it, under a lock, so a response leaves
+/// as soon as it is made (a writer thread would add a hand-over to every
+/// message). A client that stops reading holds up only the senders.
 pub struct LineWriter {
     outbox: Outbox,
-    stop: std_mpsc::Sender<Option<Vec<u8>>>,
-    thread: Option<JoinHandle<()>>,
+    closed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl LineWriter {
-    /// Writes messages to `output`, one per line, on a thread of its own.
-    pub fn spawn(output: impl Write + Send + 'static) -> std::io::Result<Self> {
-        let (tx, rx) = std_mpsc::channel::<Option<Vec<u8>>>();
-        let thread = std::thread::Builder::new()
-            .name("mcp-write".into())
-            .spawn(move || write_loop(output, &rx))?;
-        let stop = tx.clone();
-        let tx = std::sync::Mutex::new(tx);
+    /// Writes messages to `output`, one per line.
+    pub fn new(output: impl Write + Send + 'static) -> Self {
+        let output = Mutex::new(output);
+        let closed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let is_closed = closed.clone();
         let outbox = Outbox::new(Arc::new(move |message: Message| {
-            tx.lock()
-                .map(|tx| tx.send(Some(message.to_line())).is_ok())
-                .unwrap_or(false)
+            if is_closed.load(Ordering::Acquire) {
+                return false;
+            }
+            let line = message.to_line();
+            let Ok(mut output) = output.lock() else {
+                return false;
+            };
+            let written = output.write_all(&line).and_then(|()| output.flush());
+            if written.is_err() {
+                is_closed.store(true, Ordering::Release);
+            }
+            written.is_ok()
         }));
-        Ok(Self {
-            outbox,
-            stop,
-            thread: Some(thread),
-        })
+        Self { outbox, closed }
     }
 
     /// Where messages to write go.
@@ -127,35 +129,9 @@ impl LineWriter {
         self.outbox.clone()
     }
 
-    /// Waits until everything sent so far is written, then stops the
-    /// thread; what is sent later is dropped.
-    pub fn finish(mut self) {
-        let _ = self.stop.send(None);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-fn write_loop(mut output: impl Write, rx: &std_mpsc::Receiver<Option<Vec<u8>>>) {
-    while let Ok(Some(line)) = rx.recv() {
-        if output.write_all(&line).is_err() {
-            return;
-        }
-        // Write what else is queued before flushing once.
-        let mut stop = false;
-        while let Ok(next) = rx.try_recv() {
-            let Some(line) = next else {
-                stop = true;
-                break;
-            };
-            if output.write_all(&line).is_err() {
-                return;
-            }
-        }
-        if output.flush().is_err() || stop {
-            return;
-        }
+    /// Stops writing: what is sent from now on is dropped.
+    pub fn finish(self) {
+        self.closed.store(true, Ordering::Release);
     }
 }
 
@@ -193,7 +169,7 @@ mod tests {
             }
         }
         let out = Shared::default();
-        let writer = LineWriter::spawn(out.clone()).unwrap();
+        let writer = LineWriter::new(out.clone());
         let outbox = writer.outbox();
         for n in 0..100 {
             assert!(outbox.send(Message::notification("n", serde_json::json!({ "n": n }))));
