@@ -19,7 +19,8 @@ setup: toolchains
 
 # componentize-py (in a virtualenv) and componentize-js (an npm prefix),
 # pinned, under .toolchains/; the same layout `capstan plugin toolchain` makes.
-toolchains:
+# Then the MCP clients the `mcp` tests drive `capstan mcp serve` with.
+toolchains: mcp-clients
     #!/usr/bin/env bash
     set -euo pipefail
     if [ ! -f .toolchains/python/.capstan-installed ]; then
@@ -34,6 +35,30 @@ toolchains:
         mkdir -p .toolchains/js
         npm install --silent --no-audit --no-fund --prefix .toolchains/js {{componentize_js}}
         touch .toolchains/js/.capstan-installed
+    fi
+
+# The official MCP Python SDK, its 1.x and its current 2.x line, each in a
+# virtualenv under target/mcp-venvs, and the TypeScript SDK under
+# target/mcp-node (where tests/mcp.rs looks for them).
+mcp-clients:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    for pair in "mcp1:mcp>=1,<2" "mcp2:mcp>=2,<3"; do
+        name="${pair%%:*}"; spec="${pair#*:}"
+        dir="target/mcp-venvs/$name"
+        if [ ! -f "$dir/.capstan-installed" ]; then
+            echo "setup: installing '$spec' into $dir" >&2
+            python3 -m venv "$dir"
+            "$dir/bin/pip" install --quiet --disable-pip-version-check "$spec"
+            printf '%s' "$spec" > "$dir/.capstan-installed"
+        fi
+    done
+    if [ ! -f target/mcp-node/.capstan-installed ]; then
+        command -v npm >/dev/null || { echo "setup: npm is needed for the MCP TypeScript SDK; install Node.js 18+" >&2; exit 1; }
+        echo "setup: installing @modelcontextprotocol/sdk@1 into target/mcp-node" >&2
+        mkdir -p target/mcp-node
+        npm install --silent --no-audit --no-fund --prefix target/mcp-node @modelcontextprotocol/sdk@1
+        printf '%s' "@modelcontextprotocol/sdk@1" > target/mcp-node/.capstan-installed
     fi
 
 # Build the capstan binary (release), with its built-in plugins embedded.
@@ -99,13 +124,15 @@ fmt:
 
 # Measure: fresh-instance call, compile and cached load, whole-process call;
 # the agent loop's overhead per turn and its startup; Python and JavaScript
-# tools beside the Rust one, and the memory an idle session keeps.
+# tools beside the Rust one, and the memory an idle session keeps; a call
+# through `capstan mcp serve` beside @modelcontextprotocol/server-filesystem.
 bench: setup
     cargo bench -p capstan --bench runtime
     cargo bench -p capstan --bench agent
     cargo bench -p capstan --bench hooks
     cargo bench -p capstan --bench exec
     cargo bench -p capstan --bench languages
+    cargo bench -p capstan --bench mcp
 
 # An agent session on a sample project with the offline scripted model (no
 # API key needed): refused in print mode, then asked at a terminal (a

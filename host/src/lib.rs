@@ -37,6 +37,7 @@ pub mod fuzz;
 pub mod grants;
 pub mod home;
 pub mod hooks;
+pub mod mcp;
 pub mod model;
 pub mod plugin;
 pub mod policy;

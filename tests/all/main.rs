@@ -24,6 +24,7 @@ mod hooks;
 mod host_edges;
 mod interactive;
 mod languages;
+mod mcp;
 mod misbehaving;
 mod model_providers;
 mod net_escapes;

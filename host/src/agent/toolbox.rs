@@ -102,10 +102,24 @@ impl Toolbox {
         workspace: &Path,
         limits: Limits,
     ) -> Result<Self, ToolboxError> {
+        Self::load_with_writes(sandbox, catalog, workspace, limits, Writes::WhenAllowed).await
+    }
+
+    /// The same as [`Toolbox::load`], with the workspace writable only
+    /// under [`Writes::WhenAllowed`] (`capstan mcp serve` without
+    /// `--allow-write` passes [`Writes::Never`]).
+    pub async fn load_with_writes(
+        sandbox: impl Into<Arc<Sandbox>>,
+        catalog: &Catalog,
+        workspace: &Path,
+        limits: Limits,
+        writes: Writes,
+    ) -> Result<Self, ToolboxError> {
         let mut toolbox = Self::new(sandbox);
         toolbox.unavailable = catalog.unavailable().clone();
         for plugin in catalog.names() {
-            let Some(runtime) = toolbox.load_plugin(catalog, plugin, workspace, limits)? else {
+            let Some(runtime) = toolbox.load_plugin(catalog, plugin, workspace, limits, writes)?
+            else {
                 continue;
             };
             let described = runtime
@@ -135,6 +149,7 @@ impl Toolbox {
         plugin: &str,
         workspace: &Path,
         limits: Limits,
+        writes: Writes,
     ) -> Result<Option<Arc<PluginRuntime>>, ToolboxError> {
         let own = self.sandbox.own_folders();
         if catalog.check_available(plugin, workspace, own).is_err() {
@@ -144,8 +159,7 @@ impl Toolbox {
         let Some(Some(component)) = catalog.unless_unavailable(plugin, loaded)? else {
             return Ok(None);
         };
-        let provision =
-            Provision::for_plugin(catalog, plugin, workspace, own, limits, Writes::WhenAllowed);
+        let provision = Provision::for_plugin(catalog, plugin, workspace, own, limits, writes);
         let Some(provision) = catalog.unless_unavailable(plugin, provision)? else {
             return Ok(None);
         };

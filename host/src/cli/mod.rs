@@ -6,6 +6,7 @@ mod change_preview;
 pub mod escape;
 mod exec;
 mod exit;
+mod mcp;
 mod new;
 mod plugin;
 mod print;
@@ -87,6 +88,9 @@ enum Command {
     Skill(skill::SkillCommand),
     /// Start a plugin project: a tool, hook or skill in Rust, Python or JavaScript.
     New(new::NewArgs),
+    /// Serve capstan's sandboxed tools to other agents over MCP.
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
     /// Run a command in the OS sandbox (workspace read-only unless
     /// --allow-write, no network unless --allow-net); exits with its code.
     Exec(exec::ExecArgs),
@@ -123,7 +127,7 @@ pub fn main() -> ExitCode {
     // thread while the other ends the call at its deadline (and notices
     // Ctrl-C). Other commands need one thread.
     let runtime = match &cli.command {
-        Some(Command::Tool(_) | Command::Skill(_)) | None => {
+        Some(Command::Tool(_) | Command::Skill(_) | Command::Mcp(_)) | None => {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(2)
                 .enable_all()
@@ -149,6 +153,7 @@ pub fn main() -> ExitCode {
             Some(Command::Audit(command)) => audit::run(command),
             Some(Command::Skill(command)) => skill::run(command).await,
             Some(Command::New(args)) => new::run_new(args),
+            Some(Command::Mcp(command)) => mcp::run(command, verbose).await,
             // Run above, before the runtime was built.
             Some(Command::Exec(_)) => Exit::Usage,
             None => {
