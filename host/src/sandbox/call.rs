@@ -69,6 +69,11 @@ pub struct CallState {
     pub(crate) audit: Option<crate::audit::AuditScope>,
     http: WasiHttpCtx,
     net: NetHooks,
+    /// What the call may touch, for host interfaces that decide each
+    /// request (`capstan:plugin/exec`).
+    pub(super) grants: Grants,
+    /// When the call must be over.
+    pub(super) deadline: std::time::Instant,
     /// Whether the guest has called into the host through this state.
     touched: bool,
 }
@@ -91,6 +96,8 @@ impl CallState {
             audit: None,
             http: WasiHttpCtx::new(),
             net: NetHooks::new(&[], &[]),
+            grants: Grants::none(),
+            deadline: std::time::Instant::now(),
             touched: false,
         }
     }
@@ -397,6 +404,8 @@ fn call_state(
         audit,
         http,
         net: options.grants.net_hooks(),
+        grants: options.grants.clone(),
+        deadline: std::time::Instant::now() + options.limits.timeout,
         touched: false,
     };
     Ok((state, stdout, stderr))

@@ -12,7 +12,9 @@ mod call;
 pub mod compile_cache;
 pub mod engine;
 pub mod error;
+mod exec_api;
 mod fs_audit;
+mod fs_protect;
 pub mod hook;
 pub mod host_api;
 pub mod limits;
@@ -131,6 +133,7 @@ impl Sandbox {
         let link_error = |e: wasmtime::Error| LoadError::Engine(format!("{e:#}"));
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(link_error)?;
         fs_audit::add_to_linker(&mut linker).map_err(link_error)?;
+        fs_protect::add_to_linker(&mut linker).map_err(link_error)?;
         crate::grants::net::lookup::add_to_linker(&mut linker).map_err(link_error)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(link_error)?;
         ToolPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
