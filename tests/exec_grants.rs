@@ -15,7 +15,8 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Output};
 
-use serde_json::Value;
+use serde_json::{Value, json};
+use support::mock_model::{Answer, MockModel, Reply};
 use support::{Env, fixture, stderr, stdout, target_dir};
 
 /// Who commits, passed to the git plugin through its env grants.
@@ -515,4 +516,85 @@ timeout = "2s"
     let runs = audit(&env, "command_run");
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(runs[0]["ending"], "timed out", "{runs:?}");
+}
+
+/// The text of the result the model got for call `id`.
+fn result_of(mock: &MockModel, id: &str) -> String {
+    for request in mock.received().iter().rev() {
+        for message in request.messages() {
+            let Some(blocks) = message["content"].as_array() else {
+                continue;
+            };
+            for block in blocks {
+                if block["type"] == "tool_result" && block["tool_use_id"] == id {
+                    return match &block["content"] {
+                        Value::String(text) => text.clone(),
+                        Value::Array(parts) => parts
+                            .iter()
+                            .filter_map(|p| p["text"].as_str())
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                        other => other.to_string(),
+                    };
+                }
+            }
+        }
+    }
+    panic!("the model never got a result for {id}");
+}
+
+#[test]
+fn a_model_commits_through_the_git_tools_in_a_session() {
+    let env = Env::new();
+    repository(&env);
+    install(&env, &git_package());
+    let calls = [
+        ("c1", "git__status", json!({})),
+        ("c2", "git__add", json!({"paths": ["notes.txt"]})),
+        (
+            "c3",
+            "git__commit",
+            json!({"message": "Notes from the session"}),
+        ),
+        ("c4", "git__log", json!({"max_count": 5})),
+    ];
+    let mut replies: Vec<Reply> = calls
+        .iter()
+        .map(|(id, tool, input)| {
+            Reply::sse(
+                Answer::text("Working.")
+                    .call(id, tool, input.clone())
+                    .anthropic(),
+            )
+        })
+        .collect();
+    replies.push(Reply::sse(Answer::text("Done.").anthropic()));
+    let mock = MockModel::start(replies);
+    let mut cmd = env.anthropic_session(
+        &mock.url(),
+        "sk-ant-mock-key-git",
+        "mock-model",
+        "commit the notes",
+    );
+    let out = cmd
+        .args(["--permission-mode", "accept-edits"])
+        .envs(IDENTITY)
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
+    assert!(
+        result_of(&mock, "c1").contains("?? notes.txt"),
+        "{}",
+        result_of(&mock, "c1")
+    );
+    assert!(
+        result_of(&mock, "c4").contains("Notes from the session"),
+        "{}",
+        result_of(&mock, "c4")
+    );
+    assert_eq!(
+        host_git(env.ws.path(), &["log", "--format=%s"]),
+        "Notes from the session\n"
+    );
 }

@@ -51,6 +51,7 @@ pub const RUST_SDK: &[(&str, &str)] = &[
         "src/error.rs",
         include_str!("../../../sdk/rust/src/error.rs"),
     ),
+    ("src/exec.rs", include_str!("../../../sdk/rust/src/exec.rs")),
     ("src/fs.rs", include_str!("../../../sdk/rust/src/fs.rs")),
     ("src/hook.rs", include_str!("../../../sdk/rust/src/hook.rs")),
     (
