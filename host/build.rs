@@ -20,6 +20,7 @@ const PLUGINS: &[(&str, &str)] = &[("fs", "capstan-plugin-fs")];
 /// packaged as `<target>/plugins/NAME/` (plugin.toml and component), ready
 /// for `capstan plugin install`.
 const PACKAGED: &[(&str, &str, &str)] = &[
+    ("git", "capstan-plugin-git", "git.wasm"),
     (
         "guard-secrets",
         "capstan-plugin-guard-secrets",

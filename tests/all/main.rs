@@ -17,6 +17,7 @@ mod agent_session;
 mod audit;
 mod cli;
 mod escapes;
+mod exec_grants;
 mod exec_sandbox;
 mod exec_tools;
 mod fs_tools;

@@ -494,14 +494,14 @@ fn an_unknown_capability_kind_is_refused_by_name_and_line() {
         env.outside.path(),
         "0.1.0",
         &fs_component(),
-        "\n[capabilities]\nnet = [\"https://api.example.com\"]\nexec = [{ program = \"git\", args = [\"status\"] }]\n",
+        "\n[capabilities]\nnet = [\"https://api.example.com\"]\nsockets = [{ kind = \"tcp\", port = 22 }]\n",
     );
     let out = plugin(&env, &["install", src.to_str().unwrap(), "--yes"]);
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(
         err.contains(
-            "unknown key `exec` in [capabilities] at line 9; known keys: fs, net, env, secrets"
+            "unknown key `sockets` in [capabilities] at line 9; known keys: fs, net, env, secrets, exec"
         ),
         "{err}"
     );

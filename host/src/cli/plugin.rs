@@ -55,7 +55,7 @@ pub enum PluginCommand {
     },
     /// Give a plugin back a capability its manifest requests.
     #[command(
-        after_help = "KIND is fs, net, env or secret; VALUE as the manifest writes it.
+        after_help = "KIND is fs, net, env, secret or exec; VALUE as the manifest writes it (for exec, the program: `git`, or `git writing .git` for its entry with `writes`).
 
 Examples:
   capstan plugin grant weather net https://api.open-meteo.com
@@ -64,14 +64,14 @@ Examples:
     Grant {
         /// The plugin's name.
         name: String,
-        /// fs, net, env or secret.
+        /// fs, net, env, secret or exec.
         kind: String,
-        /// The folder, origin, variable or secret name.
+        /// The folder, origin, variable, secret name or program.
         value: String,
     },
     /// Take a capability away from a plugin; its calls run without it.
     #[command(
-        after_help = "KIND is fs, net, env or secret; VALUE as the manifest writes it.
+        after_help = "KIND is fs, net, env, secret or exec; VALUE as the manifest writes it (for exec, the program: `git`, or `git writing .git` for its entry with `writes`).
 
 Example:
   capstan plugin revoke weather net https://api.open-meteo.com"
@@ -79,9 +79,9 @@ Example:
     Revoke {
         /// The plugin's name.
         name: String,
-        /// fs, net, env or secret.
+        /// fs, net, env, secret or exec.
         kind: String,
-        /// The folder, origin, variable or secret name.
+        /// The folder, origin, variable, secret name or program.
         value: String,
     },
     /// Build a plugin project (Rust, Python or JavaScript, as its

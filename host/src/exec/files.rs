@@ -55,22 +55,10 @@ const DEVICES: &[&str] = &[
     "/dev/pts",
 ];
 
-/// Paths of the workspace kept read-only when a command may write it:
-/// files that make code run later, outside every sandbox (git hooks and
-/// config, capstan's and Claude Code's project settings and hooks, editor
-/// tasks, direnv). Only those that exist are protected.
-pub const PROTECTED: &[&str] = &[
-    ".git",
-    ".gitmodules",
-    ".capstan",
-    ".claude",
-    ".mcp.json",
-    ".vscode",
-    ".idea",
-    ".envrc",
-    ".husky",
-    ".pre-commit-config.yaml",
-];
+// The paths of the workspace kept read-only when a command may write it:
+// one list with the plugins' write grants. Only those that exist are
+// protected here.
+use crate::grants::fs::PROTECTED;
 
 /// Files of `/proc` a command run without namespaces may read: the host's
 /// `/proc` would show every process of the machine (command lines

@@ -58,8 +58,7 @@ use crate::grants::net::NetGrant;
 
 /// Paths of the workspace that stay read-only for commands even when they
 /// may write the workspace.
-#[cfg(target_os = "linux")]
-pub use files::PROTECTED;
+pub use crate::grants::fs::PROTECTED;
 
 /// What to run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,8 +110,20 @@ pub struct ExecRequest {
     /// run to completion gets at most [`MAX_TIMEOUT`]; a background job
     /// without a timeout runs until killed.
     pub timeout: Option<Duration>,
-    /// Whether it reads capstan's standard input (else `/dev/null`).
+    /// Whether it reads capstan's standard input (else `/dev/null`, or
+    /// `stdin`).
     pub inherit_stdin: bool,
+    /// What its standard input reads, then end of file (when it does not
+    /// inherit capstan's).
+    pub stdin: Option<Vec<u8>>,
+    /// Whether its standard error is kept apart from its standard output
+    /// ([`ExecOutcome::errors`]) instead of combined with it.
+    pub separate_errors: bool,
+    /// Paths of [`PROTECTED`] the command may write all the same, when it
+    /// may write where they are: an `exec` grant's consented exception
+    /// (the git plugin's `.git`). Without `write`, these alone are
+    /// writable in the workspace.
+    pub writable_protected: Vec<String>,
     /// The audit record's call id (`exec` from the command line, the tool
     /// call's id in a session).
     pub call_id: String,
@@ -128,6 +139,9 @@ impl ExecRequest {
             net: Vec::new(),
             timeout: None,
             inherit_stdin: false,
+            stdin: None,
+            separate_errors: false,
+            writable_protected: Vec::new(),
             call_id: "exec".to_string(),
         }
     }
@@ -150,8 +164,12 @@ pub enum Ending {
 pub struct ExecOutcome {
     /// How it ended.
     pub ending: Ending,
-    /// Its combined standard output and error, capped.
+    /// Its combined standard output and error, capped (its standard
+    /// output only, with [`ExecRequest::separate_errors`]).
     pub output: CappedOutput,
+    /// Its standard error, capped, with [`ExecRequest::separate_errors`];
+    /// empty otherwise.
+    pub errors: CappedOutput,
     /// How long it ran.
     pub duration: Duration,
     /// Requests the proxy refused.

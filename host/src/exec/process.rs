@@ -39,6 +39,8 @@ pub struct RunningCommand {
     exited: ExitWatch,
     stopper: Stopper,
     output: Option<std::io::PipeReader>,
+    /// Its standard error, when kept apart from its output.
+    errors: Option<std::io::PipeReader>,
     proxy: Option<Proxy>,
     started: Instant,
     deadline: Option<Instant>,
@@ -123,15 +125,26 @@ impl RunningCommand {
             source,
         })?;
         let mut command = command_for(request, grants, &cwd, temp.path(), proxy)?;
-        let error_writer = writer.try_clone().map_err(|source| ExecError::Setup {
+        let pipe_error = |source| ExecError::Setup {
             step: "creating the output pipe",
             source,
-        })?;
-        command.stdout(writer).stderr(error_writer);
-        command.stdin(if request.inherit_stdin {
-            Stdio::inherit()
+        };
+        let (errors, error_writer) = if request.separate_errors {
+            let (reader, writer) = std::io::pipe().map_err(pipe_error)?;
+            (Some(reader), writer)
         } else {
-            Stdio::null()
+            (None, writer.try_clone().map_err(pipe_error)?)
+        };
+        command.stdout(writer).stderr(error_writer);
+        let mut input = None;
+        command.stdin(match (&request.stdin, request.inherit_stdin) {
+            (_, true) => Stdio::inherit(),
+            (Some(bytes), false) => {
+                let (reader, writer) = std::io::pipe().map_err(pipe_error)?;
+                input = Some((writer, bytes.clone()));
+                Stdio::from(reader)
+            }
+            (None, false) => Stdio::null(),
         });
         let program = match &request.command {
             CommandLine::Shell(_) => "bash".to_string(),
@@ -171,6 +184,17 @@ impl RunningCommand {
             (child, Stopper::Group(pgid), None)
         };
         drop(command);
+        if let Some((mut writer, bytes)) = input {
+            // Written beside the command, so a command that reads little
+            // cannot hold this thread; the pipe closes when all is written
+            // or the command is gone.
+            let _ = std::thread::Builder::new()
+                .name("capstan-exec-input".into())
+                .spawn(move || {
+                    use std::io::Write;
+                    let _ = writer.write_all(&bytes);
+                });
+        }
         let proxy = match listener {
             Some(listener) => match Proxy::start(listener, net, summary.audit.clone()) {
                 Ok(proxy) => Some(proxy),
@@ -191,6 +215,7 @@ impl RunningCommand {
             keeper,
             stopper,
             output: Some(reader),
+            errors,
             proxy,
             started,
             deadline: request.timeout.map(|t| started + t),
@@ -209,8 +234,15 @@ impl RunningCommand {
     /// it arrives; kills it at its deadline or when `cancel` is raised.
     pub fn wait(mut self, cancel: &Cancel, on_output: &mut dyn FnMut(&[u8])) -> ExecOutcome {
         let mut output = CappedOutput::default();
-        let (sender, chunks) = mpsc::channel::<Vec<u8>>();
-        if let Some(mut reader) = self.output.take() {
+        let mut errors = CappedOutput::default();
+        // Each chunk says whether it came from a separate standard error.
+        let (sender, chunks) = mpsc::channel::<(bool, Vec<u8>)>();
+        let streams = [(false, self.output.take()), (true, self.errors.take())];
+        for (is_error, reader) in streams {
+            let Some(mut reader) = reader else {
+                continue;
+            };
+            let sender = sender.clone();
             let _ = std::thread::Builder::new()
                 .name("capstan-exec-output".into())
                 .spawn(move || {
@@ -219,7 +251,7 @@ impl RunningCommand {
                         match reader.read(&mut buf) {
                             Ok(0) | Err(_) => break,
                             Ok(n) => {
-                                if sender.send(buf[..n].to_vec()).is_err() {
+                                if sender.send((is_error, buf[..n].to_vec())).is_err() {
                                     break;
                                 }
                             }
@@ -227,6 +259,7 @@ impl RunningCommand {
                     }
                 });
         }
+        drop(sender);
         let mut ending = None;
         let mut killed_at: Option<Instant> = None;
         let mut output_open = true;
@@ -248,9 +281,13 @@ impl RunningCommand {
             }
             if output_open {
                 match chunks.recv_timeout(TICK) {
-                    Ok(chunk) => {
+                    Ok((is_error, chunk)) => {
                         on_output(&chunk);
-                        output.push(&chunk);
+                        if is_error {
+                            errors.push(&chunk);
+                        } else {
+                            output.push(&chunk);
+                        }
                         continue;
                     }
                     Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -299,11 +336,13 @@ impl RunningCommand {
             Ending::TimedOut => 124,
             Ending::Cancelled => 130,
         };
+        let mut seen = output.text();
+        seen.push_str(&errors.text());
         let needs = missing::missing(
             exit_code,
             self.summary.write,
             !self.summary.net.is_empty(),
-            &output.text(),
+            &seen,
             &refusals,
         );
         let mut audit_failure = None;
@@ -331,6 +370,7 @@ impl RunningCommand {
         ExecOutcome {
             ending,
             output,
+            errors,
             duration,
             refusals,
             needs,
@@ -470,24 +510,41 @@ fn sandbox_setup(
         write_opened: Vec::new(),
     };
     files.write.push(temp.to_path_buf());
+    let exempt = |path: &PathBuf| {
+        request
+            .writable_protected
+            .iter()
+            .any(|name| *path == workspace.join(name))
+    };
     let mut read_only = Vec::new();
     if namespaces {
         if request.write {
             files.write.push(workspace.clone());
-            read_only = files::protected_in(workspace);
-        } else {
+            read_only = files::protected_in(workspace)
+                .into_iter()
+                .filter(|path| !exempt(path))
+                .collect();
+        } else if request.writable_protected.is_empty() {
             files.read.push(workspace.clone());
             read_only = vec![workspace.clone()];
+        } else {
+            // Read-only but for the exempted paths: Landlock alone keeps the
+            // rest of the workspace read-only (a read-only mount of it would
+            // hold the exempted paths too); the other protected paths are
+            // mounted read-only as under a write grant.
+            files.read.push(workspace.clone());
+            let (writable, protected): (Vec<PathBuf>, Vec<PathBuf>) =
+                files::protected_in(workspace).into_iter().partition(|path| exempt(path));
+            files.write.extend(writable);
+            read_only = protected;
         }
     } else {
         files
             .read
             .extend(files::PROC_GLOBAL.iter().map(PathBuf::from));
-        let protected = if request.write {
-            files::protected_in(workspace)
-        } else {
-            Vec::new()
-        };
+        let (exempted, protected): (Vec<PathBuf>, Vec<PathBuf>) =
+            files::protected_in(workspace).into_iter().partition(|path| exempt(path));
+        let protected = if request.write { protected } else { Vec::new() };
         if request.write && protected.is_empty() {
             files.write.push(workspace.clone());
         } else {
@@ -496,6 +553,9 @@ fn sandbox_setup(
                 files.write_opened = files::writable_around(workspace, &protected);
             }
         }
+        // Landlock rules add up: an exempted path is writable beneath a
+        // read-only workspace.
+        files.write.extend(exempted);
     }
     let ruleset = files::ruleset(&files).map_err(|e| ExecError::Setup {
         step: "building the Landlock rules",

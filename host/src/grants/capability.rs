@@ -111,6 +111,14 @@ pub trait Capability: Sized + Clone + PartialEq + std::fmt::Debug {
     fn check_reserved(&self, _model_keys: &[&str]) -> Result<(), ReservedName> {
         Ok(())
     }
+
+    /// The entry as it is granted, from the entry a manifest requests:
+    /// what must be fixed when the user consents (a program's path) is
+    /// resolved now, so the consent text shows it and the lockfile records
+    /// it. The entry itself by default.
+    fn resolve_for_grant(&self) -> Result<Self, EntryError> {
+        Ok(self.clone())
+    }
 }
 
 /// Whether every entry of `requests` is within some entry of `granted`.
@@ -374,6 +382,21 @@ macro_rules! capability_kinds {
                 let mut diff = CapabilityDiff::default();
                 $( capability::diff_into(&self.$field, &newer.$field, CapabilityEntry::$variant, &mut diff); )+
                 diff
+            }
+
+            /// Every entry as it is granted ([`Capability::resolve_for_grant`]):
+            /// run on a manifest's request before consent. The first entry
+            /// that cannot be resolved comes back with its kind and index.
+            pub fn resolve_for_grant(&self) -> Result<Capabilities, InvalidEntry> {
+                Ok(Capabilities {
+                    $( $field: self.$field.iter().enumerate().map(|(index, entry)| {
+                        entry.resolve_for_grant().map_err(|error| InvalidEntry {
+                            kind: CapabilityKind::$variant,
+                            index,
+                            error,
+                        })
+                    }).collect::<Result<_, _>>()?, )+
+                })
             }
 
             /// `self` without the entries of `minus` (matched exactly).

@@ -44,6 +44,107 @@ pub fn openable(kind: DescriptorType) -> Result<(), &'static str> {
     }
 }
 
+/// Paths kept read-only under every write grant, for plugins' components
+/// (in each folder granted read-write) and native commands (in the
+/// workspace, see [`crate::exec`]) alike: files that make code run later,
+/// outside every sandbox — git hooks and config, capstan's and Claude
+/// Code's project settings and hooks, editor tasks, direnv, commit hooks.
+/// A component's write, create, rename or delete there is refused
+/// ([`protected_path`]); an `exec` grant may name some of them in `writes`
+/// for its program (the git plugin's `.git`).
+pub const PROTECTED: &[&str] = &[
+    ".git",
+    ".gitmodules",
+    ".capstan",
+    ".claude",
+    ".mcp.json",
+    ".vscode",
+    ".idea",
+    ".envrc",
+    ".husky",
+    ".pre-commit-config.yaml",
+];
+
+/// The protected path ([`PROTECTED`]) that `target` — a path on the host,
+/// absolute — is or lies in, under one of the writable folders `roots`
+/// (given as their real paths), if any. Both the path as written and the
+/// path it resolves to (symbolic links followed as far as it exists) are
+/// checked, so neither `..` nor a link planted in the folder leads into
+/// `.git` unnoticed.
+pub fn protected_path(target: &Path, roots: &[PathBuf]) -> Option<(&'static str, PathBuf)> {
+    let lexical = normalized(target);
+    let resolved = resolve_through_links(&lexical, 16);
+    for candidate in [&lexical, &resolved] {
+        for root in roots {
+            let Ok(below) = candidate.strip_prefix(root) else {
+                continue;
+            };
+            let first = below.components().next().and_then(|c| match c {
+                std::path::Component::Normal(name) => name.to_str(),
+                _ => None,
+            });
+            if let Some(name) = first.and_then(|f| PROTECTED.iter().find(|p| **p == f)) {
+                return Some((name, root.join(name)));
+            }
+        }
+    }
+    None
+}
+
+/// `path` with `.` and `..` taken out, lexically.
+fn normalized(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// `path` with its longest existing ancestor resolved (symbolic links
+/// followed) and the rest appended as written; a link that leads nowhere
+/// yet is followed (at most `links_left` times) to where it would create
+/// its target.
+fn resolve_through_links(path: &Path, links_left: u32) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            let mut out = real;
+            for name in rest.iter().rev() {
+                out.push(name);
+            }
+            return out;
+        }
+        let parent = existing.parent().map(Path::to_path_buf);
+        if links_left > 0
+            && let Ok(target) = std::fs::read_link(&existing)
+            && let Some(parent) = &parent
+        {
+            let mut followed = normalized(&parent.join(target));
+            for name in rest.iter().rev() {
+                followed.push(name);
+            }
+            return resolve_through_links(&followed, links_left - 1);
+        }
+        match (
+            existing.file_name().map(std::ffi::OsStr::to_os_string),
+            parent,
+        ) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
 /// How a folder may be used: `read` or `read-write`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case", try_from = "String")]
@@ -558,6 +659,37 @@ impl FsGrant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn protected_paths_are_found_through_dots_and_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::os::unix::fs::symlink(root.join(".git/hooks"), root.join("hooks-link")).unwrap();
+        let roots = vec![root.clone()];
+        let name = |p: &str| protected_path(&root.join(p), &roots).map(|(n, _)| n);
+        assert_eq!(name(".git/hooks/pre-commit"), Some(".git"));
+        assert_eq!(name(".git"), Some(".git"));
+        assert_eq!(name("src/../.git/config"), Some(".git"));
+        assert_eq!(name("hooks-link/pre-commit"), Some(".git"));
+        std::os::unix::fs::symlink(".git/hooks/post-checkout", root.join("dangling")).unwrap();
+        assert_eq!(
+            name("dangling"),
+            Some(".git"),
+            "a link to a file not there yet"
+        );
+        assert_eq!(
+            name(".vscode/tasks.json"),
+            Some(".vscode"),
+            "missing ones too"
+        );
+        assert_eq!(name(".envrc"), Some(".envrc"));
+        assert_eq!(name("src/main.rs"), None);
+        assert_eq!(name("src/.git/config"), None, "only at the top of a folder");
+        assert_eq!(name(".github/workflows/ci.yml"), None);
+        assert_eq!(protected_path(Path::new("/elsewhere/.git"), &roots), None);
+    }
 
     fn request(path: &str, access: Access) -> FsRequest {
         FsRequest {

@@ -9,7 +9,9 @@
 //!   `wasi:http` request; sockets are always off;
 //! - [`env`]: environment variables by name, nothing else;
 //! - [`secrets`]: values the host adds to requests as headers, which the
-//!   plugin never sees.
+//!   plugin never sees;
+//! - [`exec`]: native programs it may run, with the argument lists it may
+//!   pass, in the OS sandbox of [`crate::exec`].
 //!
 //! Every kind has the same lifecycle ([`capability::Capability`]): parse
 //! (its serde type is the schema of the manifest's and the lockfile's
@@ -22,6 +24,7 @@
 
 pub mod capability;
 pub mod env;
+pub mod exec;
 pub mod fs;
 pub mod net;
 pub mod secrets;
@@ -47,6 +50,8 @@ capability_kinds! {
     env: EnvGrant => Env,
     /// Secrets the host adds to its requests (`secret`).
     secrets: SecretGrant => Secret,
+    /// Native programs it may run, with argument patterns (`exec`).
+    exec: exec::ExecGrant => Exec,
 }
 
 /// An entry of a manifest's request that is not valid.
@@ -75,6 +80,11 @@ pub struct Grants {
     pub env: Vec<EnvGrant>,
     /// Secrets added as headers to requests to their hosts.
     pub secrets: Vec<ResolvedSecret>,
+    /// Everything the plugin was granted, as the lockfile records it: a
+    /// kind whose entries need no preparing before a call (such as
+    /// [`exec`]) reads them here when the call asks, so adding one needs
+    /// no field of its own.
+    pub capabilities: Capabilities,
     opened: OpenedFolders,
 }
 
@@ -138,7 +148,10 @@ impl Grants {
         secret_values: &SecretValues,
         own: &OwnFolders,
     ) -> Result<Self, PrepareError> {
-        let mut grants = Self::default();
+        let mut grants = Self {
+            capabilities: granted.clone(),
+            ..Self::default()
+        };
         for request in &granted.fs {
             let grant = request.resolve(workspace, plugin_data, own)?;
             if request.path == fs::WORKSPACE {
@@ -293,7 +306,7 @@ pub enum CapabilityRefError {
     UnknownKind {
         /// The kind as written.
         kind: String,
-        /// The kinds there are: `fs, net, env or secret`.
+        /// The kinds there are: `fs, net, env, secret or exec`.
         known: String,
     },
     /// The text is not `KIND VALUE`.
@@ -543,12 +556,22 @@ mod tests {
         }
     }
 
+    fn program(name: &str, args: &[&str]) -> exec::ExecGrant {
+        exec::ExecGrant {
+            program: name.to_string(),
+            path: None,
+            args: args.iter().map(|a| a.to_string()).collect(),
+            writes: Vec::new(),
+        }
+    }
+
     fn weather() -> Capabilities {
         Capabilities {
             fs: vec![],
             net: vec![net("https://api.open-meteo.com")],
             env: vec![],
             secrets: vec![secret("OPEN_METEO_KEY", &["api.open-meteo.com"])],
+            exec: vec![],
         }
     }
 
@@ -635,12 +658,14 @@ mod tests {
             net: vec![net("https://api.example.com")],
             env: vec![],
             secrets: vec![secret("K", &["api.example.com"])],
+            exec: vec![],
         };
         let new = Capabilities {
             fs: vec![fs("$WORKSPACE", Access::ReadWrite)],
             net: vec![net("https://*.example.com")],
             env: vec![],
             secrets: vec![secret("K", &["api.example.com", "upload.example.com"])],
+            exec: vec![],
         };
         let diff = old.diff(&new);
         assert!(diff.added.is_empty() && diff.removed.is_empty(), "{diff}");
@@ -675,6 +700,7 @@ mod tests {
                     CapabilityEntry::Net(e) => caps.net.push(e),
                     CapabilityEntry::Env(e) => caps.env.push(e),
                     CapabilityEntry::Secret(e) => caps.secrets.push(e),
+                    CapabilityEntry::Exec(e) => caps.exec.push(e),
                 }
             }
             caps
@@ -746,6 +772,21 @@ mod tests {
                     CapabilityEntry::Secret(secret("D", &["d.example.com"])),
                 ],
                 "secret   A -> sent as header X-Api-Key to a.example.com only",
+                [1, 1, 1, 1],
+            ),
+            (
+                CapabilityKind::Exec,
+                vec![
+                    CapabilityEntry::Exec(program("git", &["status", "log **"])),
+                    CapabilityEntry::Exec(program("cargo", &["test **"])),
+                    CapabilityEntry::Exec(program("make", &["check"])),
+                ],
+                vec![
+                    CapabilityEntry::Exec(program("git", &["status **", "log **"])),
+                    CapabilityEntry::Exec(program("cargo", &["test --lib **"])),
+                    CapabilityEntry::Exec(program("rustc", &["--version"])),
+                ],
+                "programs run git with `status`, `log **`",
                 [1, 1, 1, 1],
             ),
         ];
@@ -863,7 +904,7 @@ mod tests {
             ("", "expected KIND VALUE"),
             (
                 "disk /tmp",
-                "unknown capability kind `disk`; use fs, net, env or secret",
+                "unknown capability kind `disk`; use fs, net, env, secret or exec",
             ),
             ("net api.example.com", "invalid net value"),
             ("fs ~/x", "home folder"),
@@ -892,6 +933,7 @@ mod tests {
             net: vec![net("https://api.example.com")],
             env: vec![EnvGrant::new("TZ")],
             secrets: vec![secret("PLUGIN_TEST_UNSET_SECRET_Q", &["api.example.com"])],
+            exec: vec![],
         };
         let config = dir.path().join("config.toml");
         let values = SecretValues::from_pairs(&config, [("PLUGIN_TEST_UNSET_SECRET_Q", "v")]);

@@ -4,7 +4,10 @@
 //!
 //! The host links these interfaces (any 0.2 version of the WASI ones):
 //!
-//! - always: `capstan:plugin/host` and `types`; `wasi:io/error`, `poll`,
+//! - always: `capstan:plugin/host`, `types` and `exec` (which runs nothing
+//!   but what the plugin's `exec` grants allow; components in Python and
+//!   JavaScript import every interface of their world, used or not);
+//!   `wasi:io/error`, `poll`,
 //!   `streams`; `wasi:clocks/wall-clock`, `monotonic-clock`;
 //!   `wasi:random/random`, `insecure`, `insecure-seed`; `wasi:cli/environment`,
 //!   `exit`, `stdin`, `stdout`, `stderr` and the `terminal-*` interfaces;
@@ -124,6 +127,7 @@ enum Requirement {
 const PROVIDED: &[(&str, Requirement)] = &[
     ("capstan:plugin/host", Requirement::Nothing),
     ("capstan:plugin/types", Requirement::Nothing),
+    ("capstan:plugin/exec", Requirement::Nothing),
     ("wasi:io/error", Requirement::Nothing),
     ("wasi:io/poll", Requirement::Nothing),
     ("wasi:io/streams", Requirement::Nothing),

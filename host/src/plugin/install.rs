@@ -121,6 +121,17 @@ pub enum InstallError {
     /// The lockfile could not be read or written.
     #[error(transparent)]
     Lock(#[from] LockError),
+    /// What the plugin asks for cannot be fixed now: a program an `exec`
+    /// grant names is not on this machine.
+    #[error("refusing {name}: plugin.toml {field}: {reason}")]
+    Unresolved {
+        /// The plugin.
+        name: String,
+        /// The manifest's key at fault.
+        field: String,
+        /// Why.
+        reason: String,
+    },
     /// The plugin asks for a folder that cannot be granted: the root of
     /// the file system or one of capstan's own folders, once resolved.
     #[error("refusing {name}: {source}")]
@@ -807,7 +818,7 @@ impl<'a> Installer<'a> {
             None
         };
         let root = imported.as_ref().map_or(root, |i| i.root().to_path_buf());
-        let manifest = Manifest::load(&root)?;
+        let mut manifest = Manifest::load(&root)?;
         if BUILTIN_PLUGINS.iter().any(|p| p.name == manifest.name) {
             return Err(InstallError::BuiltinName {
                 name: manifest.name,
@@ -828,6 +839,21 @@ impl<'a> Installer<'a> {
             .map_err(|source| InstallError::Folder {
                 name: manifest.name.clone(),
                 source,
+            })
+            .inspect_err(|e| self.record_refusal(&manifest.name, e))?;
+        // Fixed now, so the consent text shows them and the lockfile
+        // records them: the programs an `exec` grant names, found in PATH.
+        manifest.capabilities = manifest
+            .capabilities
+            .resolve_for_grant()
+            .map_err(|bad| InstallError::Unresolved {
+                name: manifest.name.clone(),
+                field: format!(
+                    "capabilities.{}{}",
+                    bad.kind.field(),
+                    bad.error.field.map(|f| format!(".{f}")).unwrap_or_default()
+                ),
+                reason: bad.error.message,
             })
             .inspect_err(|e| self.record_refusal(&manifest.name, e))?;
         let selected = package::select(&root, &manifest)?;
@@ -1462,6 +1488,7 @@ mod tests {
             net: nets.iter().map(|n| net(n)).collect(),
             env: env.iter().map(|e| EnvGrant::new(e)).collect(),
             secrets: Vec::new(),
+            exec: Vec::new(),
         }
     }
 

@@ -807,10 +807,12 @@ timeout = "20s"
         assert_fails(
             &edit(
                 "env = [\"TZ\"]",
-                "env = [\"TZ\"]\nexec = [{ program = \"git\", args = [\"status\"] }]",
+                "env = [\"TZ\"]\nsockets = [{ kind = \"tcp\", port = 22 }]",
             ),
             11,
-            &["unknown key `exec` in [capabilities] at line 11; known keys: fs, net, env, secrets"],
+            &[
+                "unknown key `sockets` in [capabilities] at line 11; known keys: fs, net, env, secrets, exec",
+            ],
         );
         let tables = "name = \"x\"\nversion = \"1.0.0\"\ndescription = \"d\"\ncomponents = [\"x.wasm\"]\n\n[capabilities]\nnet = [\"https://a.example.com\"]\n\n[[capabilities.secrets]]\nname = \"K\"\nheader = \"Authorization\"\nhosts = [\"a.example.com\"]\nsecret_store = \"vault\"\n";
         assert_fails(

@@ -7,6 +7,7 @@
 wasmtime::component::bindgen!({
     path: "../wit",
     world: "tool-plugin",
+    imports: { "capstan:plugin/exec": async },
     exports: { default: async },
 });
 

@@ -285,6 +285,8 @@ fn call_state(
         audit,
         http,
         net: options.grants.net_hooks(),
+        grants: options.grants.clone(),
+        deadline: std::time::Instant::now() + options.limits.timeout,
         touched: false,
     };
     Ok((state, stdout, stderr))

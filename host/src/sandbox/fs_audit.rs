@@ -69,6 +69,14 @@ fn open_at(
 ) -> Box<dyn Future<Output = wasmtime::Result<OpenAtResult>> + Send + '_> {
     Box::new(async move {
         let state = store.data_mut();
+        let changes = flags.contains(DescriptorFlags::WRITE)
+            || open_flags.intersects(OpenFlags::CREATE | OpenFlags::TRUNCATE);
+        if changes
+            && let Some(code) =
+                super::fs_protect::refusal(state, &dir, &path, mode_verb(open_flags))
+        {
+            return Ok((Err(code),));
+        }
         let audited = state.audit.is_some();
         let mut view = state.filesystem();
         let named = audited.then(|| match folder_under_grant(&mut view, &dir) {
@@ -160,6 +168,15 @@ fn place_under(base: &std::fs::File, roots: &[Arc<std::fs::File>]) -> Option<Str
 #[cfg(not(target_os = "linux"))]
 fn place_under(_base: &std::fs::File, _roots: &[Arc<std::fs::File>]) -> Option<String> {
     None
+}
+
+/// What an open that changes a file does, in words.
+fn mode_verb(open_flags: OpenFlags) -> &'static str {
+    if open_flags.contains(OpenFlags::CREATE) {
+        "create"
+    } else {
+        "write"
+    }
 }
 
 /// Whether an open failed because the sandbox refused it (a write under a

@@ -13,7 +13,9 @@ pub mod compile_cache;
 pub mod engine;
 pub mod error;
 pub mod events;
+mod exec_api;
 mod fs_audit;
+mod fs_protect;
 pub mod hook;
 pub mod host_api;
 pub mod limits;
@@ -134,6 +136,7 @@ impl Sandbox {
         let link_error = |e: wasmtime::Error| LoadError::Engine(format!("{e:#}"));
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(link_error)?;
         fs_audit::add_to_linker(&mut linker).map_err(link_error)?;
+        fs_protect::add_to_linker(&mut linker).map_err(link_error)?;
         crate::grants::net::lookup::add_to_linker(&mut linker, |state: &mut CallState| {
             state.touch();
             state.audit.as_ref()

@@ -60,6 +60,11 @@ pub struct CallState {
     pub(crate) audit: Option<crate::audit::AuditScope>,
     pub(super) http: WasiHttpCtx,
     pub(super) net: NetHooks,
+    /// What the call may touch, for host interfaces that decide each
+    /// request (`capstan:plugin/exec`).
+    pub(super) grants: Grants,
+    /// When the call must be over.
+    pub(super) deadline: std::time::Instant,
     /// Whether the guest has called into the host through this state.
     pub(super) touched: bool,
 }
@@ -82,6 +87,8 @@ impl CallState {
             audit: None,
             http: WasiHttpCtx::new(),
             net: NetHooks::new(&[], &[]),
+            grants: Grants::none(),
+            deadline: std::time::Instant::now(),
             touched: false,
         }
     }

@@ -5,6 +5,7 @@
 pub const PLUGIN_WIT: &[(&str, &str)] = &[
     ("types.wit", include_str!("../../../wit/types.wit")),
     ("host.wit", include_str!("../../../wit/host.wit")),
+    ("exec.wit", include_str!("../../../wit/exec.wit")),
     ("tool.wit", include_str!("../../../wit/tool.wit")),
     ("hook.wit", include_str!("../../../wit/hook.wit")),
     ("skill.wit", include_str!("../../../wit/skill.wit")),
@@ -50,6 +51,7 @@ pub const RUST_SDK: &[(&str, &str)] = &[
         "src/error.rs",
         include_str!("../../../sdk/rust/src/error.rs"),
     ),
+    ("src/exec.rs", include_str!("../../../sdk/rust/src/exec.rs")),
     ("src/fs.rs", include_str!("../../../sdk/rust/src/fs.rs")),
     ("src/hook.rs", include_str!("../../../sdk/rust/src/hook.rs")),
     (

@@ -38,12 +38,17 @@ impl ToolError {
     /// becomes [`ToolError::Denied`], because in the sandbox it means the
     /// path or the kind of access was not granted.
     pub fn from_io(err: &io::Error, what: impl fmt::Display) -> Self {
+        // Only the paths capstan keeps read-only under every write grant
+        // are refused as a read-only file system (EROFS is 69 in WASI).
+        if err.kind() == io::ErrorKind::ReadOnlyFilesystem || err.raw_os_error() == Some(69) {
+            return Self::Denied(format!(
+                "{what}: refused: capstan keeps this path read-only for plugins even when the workspace is writable, because files there (such as .git, .vscode or .envrc) can run code later, outside the sandbox; commit with the git plugin's tools (git.add, git.commit), and ask the user to make any other change there"
+            ));
+        }
         match err.kind() {
-            io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
-                Self::Denied(format!(
-                    "{what}: refused by the sandbox: this plugin was not granted that access (a path outside its folders, a write to a read-only folder, or the network)"
-                ))
-            }
+            io::ErrorKind::PermissionDenied => Self::Denied(format!(
+                "{what}: refused by the sandbox: this plugin was not granted that access (a path outside its folders, a write to a read-only folder, or the network)"
+            )),
             io::ErrorKind::NotFound => Self::Failed(format!("{what}: no such file or folder")),
             _ => match err.raw_os_error() {
                 // ENOTCAPABLE: the path lies outside every granted folder.

@@ -242,9 +242,8 @@ mod imp {
     fn to_io(code: ErrorCode) -> io::Error {
         let kind = match code {
             ErrorCode::NoEntry => io::ErrorKind::NotFound,
-            ErrorCode::Access | ErrorCode::NotPermitted | ErrorCode::ReadOnly => {
-                io::ErrorKind::PermissionDenied
-            }
+            ErrorCode::Access | ErrorCode::NotPermitted => io::ErrorKind::PermissionDenied,
+            ErrorCode::ReadOnly => io::ErrorKind::ReadOnlyFilesystem,
             ErrorCode::IsDirectory => io::ErrorKind::IsADirectory,
             ErrorCode::NotDirectory => io::ErrorKind::NotADirectory,
             ErrorCode::InsufficientMemory => io::ErrorKind::OutOfMemory,

@@ -40,6 +40,7 @@ mod output;
 mod skill;
 mod tool;
 
+pub mod exec;
 pub mod fs;
 pub mod log;
 
