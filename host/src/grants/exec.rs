@@ -541,6 +541,7 @@ fn plan_unrecorded(
         timeout: context.remaining,
         limits: ExecLimits::default(),
         sandboxed: true,
+        namespaces: true,
         home: None,
         audit: context.audit.cloned(),
     };

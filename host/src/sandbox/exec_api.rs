@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use super::bindings::capstan::plugin::exec;
-use super::call::CallState;
+use super::state::CallState;
 use crate::grants::exec::{SpawnContext, SpawnError, SpawnRequest};
 
 impl exec::Host for CallState {
