@@ -32,6 +32,17 @@ const TICK: Duration = Duration::from_millis(20);
 /// The variables a command gets from capstan's environment, when set.
 const PASSED_ENV: &[&str] = &["PATH", "LANG", "TERM"];
 
+/// The variables that point a command's HTTP clients at the proxy: curl,
+/// git, pip, cargo, npm and Python's urllib read one or another.
+const PROXY_ENV: &[&str] = &[
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+];
+
 /// A started command.
 pub struct RunningCommand {
     keeper: Child,
@@ -112,7 +123,11 @@ impl RunningCommand {
                 step: "creating the command's temporary folder",
                 source,
             })?;
-        let proxy = !net.is_empty() && grants.sandboxed;
+        // Every sandboxed command gets the proxy, granted origins or none:
+        // a tool that honours the proxy variables then asks it, and a
+        // refusal is seen, audited and named in the outcome even when the
+        // tool itself says nothing (`curl -s`).
+        let proxy = grants.sandboxed;
         let (reader, writer) = std::io::pipe().map_err(|source| ExecError::Setup {
             step: "creating the output pipe",
             source,
@@ -293,7 +308,7 @@ impl RunningCommand {
         let needs = missing::missing(
             exit_code,
             self.summary.write,
-            !self.summary.net.is_empty(),
+            &self.summary.net,
             &output.text(),
             &refusals,
         );
@@ -403,7 +418,7 @@ fn command_for(
     }
     if proxy {
         let url = format!("http://127.0.0.1:{PROXY_PORT}");
-        for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
+        for name in PROXY_ENV {
             command.env(name, &url);
         }
     }
@@ -472,6 +487,6 @@ fn sandbox_setup(
         processes: u64::from(limits.processes),
         memory: limits.memory,
         file_size: limits.file_size,
-        proxy: !request.net.is_empty() || !grants.net.is_empty(),
+        proxy: true,
     })
 }
