@@ -306,15 +306,21 @@ fn bash_rules_match_exec_run() {
 fn background_jobs_report_output_are_killed_and_none_outlives_the_session() {
     let env = Env::new();
     let mock = script(&[
+        // The server marks, after its first line, that it printed it.
         (
             "t_server",
             "exec__start",
-            json!({"command": "echo serving; exec sleep 7654321"}),
+            json!({"command": "echo serving; touch printed; exec sleep 7654321", "write": true}),
         ),
         (
             "t_other",
             "exec__start",
             json!({"command": "echo ready; exec sleep 7654322"}),
+        ),
+        (
+            "t_printed",
+            "exec__run",
+            json!({"command": "while [ ! -e printed ]; do sleep 0.02; done"}),
         ),
         ("t_out", "exec__output", json!({"job": "job-1"})),
         ("t_kill", "exec__kill", json!({"job": "job-2"})),
@@ -337,6 +343,8 @@ fn background_jobs_report_output_are_killed_and_none_outlives_the_session() {
             "mock-model",
             "-p",
             "serve",
+            "--permission-mode",
+            "accept-edits",
         ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

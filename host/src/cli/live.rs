@@ -253,6 +253,15 @@ pub fn end_call(call: &str) {
     }
 }
 
+/// No call's output is shown any more (the batch of calls is over; calls
+/// a sub-agent made have no line of their own to end them).
+pub fn end_calls() {
+    let calls: Vec<String> = area().tails.iter().map(|t| t.call.clone()).collect();
+    for call in calls {
+        end_call(&call);
+    }
+}
+
 /// Prints `line` (already safe to print) above the area.
 pub fn print_above(line: &str) {
     let mut area = area();

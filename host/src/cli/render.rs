@@ -336,6 +336,7 @@ impl Frontend for TerminalFrontend {
             }
             AgentEvent::ToolResults(_) => {
                 self.running.clear();
+                live::end_calls();
                 // Refusals whose call line never came still get said.
                 let mut left: Vec<(String, String)> = self.refusals.drain().collect();
                 left.sort();
