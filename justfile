@@ -135,9 +135,10 @@ bench: setup
     cargo bench -p capstan --bench mcp
 
 # An agent session on a sample project with the offline scripted model (no
-# API key needed): refused in print mode, then asked at a terminal (a
-# pseudo-terminal that docs/demo/interactive.py answers); then the tools
-# called directly.
+# API key needed): it runs the project's tests in the sandbox, read-only,
+# without asking; its edit is refused in print mode, then asked at a terminal
+# (a pseudo-terminal that docs/demo/interactive.py answers) along with a test
+# run that writes the project; then the tools called directly.
 demo: build
     #!/usr/bin/env bash
     set -euo pipefail
@@ -150,10 +151,12 @@ demo: build
     cp -R docs/demo/project/. "$project/"
     cd "$project"
     run() { printf '\n\033[1m$ capstan %s\033[0m\n' "$*"; "$capstan" "$@" || echo "(exit code $?)"; }
-    echo "# An agent session. Print mode cannot ask, so the edit is refused; the model is told how to allow it, and says so:"
+    echo "# An agent session. The model runs the tests (cargo test, in the sandbox: the project read-only, no network),"
+    echo "# which needs no permission. Print mode cannot ask, so the edit is refused; the model is told how to allow it, and says so:"
     run -p "Rename greet to welcome" --model "scripted:$script"
-    echo; echo "# The same session at a terminal asks before the edit. Nobody is at this one: docs/demo/interactive.py"
-    echo "# runs it in a pseudo-terminal, types y at the question, then /exit:"
+    echo; echo "# The same session at a terminal shows the tests' output as they run, and asks before the edit and before the"
+    echo "# test run that writes the project. Nobody is at this one: docs/demo/interactive.py runs it in a pseudo-terminal,"
+    echo "# types y at each question, then /exit:"
     printf '\n\033[1m$ capstan "Rename greet to welcome" --model scripted:%s\033[0m\n' "$script"
     python3 "$interactive" y "$capstan" "Rename greet to welcome" --model "scripted:$script" || echo "(exit code $?)"
     run session list
@@ -163,6 +166,8 @@ demo: build
     run tool call fs.edit '{"path":"src/main.rs","old":"hello","new":"ahoy"}'
     run tool call fs.edit '{"path":"src/main.rs","old":"hello","new":"ahoy"}' --allow-write
     run tool call fs.read '{"path":"src/main.rs","limit":3}'
+    echo; echo "# A command's network is off unless granted; a refused request is named, even when the command says nothing:"
+    run tool call exec.run '{"command":"curl -s https://example.com"}'
     echo; echo "# Nothing outside the workspace exists for a tool:"
     run tool call fs.read '{"path":"/etc/passwd"}'
     run tool call fs.read '{"path":"../../etc/passwd"}'

@@ -72,7 +72,11 @@ def main() -> int:
                 os.write(leader, answer + b"\r")
         elif answered and not exited and time.monotonic() - last_output > QUIET_SECONDS:
             exited = True
-            os.write(leader, b"/exit\r")
+            # One key at a time, as a person types: the line editor takes
+            # a burst of bytes for a paste.
+            for key in b"/exit\r":
+                os.write(leader, bytes([key]))
+                time.sleep(0.02)
     os.close(leader)
     code = child.wait()
     if not answered:

@@ -1574,3 +1574,76 @@ fn the_task_tool_runs_a_sub_agent_through_the_real_binary() {
     assert!(last.contains("Under the mat (notes.txt:1)."), "{last}");
     assert_every_call_answered(&received[3]);
 }
+
+/// A plugin's log lines and progress reach a session as its call runs:
+/// `tool_log` and `tool_progress` events in stream-json, before the
+/// call's result; on stderr in text mode a warning always, progress only
+/// with `-v`; stdout keeps the answer alone.
+#[test]
+fn a_plugins_log_lines_and_progress_reach_the_session() {
+    let env = Env::new();
+    let plugin = fixture("misbehave");
+    let answers = || {
+        MockModel::start(vec![
+            Reply::sse(
+                Answer::text("Chatting.")
+                    .call(
+                        "toolu_chat",
+                        "misbehave__chatty",
+                        json!({"message": "careful \u{1b}[2Jnow"}),
+                    )
+                    .anthropic(),
+            ),
+            Reply::sse(Answer::text("Done.").anthropic()),
+        ])
+    };
+    let with_plugin = |cmd: &mut assert_cmd::Command| {
+        cmd.args(["--permission-mode", "bypass", "--plugin"])
+            .arg(format!("misbehave={}", plugin.display()));
+    };
+
+    let mock = answers();
+    let mut cmd = anthropic(&env, &mock, "chat");
+    with_plugin(&mut cmd);
+    cmd.args(["--output-format", "stream-json"]);
+    let output = run(&mut cmd);
+    assert_exit(&output, 0);
+    let all = events(&output);
+    let log = &all[position(&all, "tool_log", "toolu_chat")];
+    assert_eq!(log["source"], "misbehave");
+    assert_eq!(log["level"], "warning");
+    assert_eq!(log["message"], "careful \u{1b}[2Jnow");
+    let progress = &all[position(&all, "tool_progress", "toolu_chat")];
+    assert_eq!(progress["message"], "working");
+    assert_eq!(progress["done"], 1);
+    assert_eq!(progress["total"], 2);
+    assert!(
+        position(&all, "tool_progress", "toolu_chat") < position(&all, "tool_result", "toolu_chat")
+    );
+
+    let mock = answers();
+    let mut cmd = anthropic(&env, &mock, "chat");
+    with_plugin(&mut cmd);
+    let output = run(&mut cmd);
+    assert_exit(&output, 0);
+    assert_eq!(stdout(&output), "Done.\n");
+    let err = stderr(&output);
+    // Escaped, never obeyed.
+    assert!(
+        err.contains("[misbehave] warning: careful \\x1b[2Jnow"),
+        "{err}"
+    );
+    assert!(!err.contains("working"), "{err}");
+
+    let mock = answers();
+    let mut cmd = anthropic(&env, &mock, "chat");
+    with_plugin(&mut cmd);
+    cmd.arg("-v");
+    let output = run(&mut cmd);
+    assert_exit(&output, 0);
+    assert!(
+        stderr(&output).contains("[misbehave] working (1/2)"),
+        "{}",
+        stderr(&output)
+    );
+}

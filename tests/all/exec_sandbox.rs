@@ -283,13 +283,28 @@ fn the_environment_holds_no_key_or_secret() {
     for name in &names {
         assert!(
             [
-                "PATH", "HOME", "LANG", "TERM", "TMPDIR", "PWD", "SHLVL", "_"
+                "PATH",
+                "HOME",
+                "LANG",
+                "TERM",
+                "TMPDIR",
+                "PWD",
+                "SHLVL",
+                "_",
+                // capstan's proxy, inside the command's own namespace.
+                "HTTP_PROXY",
+                "HTTPS_PROXY",
+                "ALL_PROXY",
+                "http_proxy",
+                "https_proxy",
+                "all_proxy",
             ]
             .contains(name),
             "unexpected variable {name}:\n{env}"
         );
     }
     assert!(names.contains(&"TMPDIR"));
+    assert!(env.contains("HTTPS_PROXY=http://127.0.0.1:3128\n"), "{env}");
 }
 
 // ---------------------------------------------------------------- network
@@ -319,7 +334,8 @@ fn a_name_lookup_fails_and_the_need_for_network_is_named() {
     let sb = Sandbox::new();
     let out = sb.sh(
         &[],
-        "getent hosts example.com; echo getent=$?; curl -sS https://example.com",
+        // A client that ignores the proxy variables finds no network at all.
+        "getent hosts example.com; echo getent=$?; curl -sS --noproxy '*' https://example.com",
     );
     assert!(stdout(&out).contains("getent=2"), "{}", combined(&out));
     assert!(

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::mock_model::{Answer, MockModel, Reply};
-use support::{Env, stderr, stdout};
+use support::{Env, pids_running, stderr, stdout, still_alive};
 
 const API_KEY: &str = "sk-ant-mock-key-exec";
 
@@ -258,8 +258,12 @@ fn a_command_without_network_is_refused_and_told_how_to_get_it() {
     let result = result_of(&mock, "t_curl");
     assert!(!result.starts_with("exit code 0"), "{result}");
     assert!(!result.contains("Example Domain"), "{result}");
-    assert!(result.contains("it needs: the network"), "{result}");
-    assert!(result.contains("\"net\""), "{result}");
+    assert!(
+        result.contains(
+            "it needs: the network to reach https://example.com (--allow-net https://example.com, or \"net\": [\"https://example.com\"])"
+        ),
+        "{result}"
+    );
 }
 
 #[test]
@@ -298,53 +302,25 @@ fn bash_rules_match_exec_run() {
     assert_eq!(env.read("allowed.txt"), "allowed\n");
 }
 
-/// The host pids of processes whose command line contains `needle`.
-fn pids_running(needle: &str) -> Vec<u32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        if String::from_utf8_lossy(&cmdline)
-            .replace('\0', " ")
-            .contains(needle)
-        {
-            found.push(pid);
-        }
-    }
-    found
-}
-
-/// Whether process `pid` still exists (a zombie counts as gone), after a
-/// bounded wait for it to go.
-fn still_alive(pid: u32) -> bool {
-    for _ in 0..100 {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status"));
-        match status {
-            Err(_) => return false,
-            Ok(text) if text.contains("State:\tZ") => return false,
-            Ok(_) => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
-    true
-}
-
 #[test]
 fn background_jobs_report_output_are_killed_and_none_outlives_the_session() {
     let env = Env::new();
     let mock = script(&[
+        // The server marks, after its first line, that it printed it.
         (
             "t_server",
             "exec__start",
-            json!({"command": "echo serving; exec sleep 7654321"}),
+            json!({"command": "echo serving; touch printed; exec sleep 7654321", "write": true}),
         ),
         (
             "t_other",
             "exec__start",
             json!({"command": "echo ready; exec sleep 7654322"}),
+        ),
+        (
+            "t_printed",
+            "exec__run",
+            json!({"command": "while [ ! -e printed ]; do sleep 0.02; done"}),
         ),
         ("t_out", "exec__output", json!({"job": "job-1"})),
         ("t_kill", "exec__kill", json!({"job": "job-2"})),
@@ -367,6 +343,8 @@ fn background_jobs_report_output_are_killed_and_none_outlives_the_session() {
             "mock-model",
             "-p",
             "serve",
+            "--permission-mode",
+            "accept-edits",
         ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -445,7 +423,7 @@ fn tool_call_runs_exec_run_writable_only_with_allow_write() {
         stdout(&curl)
     );
     assert!(
-        stdout(&curl).contains("it needs: the network (call again with \"net\""),
+        stdout(&curl).contains("it needs: the network to reach https://example.com (--allow-net"),
         "{}",
         stdout(&curl)
     );
@@ -497,4 +475,167 @@ fn capability_rules_allow_exactly_what_they_name() {
         "{denied}"
     );
     assert!(!env.ws_path().join("x.txt").exists());
+}
+
+/// Network hints come from the sandbox, not from what a command prints:
+/// every command's proxy variables point at capstan's proxy, so a client
+/// that fails without a word (`curl -s`, a script that swallows the error)
+/// still gets the origin it needs named — by `tool call`, `capstan exec`
+/// and in the model's result — and the refusal is in the audit log.
+#[test]
+fn a_silent_network_failure_still_names_the_origin_to_grant() {
+    let env = Env::new();
+    let hint = "needs: the network to reach https://example.com (--allow-net https://example.com, or \"net\": [\"https://example.com\"])";
+    let python = "python3 -c \"import sys, urllib.request\ntry:\n    urllib.request.urlopen('https://example.com/', timeout=20)\nexcept Exception:\n    sys.exit(3)\"";
+    let call = |command: &str| {
+        let input = json!({ "command": command }).to_string();
+        let mut cmd = env.call("exec.run", &input, &[]);
+        cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .timeout(Duration::from_secs(120));
+        cmd.output().unwrap()
+    };
+    let quiet = call(python);
+    assert_ok(&quiet);
+    let text = stdout(&quiet);
+    assert!(text.starts_with("exit code 3\n"), "{text}");
+    assert!(text.contains(hint), "{text}");
+    if std::path::Path::new("/usr/bin/curl").exists() {
+        let curl = call("curl -s https://example.com");
+        let text = stdout(&curl);
+        assert!(!text.starts_with("exit code 0"), "{text}");
+        assert!(text.contains(hint), "{text}");
+
+        let mut cmd = env.capstan_std();
+        let exec = cmd
+            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .args(["exec", "--", "curl", "-s", "https://example.com"])
+            .output()
+            .unwrap();
+        assert_ne!(exec.status.code(), Some(0));
+        assert!(stderr(&exec).contains(hint), "{}", stderr(&exec));
+    }
+    let audit = std::fs::read_to_string(env.home.path().join("audit/audit.jsonl")).unwrap();
+    let refused: Vec<Value> = audit
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|record| record["kind"] == "http_refused")
+        .collect();
+    assert!(!refused.is_empty(), "{audit}");
+    assert!(
+        refused.iter().all(|r| r["url"] == "https://example.com"),
+        "{refused:?}"
+    );
+
+    // The model reads the same words.
+    let mock = script(&[("t_quiet", "exec__run", json!({ "command": python }))]);
+    let output = session(&env, &mock, "fetch", &[]);
+    assert_ok(&output);
+    let result = result_of(&mock, "t_quiet");
+    assert!(result.starts_with("exit code 3\n"), "{result}");
+    assert!(result.contains(hint), "{result}");
+}
+
+/// `tool call exec.run --allow-net ORIGIN` grants the origin, as the
+/// hint says; `--allow-net` is refused for other tools.
+#[test]
+fn tool_call_allow_net_grants_the_origin_it_names() {
+    let env = Env::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { break };
+            let mut buf = [0u8; 4096];
+            let _ = std::io::Read::read(&mut stream, &mut buf);
+            let _ = std::io::Write::write_all(
+                &mut stream,
+                b"HTTP/1.1 200 OK\r\nContent-Length: 14\r\nConnection: close\r\n\r\nhello, granted",
+            );
+        }
+    });
+    let origin = format!("http://127.0.0.1:{port}");
+    let input = json!({ "command": format!(
+        "python3 -c \"import urllib.request; print(urllib.request.urlopen('{origin}/').read().decode())\""
+    ) })
+    .to_string();
+    let mut cmd = env.call("exec.run", &input, &["--allow-net", &origin]);
+    cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .timeout(Duration::from_secs(120));
+    let output = cmd.output().unwrap();
+    assert_ok(&output);
+    assert!(
+        stdout(&output).starts_with("exit code 0\nhello, granted"),
+        "{}\n{}",
+        stdout(&output),
+        stderr(&output)
+    );
+
+    let mut cmd = env.call("fs.read", r#"{"path":"x"}"#, &["--allow-net", &origin]);
+    let output = cmd.output().unwrap();
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("--allow-net is for exec.run"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+/// While a command runs its output goes out as it comes: stream-json has a
+/// `tool_output` event for it before the call's result; `-p` text mode
+/// keeps stdout for the answer alone, and shows the output on stderr only
+/// with `-v` when stderr is not a terminal. The model's result is the same
+/// either way.
+#[test]
+fn a_commands_output_is_streamed_and_stdout_keeps_the_answer() {
+    let env = Env::new();
+    let command = "printf 'streamed-%s\\n' one two";
+    let mock = script(&[("t_print", "exec__run", json!({ "command": command }))]);
+    let output = session(&env, &mock, "print", &["--output-format", "stream-json"]);
+    assert_ok(&output);
+    let events: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let chunks: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "tool_output")
+        .collect();
+    assert!(!chunks.is_empty(), "{events:?}");
+    assert!(
+        chunks
+            .iter()
+            .all(|e| e["tool_use_id"] == "t_print" && e["source"] == "exec.run")
+    );
+    let streamed: String = chunks.iter().map(|e| e["text"].as_str().unwrap()).collect();
+    assert_eq!(streamed, "streamed-one\nstreamed-two\n");
+    let at = |kind: &str| events.iter().position(|e| e["type"] == kind).unwrap();
+    assert!(at("tool_output") < at("tool_result"), "{events:?}");
+    assert_eq!(
+        result_of(&mock, "t_print"),
+        "exit code 0\nstreamed-one\nstreamed-two\n"
+    );
+
+    let mock = script(&[("t_print", "exec__run", json!({ "command": command }))]);
+    let output = session(&env, &mock, "print", &[]);
+    assert_ok(&output);
+    assert_eq!(stdout(&output), "Done.\n");
+    assert!(
+        !stderr(&output).contains("streamed-one"),
+        "{}",
+        stderr(&output)
+    );
+
+    let mock = script(&[("t_print", "exec__run", json!({ "command": command }))]);
+    let output = session(&env, &mock, "print", &["-v"]);
+    assert_ok(&output);
+    assert_eq!(stdout(&output), "Done.\n");
+    assert!(
+        stderr(&output).contains("│ streamed-one\n  │ streamed-two\n"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(
+        result_of(&mock, "t_print"),
+        "exit code 0\nstreamed-one\nstreamed-two\n"
+    );
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::terminal::Terminal;
-use support::{Env, MODEL_VARS, fixture};
+use support::{Env, MODEL_VARS, fixture, pids_running, still_alive};
 
 /// A long answer, streamed three words at a time: long enough to be
 /// interrupted while it streams.
@@ -415,4 +415,135 @@ fn permission_questions_show_diffs_and_saved_rules_can_be_removed() {
         std::fs::read_to_string(walk(&env.home.path().join("projects"))[0].clone()).unwrap();
     assert!(!local.contains("fs.edit"), "{local}");
     exit_cleanly(&mut terminal);
+}
+
+/// A command's output shows under its line while it runs: the first line
+/// is on the screen while the command still waits for a file only the test
+/// creates after seeing that line. What reaches the terminal carries none
+/// of the command's escape sequences.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_running_commands_output_shows_while_it_runs() {
+    let env = Env::new();
+    // The words shown are printed by `printf`, so the command's own text
+    // (in the spinner's label) never matches them.
+    let command = "printf 'live-%s\\n' first-line; printf '\\033]0;retitled\\007\\033[2Jcleared-%s\\n' not; \
+                   while [ ! -e gate ]; do sleep 0.05; done; printf 'after-%s\\n' the-gate";
+    let mut terminal = session(
+        &env,
+        json!([
+            { "text": "Running it.",
+              "tool_calls": [ { "tool": "exec.run", "input": { "command": command } } ] },
+            { "text": "The command is done." }
+        ]),
+        &[],
+    );
+    terminal.type_slowly("run it\r");
+    terminal.expect("live-first-line");
+    terminal.expect("cleared-not");
+    let screen = terminal.screen();
+    assert!(!screen.contains("after-the-gate"), "{screen}");
+    assert!(!screen.contains("The command is done."), "{screen}");
+    assert!(!screen.contains("\x1b]0;retitled"), "{screen:?}");
+    assert!(!screen.contains("\x1b[2J"), "{screen:?}");
+    std::fs::write(env.ws.path().join("gate"), "").unwrap();
+    terminal.expect("✓ exec.run");
+    terminal.expect("The command is done.");
+    terminal.expect("> ");
+    exit_cleanly(&mut terminal);
+}
+
+/// Starts a session whose first turn starts a background job running
+/// `sleep MARKER`, and waits until the job's process runs; returns its
+/// host pids.
+#[cfg(target_os = "linux")]
+fn session_with_a_job(env: &Env, marker: &str, then: Value) -> (Terminal, Vec<u32>) {
+    let mut turns = vec![json!({
+        "text": "Starting the server.",
+        "tool_calls": [ { "tool": "exec.start",
+                          "input": { "command": format!("echo serving; exec sleep {marker}") } } ]
+    })];
+    turns.extend(then.as_array().unwrap().iter().cloned());
+    let mut terminal = session(env, Value::Array(turns), &[]);
+    terminal.type_slowly("serve\r");
+    terminal.expect("started job-1");
+    let mut job = Vec::new();
+    for _ in 0..500 {
+        job = pids_running(&format!("sleep {marker}"));
+        if !job.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(!job.is_empty(), "the job never ran: {}", terminal.screen());
+    (terminal, job)
+}
+
+/// As in Claude Code, Ctrl-C stops the turn but not the background jobs;
+/// Ctrl-C twice, which quits capstan in the middle of a turn, leaves none
+/// of their processes behind.
+#[cfg(target_os = "linux")]
+#[test]
+fn background_jobs_outlive_an_interrupt_but_not_capstan() {
+    let env = Env::new();
+    let long = json!({
+        "text": "Waiting.",
+        "tool_calls": [ { "tool": "exec.run",
+                          "input": { "command": "printf 'wait-%s\\n' ing; exec sleep 7654402" } } ]
+    });
+    let (mut terminal, job) = session_with_a_job(
+        &env,
+        "7654401",
+        json!([{ "text": "The server runs." }, long.clone(), long]),
+    );
+    terminal.expect("The server runs.");
+    terminal.expect("> ");
+    terminal.type_slowly("wait\r");
+    terminal.expect("wait-ing");
+    terminal.send("\x03");
+    terminal.expect("interrupted");
+    terminal.expect("> ");
+    for pid in pids_running("sleep 7654402") {
+        assert!(
+            !still_alive(pid),
+            "the interrupted command's process {pid} runs on"
+        );
+    }
+    for pid in &job {
+        assert!(
+            std::fs::metadata(format!("/proc/{pid}")).is_ok(),
+            "the job did not survive the interrupt: {}",
+            terminal.screen()
+        );
+    }
+    terminal.type_slowly("wait again\r");
+    terminal.expect("wait-ing");
+    // Two Ctrl-C at once: the second comes while the turn winds down, and
+    // quits.
+    terminal.send("\x03\x03");
+    let status = terminal.wait();
+    assert_eq!(status.code(), Some(130), "{}", terminal.screen());
+    for pid in &job {
+        assert!(!still_alive(*pid), "job process {pid} outlived capstan");
+    }
+    assert!(pids_running("sleep 765440").is_empty());
+}
+
+/// Leaving with Ctrl-C twice at the prompt kills every background job.
+#[cfg(target_os = "linux")]
+#[test]
+fn ctrl_c_twice_at_the_prompt_kills_every_background_job() {
+    let env = Env::new();
+    let (mut terminal, job) =
+        session_with_a_job(&env, "7654403", json!([{ "text": "The server runs." }]));
+    terminal.expect("The server runs.");
+    terminal.expect("> ");
+    terminal.send("\x03");
+    terminal.expect("Ctrl-C again");
+    terminal.send("\x03");
+    let status = terminal.wait();
+    assert_eq!(status.code(), Some(130), "{}", terminal.screen());
+    for pid in &job {
+        assert!(!still_alive(*pid), "job process {pid} outlived capstan");
+    }
 }

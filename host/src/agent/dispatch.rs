@@ -268,13 +268,14 @@ impl<'a> CallContext<'a> {
     async fn run(&self, index: usize, call_id: &'a str, authorized: &'a Authorized) -> Ran<'a> {
         let tool = &authorized.tool;
         let started = Instant::now();
+        let events = self.parts.toolbox.events_for(call_id);
         let outcome = tool
             .call(ToolCall {
                 input: &authorized.input,
                 call_id,
                 session_id: self.session_id,
                 interrupt: self.interrupt,
-                events: self.parts.toolbox.events(),
+                events: events.as_ref(),
                 audit: self.parts.toolbox.audit(),
                 session: Some(self.parts),
             })

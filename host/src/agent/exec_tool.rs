@@ -8,7 +8,9 @@
 //! and the permission question names exactly that ([`ToolHandler::wants`]);
 //! the sandbox, not the command text, enforces it. A command that hits the
 //! sandbox gets a result saying which capability it lacked, so the model
-//! can ask for it. Output is returned capped, head and tail.
+//! can ask for it. `exec.run`'s output goes to the call's event sink as it
+//! arrives (the terminal shows its last lines while it runs) and to the
+//! model when it is done, capped, head and tail.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,6 +22,7 @@ use serde_json::{Value, json};
 use super::tool::{CallWants, ToolCall, ToolHandler, ToolOutcome};
 use crate::audit::{AuditLog, AuditScope};
 use crate::config::Settings;
+use crate::exec::output::TextStream;
 use crate::exec::{
     Cancel, CommandLine, Ending, ExecGrants, ExecOutcome, ExecRequest, JobId, JobOutput, JobTable,
     MAX_TIMEOUT, MissingCapability,
@@ -27,7 +30,7 @@ use crate::exec::{
 use crate::grants::fs::OwnFolders;
 use crate::grants::net::NetGrant;
 use crate::home::Home;
-use crate::sandbox::{CallError, ToolSpec};
+use crate::sandbox::{CallError, PluginEvent, ToolSpec};
 
 /// The tool's full name, as rules (`Bash` too) and hooks name it.
 pub const TOOL_NAME: &str = crate::policy::claude_code::EXEC_TOOL;
@@ -403,10 +406,28 @@ impl ExecRunTool {
         let request = input.request(call.call_id);
         let cancel = Cancel::new();
         let _guard = CancelOnDrop(cancel.clone());
+        let events = call.events.cloned();
         let runner = {
             let cancel = cancel.clone();
             tokio::task::spawn_blocking(move || {
-                crate::exec::run(&request, &grants, &cancel, &mut |_| {})
+                // The output goes to the terminal (or the stream of events)
+                // as it comes; the model gets it, capped, when it is done.
+                let mut text = TextStream::default();
+                let mut show = |chunk: &[u8]| {
+                    let piece = if chunk.is_empty() {
+                        text.finish()
+                    } else {
+                        text.push(chunk)
+                    };
+                    if let Some(events) = &events
+                        && !piece.is_empty()
+                    {
+                        events(TOOL_NAME, PluginEvent::CommandOutput { text: piece });
+                    }
+                };
+                let outcome = crate::exec::run(&request, &grants, &cancel, &mut show);
+                show(&[]);
+                outcome
             })
         };
         tokio::pin!(runner);
@@ -560,13 +581,9 @@ fn ask_for(missing: &MissingCapability) -> String {
             "write a protected path such as .git, which commands never may (ask the user to do it)"
                 .to_string()
         }
-        MissingCapability::Network(Some(origin)) => {
-            format!("reach {origin} (call again with \"net\": [\"{origin}\"])")
-        }
-        MissingCapability::Network(None) => {
-            "the network (call again with \"net\" listing the origins it needs, e.g. [\"https://example.com\"])"
-                .to_string()
-        }
+        // The same words as `capstan exec` says them: the model reads the
+        // input field, a user reading along the flag.
+        MissingCapability::Network(_) => missing.to_string(),
     }
 }
 

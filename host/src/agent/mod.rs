@@ -61,7 +61,9 @@ pub use cost::SessionCost;
 pub use interrupt::Interrupt;
 pub use profile::{AgentProfile, ToolAllowance};
 pub use session_parts::SessionParts;
-pub use tool::{AgentTool, CallNeeds, CallWants, ToolCall, ToolHandler, ToolOutcome};
+pub use tool::{
+    AgentTool, CallNeeds, CallWants, SessionEvents, ToolCall, ToolHandler, ToolOutcome,
+};
 pub use toolbox::{Toolbox, ToolboxError};
 
 /// How many times per prompt a Stop hook can make the model keep going.

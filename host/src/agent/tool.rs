@@ -22,6 +22,11 @@ use crate::audit::AuditLog;
 use crate::model::Usage;
 use crate::sandbox::{CallError, EventSink, ToolSpec};
 
+/// Receives what the calls of a session report as they run — plugins' log
+/// lines and progress, a command's output — with the call's id and the
+/// reporting plugin's (or host tool's) name, from any thread.
+pub type SessionEvents = Arc<dyn Fn(&str, &str, crate::sandbox::PluginEvent) + Send + Sync>;
+
 /// What one call of a tool is given besides its handler.
 pub struct ToolCall<'a> {
     /// The input, a JSON object the policy and the hooks let through.

@@ -23,11 +23,11 @@ use serde_json::Value;
 use super::component_tool::PluginRuntime;
 use super::interrupt::Interrupt;
 use super::skill_tool::SkillTool;
-use super::tool::{AgentTool, ToolCall, ToolHandler};
+use super::tool::{AgentTool, SessionEvents, ToolCall, ToolHandler};
 use crate::audit::AuditLog;
 use crate::model::ToolDef;
 use crate::plugin::{Catalog, CatalogError, Provision, ProvisionError, UnavailablePlugins, Writes};
-use crate::sandbox::{CallError, EventSink, Limits, Sandbox};
+use crate::sandbox::{CallError, EventSink, Limits, PluginEvent, Sandbox};
 use crate::skills::Skills;
 
 pub use super::tool::model_name;
@@ -69,7 +69,7 @@ pub struct Toolbox {
     sandbox: Arc<Sandbox>,
     plugins: Vec<Arc<PluginRuntime>>,
     tools: Vec<AgentTool>,
-    events: Option<EventSink>,
+    events: Option<SessionEvents>,
     audit: Option<AuditLog>,
     skills: Option<Arc<Skills>>,
     unavailable: UnavailablePlugins,
@@ -246,8 +246,9 @@ impl Toolbox {
         }
     }
 
-    /// Sends plugins' log lines and progress reports to `events`.
-    pub fn set_events(&mut self, events: EventSink) {
+    /// Sends what calls report as they run (plugins' log lines and
+    /// progress, commands' output) to `events`.
+    pub fn set_events(&mut self, events: SessionEvents) {
         self.events = Some(events);
     }
 
@@ -257,9 +258,15 @@ impl Toolbox {
         self.audit = Some(log);
     }
 
-    /// Where calls' log lines and progress reports go.
-    pub fn events(&self) -> Option<&EventSink> {
-        self.events.as_ref()
+    /// Where call `call_id`'s log lines, progress reports and command
+    /// output go.
+    pub fn events_for(&self, call_id: &str) -> Option<EventSink> {
+        let events = self.events.clone()?;
+        let call_id = call_id.to_string();
+        let sink: EventSink = Arc::new(move |plugin: &str, event: PluginEvent| {
+            events(&call_id, plugin, event);
+        });
+        Some(sink)
     }
 
     /// The audit log of calls whose plugin has none of its own.
@@ -320,13 +327,14 @@ impl Toolbox {
         session_id: Option<&str>,
     ) -> (Result<String, CallError>, Duration) {
         let started = Instant::now();
+        let events = self.events_for("");
         let outcome = tool
             .call(ToolCall {
                 input,
                 call_id: "",
                 session_id,
                 interrupt: &self.idle,
-                events: self.events.as_ref(),
+                events: events.as_ref(),
                 audit: self.audit.as_ref(),
                 session: None,
             })

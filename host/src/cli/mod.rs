@@ -6,6 +6,7 @@ mod change_preview;
 pub mod escape;
 mod exec;
 mod exit;
+pub mod live;
 mod mcp;
 mod new;
 mod plugin;
@@ -223,10 +224,10 @@ fn watch_ctrl_c(interrupt: Interrupt) {
     tokio::spawn(async move {
         while tokio::signal::ctrl_c().await.is_ok() {
             if interrupt.is_raised() {
-                eprintln!("\ncapstan: stopped");
+                live::notice("capstan: stopped");
                 std::process::exit(i32::from(Exit::Interrupted as u8));
             }
-            eprintln!("\ncapstan: interrupting… (Ctrl-C again to quit)");
+            live::notice("capstan: interrupting… (Ctrl-C again to quit)");
             interrupt.raise();
         }
     });

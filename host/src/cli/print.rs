@@ -78,8 +78,14 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
     let mut stream;
     let mut silent;
     let frontend: &mut dyn Frontend = match format {
-        OutputFormat::Text => &mut terminal,
+        OutputFormat::Text => {
+            // Stdout carries the answer alone: a command's output shows on
+            // stderr (its last lines under the spinner on a terminal).
+            session.call_events.set(terminal.call_events());
+            &mut terminal
+        }
         OutputFormat::StreamJson => {
+            session.call_events.set(super::live::json_events());
             stream = StreamJsonFrontend;
             &mut stream
         }

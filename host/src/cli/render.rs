@@ -7,16 +7,16 @@
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures_util::future::LocalBoxFuture;
 use serde_json::{Value, json};
 
 use super::change_preview::{Change, read_for_preview};
 use super::escape;
+use super::live;
 use super::turn_keys::{Key, TurnKeys};
+use crate::agent::SessionEvents;
 use crate::agent::{AgentEvent, CompactTrigger, Frontend, PermissionAnswer, PermissionRequest};
 use crate::model::Block;
 use crate::policy::Outcome;
@@ -84,49 +84,6 @@ impl Style {
     }
 }
 
-/// A spinner on stderr, redrawn by a background task until stopped.
-struct Spinner {
-    stop: Arc<AtomicBool>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Spinner {
-    fn start(label: String) -> Self {
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let task = tokio::spawn(async move {
-            const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
-            let started = Instant::now();
-            let mut frame = 0;
-            // Draw only if the wait is noticeable.
-            tokio::time::sleep(Duration::from_millis(150)).await;
-            while !flag.load(Ordering::SeqCst) {
-                {
-                    let mut err = std::io::stderr().lock();
-                    let _ = write!(
-                        err,
-                        "\r\x1b[2K\x1b[2m{} {label} {:.1}s\x1b[0m",
-                        FRAMES[frame % FRAMES.len()],
-                        started.elapsed().as_secs_f64()
-                    );
-                    let _ = err.flush();
-                }
-                frame += 1;
-                tokio::time::sleep(Duration::from_millis(80)).await;
-            }
-        });
-        Self { stop, task }
-    }
-
-    fn stop(self) {
-        self.stop.store(true, Ordering::SeqCst);
-        self.task.abort();
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r\x1b[2K");
-        let _ = err.flush();
-    }
-}
-
 /// Where the model's text goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TextOutput {
@@ -144,7 +101,11 @@ enum TextOutput {
 pub struct TerminalFrontend {
     err: Style,
     spinner_allowed: bool,
-    spinner: Option<Spinner>,
+    /// The spinner (and the running command's output under it) is drawn.
+    spinning: bool,
+    /// The calls started and not finished yet, with their labels: when one
+    /// finishes the spinner goes on for the others.
+    running: Vec<(String, String)>,
     interactive: bool,
     at_line_start: bool,
     verbose: bool,
@@ -167,7 +128,8 @@ impl TerminalFrontend {
         Self {
             err: Style::detect(stderr_tty),
             spinner_allowed: stderr_tty,
-            spinner: None,
+            spinning: false,
+            running: Vec::new(),
             interactive,
             at_line_start: true,
             verbose,
@@ -226,16 +188,25 @@ impl TerminalFrontend {
         }
     }
 
+    /// Where the session's calls report to while this front end shows
+    /// it: a running command's last lines under the spinner on a terminal
+    /// (see [`live`]).
+    pub fn call_events(&self) -> SessionEvents {
+        live::terminal_events(self.spinner_allowed, self.verbose, self.err)
+    }
+
     fn start_spinner(&mut self, label: &str) {
         self.stop_spinner();
         if self.spinner_allowed {
-            self.spinner = Some(Spinner::start(label.to_string()));
+            live::start_spinner(label.to_string(), self.err);
+            self.spinning = true;
         }
     }
 
     fn stop_spinner(&mut self) {
-        if let Some(spinner) = self.spinner.take() {
-            spinner.stop();
+        if self.spinning {
+            live::stop_spinner();
+            self.spinning = false;
         }
     }
 
@@ -314,10 +285,12 @@ impl Frontend for TerminalFrontend {
                     self.line(&self.err.dim(&text));
                 }
             }
-            AgentEvent::ToolStarted { tool, input, .. } => {
+            AgentEvent::ToolStarted { id, tool, input } => {
                 self.finish_line();
                 let label = format!("{} {}", escape::line(tool), key_argument(input));
-                self.start_spinner(label.trim_end());
+                let label = label.trim_end().to_string();
+                self.start_spinner(&label);
+                self.running.push((id.to_string(), label));
             }
             AgentEvent::ToolFinished {
                 id,
@@ -333,6 +306,8 @@ impl Frontend for TerminalFrontend {
                     self.err.green("✓")
                 };
                 let argument = key_argument(input);
+                live::end_call(id);
+                self.running.retain(|(running, _)| running != id);
                 if let Some(reason) = self.refusals.remove(id) {
                     let text = format!(
                         "{mark} {} {} {}",
@@ -353,8 +328,15 @@ impl Frontend for TerminalFrontend {
                         .dim(&format!("· {summary} · {}", format_duration(duration)))
                 );
                 self.line(&text);
+                // Calls of the same batch still running keep the spinner.
+                if let Some((_, label)) = self.running.last() {
+                    let label = label.clone();
+                    self.start_spinner(&label);
+                }
             }
             AgentEvent::ToolResults(_) => {
+                self.running.clear();
+                live::end_calls();
                 // Refusals whose call line never came still get said.
                 let mut left: Vec<(String, String)> = self.refusals.drain().collect();
                 left.sort();

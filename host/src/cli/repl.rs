@@ -36,6 +36,7 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
         Err(failure) => return failure.report(),
     };
     let mut frontend = TerminalFrontend::new(true, verbose);
+    session.call_events.set(frontend.call_events());
     banner(&session, &frontend, verbose);
     let interrupt = Interrupt::new();
     super::watch_ctrl_c(interrupt.clone());

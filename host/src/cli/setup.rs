@@ -116,6 +116,9 @@ pub struct Session {
     pub instruction_files: Vec<PathBuf>,
     /// Milliseconds from the process's start until the session was ready.
     pub setup_ms: f64,
+    /// Where what calls report as they run goes (a command's output,
+    /// plugins' log lines and progress): the front end sets it.
+    pub call_events: super::live::EventRoute,
 }
 
 /// Builds the session for `args`.
@@ -185,6 +188,8 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
             crate::agent::subagent::TaskTool::default(),
         ))
         .map_err(|e| Failure::new(Exit::Error, e))?;
+    let call_events = super::live::EventRoute::new();
+    toolbox.set_events(call_events.sink());
     let exec_tools = crate::agent::exec_tool::for_session(&settings, &workspace, &home);
     notices.extend(exec_tools.warning);
     for handler in exec_tools.handlers {
@@ -296,6 +301,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
             .collect(),
         instruction_files: instructions.files.iter().map(|f| f.path.clone()).collect(),
         setup_ms: super::since_start().as_secs_f64() * 1e3,
+        call_events,
     })
 }
 

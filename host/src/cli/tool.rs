@@ -88,6 +88,12 @@ pub struct CallArgs {
     #[arg(long)]
     json: bool,
 
+    /// For exec.run: let the command reach ORIGIN (e.g.
+    /// https://index.crates.io) through capstan's proxy; repeatable. The
+    /// same as listing it in the input's "net".
+    #[arg(long = "allow-net", value_name = "ORIGIN")]
+    allow_net: Vec<String>,
+
     #[command(flatten)]
     plugins: PluginArgs,
 }
@@ -246,6 +252,8 @@ impl Setup {
                     }
                 }
             }
+            // Components run no commands; exec.run's output is its result.
+            PluginEvent::CommandOutput { .. } => {}
         })
     }
 }
@@ -307,6 +315,15 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
     let input = read_input(args.input.as_deref())?;
     if args.name == crate::agent::exec_tool::TOOL_NAME {
         return call_exec_run(&args, &input).await;
+    }
+    if !args.allow_net.is_empty() {
+        return Err(Failure::new(
+            Exit::Usage,
+            format!(
+                "--allow-net is for exec.run's commands; {} reaches what its plugin was granted",
+                args.name
+            ),
+        ));
     }
     let workspace = match &args.workspace {
         Some(dir) => dir.clone(),
@@ -434,7 +451,7 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
 /// `capstan tool call exec.run INPUT`: the model's command tool, run as
 /// the model's calls are, with the workspace writable only with
 /// `--allow-write` (an input asking for `write` without it is refused) and
-/// the origins the input lists.
+/// the origins the input lists or `--allow-net` names.
 async fn call_exec_run(args: &CallArgs, input: &str) -> Result<Exit, Failure> {
     let workspace = match &args.workspace {
         Some(dir) => dir.clone(),
@@ -463,6 +480,23 @@ async fn call_exec_run(args: &CallArgs, input: &str) -> Result<Exit, Failure> {
     }
     if args.allow_write {
         fields.insert("write".to_string(), Value::Bool(true));
+    }
+    if !args.allow_net.is_empty() {
+        let mut net = match fields.remove("net") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(origins)) => origins,
+            Some(_) => {
+                return Ok(report_error(
+                    args,
+                    &CallError::InvalidInput(
+                        "`net` must be a list of origins such as [\"https://example.com\"]"
+                            .to_string(),
+                    ),
+                ));
+            }
+        };
+        net.extend(args.allow_net.iter().cloned().map(Value::String));
+        fields.insert("net".to_string(), Value::Array(net));
     }
     if let Some(timeout) = args.timeout {
         fields.insert("timeout".to_string(), json!(timeout.as_secs().max(1)));

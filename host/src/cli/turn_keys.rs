@@ -13,7 +13,6 @@
 //! - a permission question takes only the keys pressed after it is shown:
 //!   anything typed before stays type-ahead.
 
-use std::io::Write;
 use std::os::fd::{AsFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -377,13 +376,12 @@ fn dispatch(shared: &Shared, interrupt: &Interrupt, saved: &Termios, keys: &mut 
             Key::CtrlC | Key::Esc => {
                 if key == Key::CtrlC && interrupt.is_raised() {
                     let _ = termios::tcsetattr(std::io::stdin().as_fd(), SetArg::TCSANOW, saved);
-                    eprintln!("\ncapstan: stopped");
+                    super::live::notice("capstan: stopped");
                     std::process::exit(i32::from(Exit::Interrupted as u8));
                 }
                 if !interrupt.is_raised() {
-                    let mut err = std::io::stderr().lock();
-                    let _ = writeln!(err, "\ncapstan: interrupting… (Ctrl-C again to quit)");
-                    let _ = err.flush();
+                    // Above the spinner and a command's output, if drawn.
+                    super::live::notice("capstan: interrupting… (Ctrl-C again to quit)");
                     interrupt.raise();
                 }
             }

@@ -5,12 +5,18 @@
 //! decided. A read-only workspace is mounted read-only, so a write into it
 //! fails with "Read-only file system" (`EROFS`), which nothing else in the
 //! sandbox produces; a write anywhere else fails with "Permission denied"
-//! and is not something a call can be granted. Without network, a name
-//! lookup fails; with some, the proxy's refusals name the origin.
+//! and is not something a call can be granted. For the network the signal
+//! comes from the sandbox itself: every command's proxy variables point at
+//! the host's proxy, granted origins or none, so a tool that honours them
+//! (curl, git, pip, cargo, npm, Python's urllib) asks the proxy, whose
+//! refusal names the origin however quietly the tool fails (`curl -s`). A
+//! tool that ignores them finds no network, and its failed name lookup is
+//! read from its errors.
 
 use std::fmt;
 
 use super::ProxyRefusal;
+use crate::grants::net::{NetGrant, NetPolicy, Origin};
 
 /// A capability a command lacked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,15 +37,14 @@ impl fmt::Display for MissingCapability {
                 f,
                 "write a protected path such as .git (kept read-only for commands even with --allow-write; see docs/exec.md)"
             ),
-            MissingCapability::Network(Some(origin)) => {
-                write!(f, "reach {origin} (--allow-net {origin})")
-            }
-            MissingCapability::Network(None) => {
-                write!(
-                    f,
-                    "the network (--allow-net ORIGIN, e.g. https://example.com)"
-                )
-            }
+            MissingCapability::Network(Some(origin)) => write!(
+                f,
+                "the network to reach {origin} (--allow-net {origin}, or \"net\": [\"{origin}\"])"
+            ),
+            MissingCapability::Network(None) => write!(
+                f,
+                "the network (--allow-net ORIGIN, or \"net\": [ORIGIN], e.g. https://example.com)"
+            ),
         }
     }
 }
@@ -55,33 +60,47 @@ const NO_NETWORK: &[&str] = &[
     "No address associated with hostname",
 ];
 
-/// What a command that ended with `exit_code` lacked, judging by its
-/// `output` and the proxy's `refusals`; `write` and `net` say what it had.
+/// What a command that ended with `exit_code` lacked, judging by the
+/// proxy's `refusals` (whatever the exit code: a refusal is the sandbox's
+/// own record, and a tool may swallow the error) and, when it failed, by
+/// its `output`; `write` and `net` say what it had.
 pub(super) fn missing(
     exit_code: i32,
     write: bool,
-    net: bool,
+    net: &[NetGrant],
     output: &str,
     refusals: &[ProxyRefusal],
 ) -> Vec<MissingCapability> {
     let mut needs = Vec::new();
-    if exit_code == 0 {
-        return needs;
-    }
-    if output.contains("Read-only file system") {
+    if exit_code != 0 && output.contains("Read-only file system") {
         needs.push(if write {
             MissingCapability::WriteProtected
         } else {
             MissingCapability::WriteWorkspace
         });
     }
-    for refusal in refusals {
+    // Only an origin the command was not granted is something to ask for:
+    // a granted one refused for its address (loopback, private, metadata)
+    // or a request that was no proxy request at all is not.
+    let granted = NetPolicy::new(net.to_vec());
+    let grantable = refusals.iter().filter(|refusal| {
+        refusal
+            .target
+            .split_once("://")
+            .and_then(|(scheme, authority)| Origin::parse(scheme, authority).ok())
+            .is_some_and(|origin| granted.check(&origin).is_err())
+    });
+    for refusal in grantable {
         let need = MissingCapability::Network(Some(refusal.target.clone()));
         if !needs.contains(&need) {
             needs.push(need);
         }
     }
-    if !net && refusals.is_empty() && NO_NETWORK.iter().any(|m| output.contains(m)) {
+    if exit_code != 0
+        && net.is_empty()
+        && refusals.is_empty()
+        && NO_NETWORK.iter().any(|m| output.contains(m))
+    {
         needs.push(MissingCapability::Network(None));
     }
     needs
@@ -89,20 +108,22 @@ pub(super) fn missing(
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
 
     #[test]
     fn a_read_only_write_names_the_workspace() {
         let out = "touch: cannot touch 'x': Read-only file system\n";
         assert_eq!(
-            missing(1, false, false, out, &[]),
+            missing(1, false, &[], out, &[]),
             [MissingCapability::WriteWorkspace]
         );
         assert_eq!(
-            missing(1, true, false, out, &[]),
+            missing(1, true, &[], out, &[]),
             [MissingCapability::WriteProtected]
         );
-        assert!(missing(0, false, false, out, &[]).is_empty());
+        assert!(missing(0, false, &[], out, &[]).is_empty());
     }
 
     #[test]
@@ -111,12 +132,23 @@ mod tests {
             target: "https://example.com".into(),
             reason: "not granted".into(),
         }];
-        let needs = missing(1, false, true, "", &refusals);
+        let needs = missing(1, false, &[], "", &refusals);
         assert_eq!(
             needs[0].to_string(),
-            "reach https://example.com (--allow-net https://example.com)"
+            "the network to reach https://example.com (--allow-net https://example.com, or \"net\": [\"https://example.com\"])"
         );
-        let needs = missing(6, false, false, "curl: (6) Could not resolve host: x", &[]);
+        // A tool that swallowed the refusal and exited 0 still gets it.
+        assert_eq!(missing(0, false, &[], "", &refusals), needs);
+        // A request that named no origin is not something to grant, nor is
+        // a granted origin refused for its address.
+        let odd = [ProxyRefusal {
+            target: "GET /index.html".into(),
+            reason: "not a proxy request".into(),
+        }];
+        assert!(missing(1, false, &[], "", &odd).is_empty());
+        let granted = [NetGrant::parse("https://example.com").unwrap()];
+        assert!(missing(1, false, &granted, "", &refusals).is_empty());
+        let needs = missing(6, false, &[], "curl: (6) Could not resolve host: x", &[]);
         assert_eq!(needs, [MissingCapability::Network(None)]);
     }
 }

@@ -73,9 +73,72 @@ impl CappedOutput {
     }
 }
 
+/// Turns output arriving in chunks into text, keeping a character split
+/// between two chunks whole (invalid UTF-8 is replaced).
+#[derive(Debug, Default)]
+pub struct TextStream {
+    pending: Vec<u8>,
+}
+
+impl TextStream {
+    /// The text `chunk` completes; an unfinished character at its end
+    /// waits for the next chunk.
+    pub fn push(&mut self, chunk: &[u8]) -> String {
+        self.pending.extend_from_slice(chunk);
+        let keep = unfinished_tail(&self.pending);
+        let done = self.pending.len() - keep;
+        let text = String::from_utf8_lossy(&self.pending[..done]).into_owned();
+        self.pending.drain(..done);
+        text
+    }
+
+    /// What is left at the end of the output (an unfinished character,
+    /// replaced).
+    pub fn finish(&mut self) -> String {
+        let text = String::from_utf8_lossy(&self.pending).into_owned();
+        self.pending.clear();
+        text
+    }
+}
+
+/// How many bytes at the end of `bytes` begin a UTF-8 character that is
+/// not complete yet.
+fn unfinished_tail(bytes: &[u8]) -> usize {
+    for back in 1..=bytes.len().min(3) {
+        let byte = bytes[bytes.len() - back];
+        if byte & 0xc0 == 0x80 {
+            continue;
+        }
+        let len = match byte {
+            0xf0..=0xf7 => 4,
+            0xe0..=0xef => 3,
+            0xc0..=0xdf => 2,
+            _ => 1,
+        };
+        return if len > back { back } else { 0 };
+    }
+    0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_split_inside_a_character_stays_whole() {
+        let bytes = "aé→😀z".as_bytes();
+        for split in 0..=bytes.len() {
+            let mut stream = TextStream::default();
+            let mut text = stream.push(&bytes[..split]);
+            text.push_str(&stream.push(&bytes[split..]));
+            text.push_str(&stream.finish());
+            assert_eq!(text, "aé→😀z", "split at {split}");
+        }
+        let mut stream = TextStream::default();
+        assert_eq!(stream.push(b"\xffok"), "\u{fffd}ok");
+        assert_eq!(stream.push(&[0xe2, 0x86]), "");
+        assert_eq!(stream.finish(), "\u{fffd}");
+    }
 
     #[test]
     fn small_output_is_kept_whole() {

@@ -32,6 +32,17 @@ const TICK: Duration = Duration::from_millis(20);
 /// The variables a command gets from capstan's environment, when set.
 const PASSED_ENV: &[&str] = &["PATH", "LANG", "TERM"];
 
+/// The variables that point a command's HTTP clients at the proxy: curl,
+/// git, pip, cargo, npm and Python's urllib read one or another.
+const PROXY_ENV: &[&str] = &[
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+];
+
 /// A started command.
 pub struct RunningCommand {
     keeper: Child,
@@ -119,7 +130,11 @@ impl RunningCommand {
                 step: "creating the command's temporary folder",
                 source,
             })?;
-        let proxy = !net.is_empty() && grants.sandboxed;
+        // Every sandboxed command gets the proxy, granted origins or none:
+        // a tool that honours the proxy variables then asks it, and a
+        // refusal is seen, audited and named in the outcome even when the
+        // tool itself says nothing (`curl -s`).
+        let proxy = grants.sandboxed && without_namespaces(grants).is_none();
         let (reader, writer) = std::io::pipe().map_err(|source| ExecError::Setup {
             step: "creating the output pipe",
             source,
@@ -341,7 +356,7 @@ impl RunningCommand {
         let needs = missing::missing(
             exit_code,
             self.summary.write,
-            !self.summary.net.is_empty(),
+            &self.summary.net,
             &seen,
             &refusals,
         );
@@ -452,7 +467,7 @@ fn command_for(
     }
     if proxy {
         let url = format!("http://127.0.0.1:{PROXY_PORT}");
-        for name in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
+        for name in PROXY_ENV {
             command.env(name, &url);
         }
     }
@@ -495,10 +510,10 @@ fn sandbox_setup(
     temp: &Path,
 ) -> Result<Setup, ExecError> {
     landlock_required(spawn::landlock_abi())?;
-    let proxy = !request.net.is_empty() || !grants.net.is_empty();
+    let wants_net = !request.net.is_empty() || !grants.net.is_empty();
     let no_namespaces = without_namespaces(grants);
     if let Some(why) = &no_namespaces
-        && proxy
+        && wants_net
     {
         return Err(ExecError::NetworkUnavailable(why.clone()));
     }
@@ -582,11 +597,13 @@ fn sandbox_setup(
             source,
         })?;
     let map = |id: u32| CString::new(format!("{id} {id} 1")).unwrap_or_default();
-    let shared_net = if namespaces && !proxy {
-        spawn::shared_net().ok()
-    } else {
-        None
-    };
+    // Every command with namespaces gets the proxy, granted origins or
+    // none, so that a refusal is seen and named however quiet the command
+    // is; the proxy listens in a network namespace of the command's own.
+    // The empty namespace commands could share (`spawn::shared_net`) has
+    // no proxy, so no command joins it.
+    let proxy = namespaces;
+    let shared_net = None;
     let limits = grants.limits;
     // A PID namespace's pid_max may not be set below the kernel's minimum.
     let pid_max = (u64::from(limits.processes) + 1).max(301);

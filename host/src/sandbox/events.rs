@@ -22,6 +22,12 @@ pub enum PluginEvent {
         /// Units in all, if known.
         total: Option<u64>,
     },
+    /// Output of a native command the call runs (the host's `exec.run`),
+    /// as it arrives: untrusted text, escaped wherever it is shown.
+    CommandOutput {
+        /// The text, in the pieces it arrived in (whole characters).
+        text: String,
+    },
 }
 
 /// How important a log line is.

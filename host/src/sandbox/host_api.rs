@@ -12,6 +12,7 @@ impl CallState {
             PluginEvent::Log { message, .. } | PluginEvent::Progress { message, .. } => {
                 message.len()
             }
+            PluginEvent::CommandOutput { text } => text.len(),
         };
         if !self.reports.admit(len) {
             return;

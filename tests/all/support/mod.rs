@@ -337,3 +337,37 @@ fn wait_with_usage(pid: u32) -> (i32, u64) {
     }
     (status, u64::try_from(usage.ru_maxrss).unwrap())
 }
+
+/// The host pids of processes whose command line contains `needle`.
+pub fn pids_running(needle: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if String::from_utf8_lossy(&cmdline)
+            .replace('\0', " ")
+            .contains(needle)
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+/// Whether process `pid` still exists (a zombie counts as gone), after a
+/// bounded wait for it to go.
+pub fn still_alive(pid: u32) -> bool {
+    for _ in 0..100 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status"));
+        match status {
+            Err(_) => return false,
+            Ok(text) if text.contains("State:\tZ") => return false,
+            Ok(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    }
+    true
+}
