@@ -27,7 +27,9 @@
 //! Run with `cargo bench -p capstan --bench languages`; `BENCH_SAMPLES`
 //! sets the number of calls (default 1000), `BENCH_LANGS` (`python`, `js`,
 //! comma-separated) which languages are measured (default both),
-//! `BENCH_IDLE_ROUNDS` how many times the session idles (default 3).
+//! `BENCH_IDLE_ROUNDS` how many times the session idles and wakes (default
+//! 10; each round's resident memory after idling is printed, and the peak
+//! is held to the target).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
@@ -233,8 +235,9 @@ fn main() {
     }
     if let Some(rest) = &at_rest {
         println!(
-            "target idle session with a Python plugin, resident after {} s idle <= 35.0 MB: {:.1} MB ({})",
+            "target idle session with a Python plugin, resident after {} s idle <= 35.0 MB (peak of {} rounds): {:.1} MB ({})",
             IDLE.as_secs(),
+            rest.rss_idle.len(),
             rest.idle_mb(),
             if rest.idle_mb() <= 35.0 {
                 "met"
@@ -257,8 +260,10 @@ struct AtRest {
     rss_without_plugin: u64,
     /// Resident memory right after a burst of calls (bytes), highest round.
     rss_busy: u64,
-    /// Resident memory after idling (bytes), highest round.
-    rss_idle: u64,
+    /// Resident memory after idling (bytes), each round.
+    rss_idle: Vec<u64>,
+    /// The first call after idling in each round.
+    first_after_idle_rounds: Vec<Duration>,
     /// A Python call while the session is busy (p50).
     warm_call: Duration,
     /// The first Python call after idling (the slowest round), a model
@@ -270,8 +275,13 @@ struct AtRest {
 }
 
 impl AtRest {
+    /// The highest resident memory after idling (bytes), over every round.
+    fn peak_idle(&self) -> u64 {
+        self.rss_idle.iter().copied().max().unwrap_or(0)
+    }
+
     fn idle_mb(&self) -> f64 {
-        self.rss_idle as f64 / 1e6
+        self.peak_idle() as f64 / 1e6
     }
 
     fn print(&self) {
@@ -291,10 +301,31 @@ impl AtRest {
             "  resident, Python plugin loaded, right after calls",
             mb(self.rss_busy)
         );
+        for (round, (rss, first)) in self
+            .rss_idle
+            .iter()
+            .zip(&self.first_after_idle_rounds)
+            .enumerate()
+        {
+            println!(
+                "{:<LABEL_WIDTH$} {:>10}   first call after it {:>10}",
+                format!(
+                    "  resident after {} s idle, round {}",
+                    IDLE.as_secs(),
+                    round + 1
+                ),
+                mb(*rss),
+                format!("{first:.2?}")
+            );
+        }
         println!(
             "{:<LABEL_WIDTH$} {:>10}",
-            format!("  resident after {} s idle", IDLE.as_secs()),
-            mb(self.rss_idle)
+            format!(
+                "  resident after {} s idle, peak of {} rounds",
+                IDLE.as_secs(),
+                self.rss_idle.len()
+            ),
+            mb(self.peak_idle())
         );
         single("  Python hello, warm call (p50)", self.warm_call);
         single(
@@ -310,11 +341,11 @@ impl AtRest {
         );
         println!(
             "idling gives back {:.1} MB: resident after idling is {:.2}x that right after calls",
-            (self.rss_busy.saturating_sub(self.rss_idle)) as f64 / 1e6,
-            self.rss_idle as f64 / self.rss_busy.max(1) as f64
+            (self.rss_busy.saturating_sub(self.peak_idle())) as f64 / 1e6,
+            self.peak_idle() as f64 / self.rss_busy.max(1) as f64
         );
         println!(
-            "the first call after idling takes {:.1}x a warm call",
+            "the first call after idling (slowest round) takes {:.1}x a warm call",
             ratio(self.first_after_idle, self.warm_call)
         );
     }
@@ -343,16 +374,31 @@ fn measure_at_rest(component: &Path, sha256: &str, home: &Path, cache: &Path, ws
         String::from_utf8_lossy(&output.stderr)
     );
     let text = String::from_utf8_lossy(&output.stdout);
-    let figure = |name: &str| -> u64 {
+    let figures = |name: &str| -> Vec<u64> {
         text.lines()
-            .find_map(|line| line.strip_prefix(&format!("{name} ")))
-            .and_then(|value| value.trim().parse().ok())
+            .filter_map(|line| line.strip_prefix(&format!("{name} ")))
+            .map(|value| {
+                value
+                    .trim()
+                    .parse()
+                    .unwrap_or_else(|_| panic!("the idle session reported {name} {value}"))
+            })
+            .collect()
+    };
+    let figure = |name: &str| -> u64 {
+        figures(name)
+            .first()
+            .copied()
             .unwrap_or_else(|| panic!("the idle session did not report {name}:\n{text}"))
     };
     AtRest {
         rss_without_plugin: figure("rss_without_plugin"),
         rss_busy: figure("rss_busy"),
-        rss_idle: figure("rss_idle"),
+        rss_idle: figures("rss_idle"),
+        first_after_idle_rounds: figures("first_after_idle_round_ns")
+            .into_iter()
+            .map(Duration::from_nanos)
+            .collect(),
         warm_call: Duration::from_nanos(figure("warm_call_ns")),
         first_after_idle: Duration::from_nanos(figure("first_after_idle_ns")),
         unannounced: Duration::from_nanos(figure("unannounced_ns")),
@@ -370,7 +416,7 @@ fn idle_session(spec: &str) {
     let rounds: usize = std::env::var("BENCH_IDLE_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(3);
+        .unwrap_or(10);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -404,7 +450,7 @@ fn idle_session(spec: &str) {
     drop(wasm);
     rt.block_on(sandbox.describe(&hello)).unwrap();
     let input = r#"{"name":"Ada"}"#;
-    let (mut rss_busy, mut rss_idle, mut first_after_idle) = (0, 0, Duration::ZERO);
+    let (mut rss_busy, mut first_after_idle) = (0, Duration::ZERO);
     let mut warm = Vec::new();
     for _ in 0..rounds {
         // A turn: a burst of calls, a model turn apart.
@@ -420,14 +466,16 @@ fn idle_session(spec: &str) {
         std::thread::sleep(Duration::from_millis(200));
         rss_busy = rss_busy.max(resident_bytes());
         std::thread::sleep(IDLE);
-        rss_idle = rss_idle.max(resident_bytes());
+        println!("rss_idle {}", resident_bytes());
         // The user's next prompt starts a turn; the model answers with a
         // call.
         let turn = sandbox.keep_warm();
         std::thread::sleep(MODEL_TURN);
         let started = Instant::now();
         let out = call(&hello, "hello", input);
-        first_after_idle = first_after_idle.max(started.elapsed());
+        let first = started.elapsed();
+        println!("first_after_idle_round_ns {}", first.as_nanos());
+        first_after_idle = first_after_idle.max(first);
         drop(turn);
         assert_eq!(out.to_text(), "Hello, Ada!");
     }
@@ -439,7 +487,6 @@ fn idle_session(spec: &str) {
     let unannounced = started.elapsed();
     warm.sort();
     println!("rss_busy {rss_busy}");
-    println!("rss_idle {rss_idle}");
     println!("warm_call_ns {}", warm[warm.len() / 2].as_nanos());
     println!("first_after_idle_ns {}", first_after_idle.as_nanos());
     println!("unannounced_ns {}", unannounced.as_nanos());

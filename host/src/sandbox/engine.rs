@@ -12,6 +12,21 @@ use super::limits::Limits;
 /// gets a fresh instance; this bounds the pool's reservations.
 pub const MAX_CONCURRENT_INSTANCES: u32 = 64;
 
+/// How many memory slots the pool holds: one or two memories per
+/// instance. Kept below 128, where wasmtime splits a pool into one free
+/// list per core, each thread allocating from its own: with one list, a
+/// plugin woken on the warm-up thread after parking takes the slots it
+/// left, wherever its calls ran ([`super::rest`]).
+const MEMORY_SLOTS: u32 = MAX_CONCURRENT_INSTANCES * 2 - 1;
+
+/// How many used memory slots may lie free before a new instance with no
+/// slot of its own takes a used one rather than one never used. A slot
+/// once used keeps the zeroed pages ahead of its image resident (an
+/// interpreter's stack, about 1 MB), even after its plugin is parked, so
+/// the fewer slots a session ever uses, the less it holds at rest; a
+/// plugin's own free slots are taken first whatever this is.
+pub(super) const UNUSED_WARM_SLOTS: u32 = 2;
+
 /// How much of a slot's linear memory is reset in place and kept mapped
 /// between instances; enough for a Python or JavaScript interpreter's heap.
 const KEEP_RESIDENT: usize = 32 << 20;
@@ -39,7 +54,7 @@ pub fn build_engine() -> Result<Engine, LoadError> {
         // more than a dozen (the interpreter, libc, extension modules, shims).
         .total_core_instances(instances * 16)
         .max_core_instances_per_component(64)
-        .total_memories(instances * 2)
+        .total_memories(MEMORY_SLOTS)
         .total_tables(instances * 8)
         .total_stacks(instances)
         .max_memory_size(usize::try_from(Limits::MAX_MEMORY).unwrap_or(usize::MAX))
@@ -56,11 +71,10 @@ pub fn build_engine() -> Result<Engine, LoadError> {
         // tracks, and each fault in a VM costs microseconds.
         .pagemap_scan(wasmtime::Enabled::No)
         // A plugin parked while the session idles ([`super::rest`]) comes
-        // back as a new module, and wasmtime prefers never-used slots for a
-        // module until this many used ones are free; the slots a parked
-        // plugin left keep the zeroed pages past its image resident, so
-        // reusing them bounds what repeated parking leaves behind.
-        .max_unused_warm_slots(8)
+        // back as a new module with no slot of its own; the slots it left
+        // keep the zeroed pages ahead of their image resident, so it should
+        // take those rather than fresh ones (see `UNUSED_WARM_SLOTS`).
+        .max_unused_warm_slots(UNUSED_WARM_SLOTS)
         .linear_memory_keep_resident(KEEP_RESIDENT)
         .table_keep_resident(1 << 20);
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));

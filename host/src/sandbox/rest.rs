@@ -5,8 +5,12 @@
 //! its linear memory kept resident (reset by copying its image back, see
 //! [`super::engine`]) and an instance made ahead ([`super::warm`]). For a
 //! componentize-py plugin that is about 35 MB of code and 13 MB a slot.
-//! Wasmtime gives a slot's memory back only when the module that used it
-//! is dropped, so resting means dropping the compiled component itself.
+//! Wasmtime unmaps a slot's copy of the memory image only when the module
+//! that used it is dropped, so resting means dropping the compiled
+//! component itself. What a slot keeps even then — the zeroed pages ahead
+//! of the image, about 1 MB — is bounded by waking plugins into the slots
+//! they left ([`super::engine`]), and the heap the component's metadata
+//! used is handed back to the system after parking.
 //!
 //! When no call has used a plugin for [`PARK_AFTER`] and no turn is under
 //! way ([`KeepWarm`]), the warm-up thread parks it: its instances made
@@ -187,14 +191,18 @@ impl Rest {
         }
         let residents: Vec<Arc<Resident>> =
             self.residents().iter().filter_map(Weak::upgrade).collect();
-        residents
+        let parked = residents
             .iter()
             .filter(|r| {
                 let used = *r.last_used.lock().unwrap_or_else(|p| p.into_inner());
                 now.duration_since(used) >= idle
             })
             .filter(|r| r.park())
-            .count()
+            .count();
+        if parked > 0 {
+            give_back_freed_heap();
+        }
+        parked
     }
 
     /// Starts a hold; returns the plugins parked now.
@@ -213,6 +221,30 @@ impl Rest {
         self.holds.fetch_sub(1, Ordering::AcqRel);
     }
 }
+
+/// Returns to the system the heap pages that parking freed.
+///
+/// A parked component's metadata (its types, function tables and the
+/// like, a few MB for an interpreter's component) was allocated on the
+/// warm-up thread that linked it, in that thread's glibc arena. glibc gives
+/// an arena's free pages back only from its top, so once freed they stay
+/// resident, and the next wake allocates beside them: each park and wake
+/// would leave a few MB behind. `malloc_trim` releases the free pages of
+/// every arena.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn give_back_freed_heap() {
+    // SAFETY: `malloc_trim` takes no pointer; it locks each of glibc's
+    // arenas in turn and advises the kernel that pages no allocation holds
+    // may be dropped, which any thread may do at any time.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// Other allocators give memory back on their own terms.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn give_back_freed_heap() {}
 
 /// While alive, no plugin is parked: a turn is under way, and its calls
 /// should find their plugins linked and their next instances made. Made by
@@ -239,7 +271,7 @@ mod tests {
     use crate::grants::{Grants, OwnFolders};
     use crate::plugin::builtin;
     use crate::sandbox::warm::tests::until_ready;
-    use crate::sandbox::{CallOptions, Sandbox};
+    use crate::sandbox::{CallOptions, Sandbox, engine};
 
     fn resident_bytes(sandbox: &Sandbox) -> usize {
         sandbox
@@ -283,8 +315,9 @@ mod tests {
             "the instance made ahead is dropped"
         );
         assert_eq!(metrics.memories(), 0);
-        // Dropped alone, its slot would be reset and kept resident; with
-        // the component gone, wasmtime gives the slots' memory back.
+        // Dropped alone, its slot would be reset and kept resident, image
+        // included; with the component gone, the image is unmapped and
+        // wasmtime counts the slot as holding nothing of its own.
         assert_eq!(
             resident_bytes(&sandbox),
             0,
@@ -323,6 +356,75 @@ mod tests {
         assert!(component.resident.tool_warm.is_ready());
         drop(turn);
         assert_eq!(sandbox.park_now(), 1, "parked again once the turn is over");
+    }
+
+    #[tokio::test]
+    async fn parked_plugins_hold_no_slot_and_waking_reuses_the_slots_they_left() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("x.txt"), "x marks\n").unwrap();
+        let sandbox = Sandbox::new(&crate::home::Home::at(
+            dir.path().join("home"),
+            dir.path().join("cache"),
+        ))
+        .unwrap();
+        let fs = builtin::find("fs").unwrap();
+        let component = sandbox.load("fs", fs.wasm, Some(fs.sha256), "fs").unwrap();
+        let options = CallOptions {
+            grants: Grants::workspace(dir.path(), false, &OwnFolders::default()).unwrap(),
+            ..CallOptions::default()
+        };
+        let read = r#"{"path":"x.txt"}"#;
+        let metrics = sandbox.engine().pooling_allocator_metrics().unwrap();
+        // Slots ever used (all free) after each park.
+        let mut left: Vec<u32> = Vec::new();
+        for cycle in 0..8 {
+            let turn = sandbox.keep_warm();
+            if let Some(&before) = left.last() {
+                // Woken: linked again and its next instance made, in one of
+                // the slots it left rather than a fresh one (which it may
+                // take only while fewer than the warm budget are free).
+                until_ready(&component).await;
+                assert!(!component.is_parked());
+                assert!(
+                    metrics.memories() > 0,
+                    "the instance made ahead holds a slot"
+                );
+                if before >= engine::UNUSED_WARM_SLOTS {
+                    assert!(
+                        metrics.unused_warm_memories() as usize + metrics.memories()
+                            <= before as usize,
+                        "cycle {cycle}: the woken plugin took a slot never used before"
+                    );
+                }
+            }
+            // A turn's calls, each followed by its next instance made ahead.
+            for _ in 0..3 {
+                let out = sandbox
+                    .call_tool(&component, "read", read, &options)
+                    .await
+                    .unwrap();
+                assert!(out.to_text().contains("x marks"));
+                until_ready(&component).await;
+            }
+            drop(turn);
+
+            assert_eq!(sandbox.park_now(), 1, "cycle {cycle}: parked");
+            assert_eq!(
+                metrics.memories(),
+                0,
+                "cycle {cycle}: a parked plugin holds no slot"
+            );
+            assert_eq!(metrics.core_instances(), 0);
+            left.push(metrics.unused_warm_memories());
+        }
+        // A new slot is taken only while fewer than the warm budget of used
+        // ones are free, so the slots used stay within what one turn needs
+        // at once plus that budget, however often the plugin parks.
+        let most = left.iter().copied().max().unwrap_or(0);
+        assert!(
+            most <= left[0] + engine::UNUSED_WARM_SLOTS,
+            "slots used grow with each park and wake: {left:?}"
+        );
     }
 
     #[tokio::test]
