@@ -31,6 +31,7 @@ pub mod agent;
 pub mod audit;
 pub mod cli;
 pub mod config;
+pub mod escape;
 pub mod exec;
 pub mod front_matter;
 pub mod fuzz;

@@ -3,7 +3,7 @@
 
 mod audit;
 mod change_preview;
-pub mod escape;
+pub use crate::escape;
 mod exec;
 mod exit;
 pub mod live;

@@ -549,7 +549,9 @@ fn sandbox_setup(
             // mounted read-only as under a write grant.
             files.read.push(workspace.clone());
             let (writable, protected): (Vec<PathBuf>, Vec<PathBuf>) =
-                files::protected_in(workspace).into_iter().partition(|path| exempt(path));
+                files::protected_in(workspace)
+                    .into_iter()
+                    .partition(|path| exempt(path));
             files.write.extend(writable);
             read_only = protected;
         }
@@ -557,8 +559,9 @@ fn sandbox_setup(
         files
             .read
             .extend(files::PROC_GLOBAL.iter().map(PathBuf::from));
-        let (exempted, protected): (Vec<PathBuf>, Vec<PathBuf>) =
-            files::protected_in(workspace).into_iter().partition(|path| exempt(path));
+        let (exempted, protected): (Vec<PathBuf>, Vec<PathBuf>) = files::protected_in(workspace)
+            .into_iter()
+            .partition(|path| exempt(path));
         let protected = if request.write { protected } else { Vec::new() };
         if request.write && protected.is_empty() {
             files.write.push(workspace.clone());

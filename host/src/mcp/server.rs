@@ -662,7 +662,7 @@ impl Session {
                         .and_then(|p| p.get("reason"))
                         .and_then(Value::as_str)
                         .unwrap_or("no reason given");
-                    self.stop(&key, running, &crate::cli::escape::line(reason));
+                    self.stop(&key, running, &crate::escape::line(reason));
                 }
             }
             "notifications/roots/list_changed" => {

@@ -30,8 +30,8 @@ use wasmtime_wasi::p2::bindings::filesystem::types::{
     self, Descriptor, ErrorCode, HostDescriptor, PathFlags,
 };
 
-use super::state::CallState;
 use super::events::{LogLevel, PluginEvent};
+use super::state::CallState;
 use crate::audit::AuditEvent;
 
 /// The interface as wasmtime-wasi 48 defines it in the linker.

@@ -26,12 +26,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
+use wasmtime::Store;
+
 use super::bindings::ToolPlugin;
 use super::bindings::ToolPluginPre;
 use super::bindings::hook_world::{HookPlugin, HookPluginPre};
 use super::error::LoadError;
-use super::state::CallState;
-use super::warm::WarmSlot;
+use super::state::{CallState, FileIo};
+use super::warm::{Job, WarmSlot, Warmer, make_now};
 
 /// How long a plugin stays loaded with no call and no turn under way.
 pub const PARK_AFTER: Duration = Duration::from_secs(5);
@@ -262,6 +264,59 @@ impl KeepWarm {
 impl Drop for KeepWarm {
     fn drop(&mut self) {
         self.rest.release();
+    }
+}
+
+/// Waking is the warm-up thread's job for plugins at rest.
+impl Warmer {
+    /// Links a parked plugin again on the warm-up thread, then makes the
+    /// instances it had made ahead when it was parked.
+    pub fn wake(&self, engine: &wasmtime::Engine, file_io: FileIo, resident: Arc<Resident>) {
+        let engine = engine.clone();
+        let job: Job = Box::new(move |runtime| {
+            // A failure shows again, with its reason, on the call that
+            // needs the plugin.
+            let Ok(linked) = resident.linked() else {
+                return;
+            };
+            let (tool, hook) = resident.was_warm();
+            if let (true, Some(pre)) = (tool, linked.tool) {
+                prime(&resident.tool_warm, |slot| {
+                    let pre = pre.clone();
+                    let instantiate = async move |store: &mut Store<CallState>| {
+                        pre.instantiate_async(store).await
+                    };
+                    make_now(runtime, &engine, &resident.name, file_io, slot, instantiate);
+                });
+            }
+            if let (true, Some(pre)) = (hook, linked.hook) {
+                prime(&resident.hook_warm, |slot| {
+                    let pre = pre.clone();
+                    let instantiate = async move |store: &mut Store<CallState>| {
+                        pre.instantiate_async(store).await
+                    };
+                    make_now(runtime, &engine, &resident.name, file_io, slot, instantiate);
+                });
+            }
+        });
+        // A full queue: the calls link it themselves.
+        self.submit(job);
+    }
+}
+
+/// Makes the next instance of a plugin just linked again into `slot` with
+/// `make`, twice: the first instance lands in a pool slot whose memory was
+/// given back, so a call in it would take a page fault for every page it
+/// touches; dropping it resets the slot by copying the memory image back
+/// and keeping it resident ([`super::engine`]), and the second instance,
+/// in the same slot, is as warm as one made during a busy session.
+fn prime<T>(slot: &WarmSlot<T>, mut make: impl FnMut(&WarmSlot<T>)) {
+    if !slot.claim() {
+        return;
+    }
+    make(slot);
+    if slot.clear() && slot.claim() {
+        make(slot);
     }
 }
 

@@ -24,7 +24,6 @@ use wasmtime::Store;
 
 use super::call::PreparedCall;
 use super::limits::Limits;
-use super::rest::Resident;
 use super::state::{CallOptions, CallState, FileIo};
 
 /// How long making an instance ahead may take before it is given up.
@@ -113,7 +112,7 @@ impl<T> WarmSlot<T> {
     }
 
     /// Whether an instance should be made now; marks it as being made.
-    fn claim(&self) -> bool {
+    pub(super) fn claim(&self) -> bool {
         let mut state = self.lock();
         if matches!(*state, Slot::Empty) {
             *state = Slot::Making;
@@ -139,7 +138,7 @@ impl<T> WarmSlot<T> {
     }
 }
 
-type Job = Box<dyn FnOnce(&tokio::runtime::Runtime) + Send>;
+pub(super) type Job = Box<dyn FnOnce(&tokio::runtime::Runtime) + Send>;
 
 /// Drops finished stores off the caller's path.
 #[derive(Clone)]
@@ -247,60 +246,16 @@ impl Warmer {
 }
 
 impl Warmer {
-    /// Links a parked plugin again on the warm-up thread, then makes the
-    /// instances it had made ahead when it was parked.
-    pub fn wake(&self, engine: &wasmtime::Engine, file_io: FileIo, resident: Arc<Resident>) {
-        let engine = engine.clone();
-        let job: Job = Box::new(move |runtime| {
-            // A failure shows again, with its reason, on the call that
-            // needs the plugin.
-            let Ok(linked) = resident.linked() else {
-                return;
-            };
-            let (tool, hook) = resident.was_warm();
-            if let (true, Some(pre)) = (tool, linked.tool) {
-                prime(&resident.tool_warm, |slot| {
-                    let pre = pre.clone();
-                    let instantiate = async move |store: &mut Store<CallState>| {
-                        pre.instantiate_async(store).await
-                    };
-                    make_now(runtime, &engine, &resident.name, file_io, slot, instantiate);
-                });
-            }
-            if let (true, Some(pre)) = (hook, linked.hook) {
-                prime(&resident.hook_warm, |slot| {
-                    let pre = pre.clone();
-                    let instantiate = async move |store: &mut Store<CallState>| {
-                        pre.instantiate_async(store).await
-                    };
-                    make_now(runtime, &engine, &resident.name, file_io, slot, instantiate);
-                });
-            }
-        });
-        // A full queue: the calls link it themselves.
+    /// Runs `job` on the warm-up thread; a full queue drops it (whatever it
+    /// would have made ahead, the calls make themselves).
+    pub(super) fn submit(&self, job: Job) {
         let _ = self.retirer.jobs.try_send(job);
-    }
-}
-
-/// Makes the next instance of a plugin just linked again into `slot` with
-/// `make`, twice: the first instance lands in a pool slot whose memory was
-/// given back, so a call in it would take a page fault for every page it
-/// touches; dropping it resets the slot by copying the memory image back
-/// and keeping it resident ([`super::engine`]), and the second instance,
-/// in the same slot, is as warm as one made during a busy session.
-fn prime<T>(slot: &WarmSlot<T>, mut make: impl FnMut(&WarmSlot<T>)) {
-    if !slot.claim() {
-        return;
-    }
-    make(slot);
-    if slot.clear() && slot.claim() {
-        make(slot);
     }
 }
 
 /// Makes `plugin`'s next instance into `slot`, claimed for it, here on the
 /// warm-up thread.
-fn make_now<T>(
+pub(super) fn make_now<T>(
     runtime: &tokio::runtime::Runtime,
     engine: &wasmtime::Engine,
     plugin: &Arc<str>,
