@@ -7,8 +7,10 @@
 //! 1. dies with the thread that started it (`PR_SET_PDEATHSIG`);
 //! 2. enters new user, mount, PID, IPC and UTS namespaces and maps its own
 //!    user and group ids into the user namespace; the network namespace is
-//!    a new one when the command gets the proxy, else the empty one all
-//!    such commands share ([`SharedNet`]);
+//!    a new one when the command gets the proxy (every command today, so a
+//!    refusal is always seen and named), else the empty one made once per
+//!    process ([`SharedNet`], which also tells whether this system allows
+//!    user namespaces at all);
 //! 3. forks the *init*: process 1 of the new PID namespace, which will
 //!    `exec` the command. When it exits, the kernel kills every process
 //!    left in the namespace (`setsid`, double-forked, anything);
