@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use support::mock_model::{
     Answer, MockModel, Received, Reply, Tokens, anthropic_error, anthropic_event,
 };
-use support::{Env, MODEL_VARS, fixture, repo_root, stderr, stdout};
+use support::{Env, MODEL_VARS, assert_exit, fixture, repo_root, stderr, stdout};
 
 /// The longest any one run of the binary may take before the test fails.
 const RUN_TIMEOUT: Duration = Duration::from_secs(60);
@@ -69,21 +69,6 @@ fn run(cmd: &mut assert_cmd::Command) -> Output {
         stderr(&output)
     );
     output
-}
-
-fn code(output: &Output) -> i32 {
-    output.status.code().unwrap()
-}
-
-/// Asserts the exit code, showing both streams if it differs.
-fn assert_exit(output: &Output, expected: i32) {
-    assert_eq!(
-        code(output),
-        expected,
-        "unexpected exit code\nstdout:\n{}\nstderr:\n{}",
-        stdout(output),
-        stderr(output)
-    );
 }
 
 /// The stream-json events printed on stdout.

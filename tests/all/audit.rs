@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -15,7 +15,7 @@ use capstan::plugin::Catalog;
 use capstan::sandbox::{CallOptions, Sandbox};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use support::{Env, fixture, shared_home, stderr, stdout};
+use support::{Env, assert_exit, fixture, shared_home, stderr, stdout};
 
 // ------------------------------------------------------- file opens
 
@@ -193,16 +193,6 @@ fn write_sample(path: &Path) {
 
 fn audit(env: &Env, args: &[&str]) -> Output {
     env.capstan().arg("audit").args(args).output().unwrap()
-}
-
-fn assert_exit(out: &Output, code: i32) {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "stdout:\n{}\nstderr:\n{}",
-        stdout(out),
-        stderr(out)
-    );
 }
 
 /// Rewrites the log's lines with `change`.

@@ -4,23 +4,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
+use crate::support;
 
 use std::process::Output;
 
 use serde_json::Value;
-use support::{Env, stderr, stdout};
-
-/// Asserts the command exited with `code`, showing its output if not.
-fn assert_exit(out: &Output, code: i32) {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "stdout:\n{}\nstderr:\n{}",
-        stdout(out),
-        stderr(out)
-    );
-}
+use support::{Env, assert_exit, stderr, stdout};
 
 /// Runs `capstan ARGS...` in the test's workspace.
 fn capstan(env: &Env, args: &[&str]) -> Output {

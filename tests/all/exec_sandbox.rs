@@ -8,7 +8,7 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
+use crate::support;
 
 use std::io::Read;
 use std::net::{TcpListener, UdpSocket};
@@ -18,7 +18,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{Env, stderr, stdout};
+use support::{Env, assert_exit, audit_records, stderr, stdout};
 use tempfile::TempDir;
 
 /// A test's folders: capstan's home, the user's home (with credentials in
@@ -76,12 +76,8 @@ impl Sandbox {
 
     /// The audit records of kind `kind`.
     fn audit(&self, kind: &str) -> Vec<Value> {
-        let path = self.env.home.path().join("audit/audit.jsonl");
-        let Ok(text) = std::fs::read_to_string(path) else {
-            return Vec::new();
-        };
-        text.lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        audit_records(&self.env)
+            .into_iter()
             .filter(|r| r["kind"] == kind)
             .collect()
     }
@@ -89,16 +85,6 @@ impl Sandbox {
 
 fn combined(out: &Output) -> String {
     format!("{}{}", stdout(out), stderr(out))
-}
-
-fn assert_exit(out: &Output, code: i32) {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "stdout:\n{}\nstderr:\n{}",
-        stdout(out),
-        stderr(out)
-    );
 }
 
 /// Processes on this machine whose command line contains `needle`.
@@ -447,6 +433,7 @@ fn private_and_metadata_addresses_are_refused_even_by_name() {
 
 #[test]
 fn a_fork_bomb_is_contained() {
+    let _load = support::load::loads_the_machine();
     let sb = Sandbox::new();
     sb.env.write(
         "count.py",

@@ -6,27 +6,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Output;
 
-use support::{Env, stderr, stdout};
+use support::{Env, assert_exit, stderr, stdout};
 
 /// Runs `capstan tool call TOOL INPUT EXTRA...` and returns what it did.
 fn run(env: &Env, tool: &str, input: &str, extra: &[&str]) -> Output {
     env.call(tool, input, extra).output().unwrap()
-}
-
-/// Asserts the call exited with `code`, showing its output if not.
-fn assert_exit(out: &Output, code: i32) {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "stdout:\n{}\nstderr:\n{}",
-        stdout(out),
-        stderr(out)
-    );
 }
 
 /// The names in a folder, sorted, hidden ones included.

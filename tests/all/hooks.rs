@@ -5,15 +5,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
+use crate::support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::mock_model::{Answer, MockModel, Reply};
-use support::{Env, fixture, stderr, stdout, target_dir};
+use support::{Env, assert_exit, fixture, install, stderr, stdout, target_dir};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -37,16 +37,6 @@ fn with_echo(env: &Env, mock: &MockModel, prompt: &str, extra: &[&str]) -> Outpu
 
 fn sse(answer: Answer) -> Reply {
     Reply::sse(answer.anthropic())
-}
-
-fn assert_exit(output: &Output, expected: i32) {
-    assert_eq!(
-        output.status.code(),
-        Some(expected),
-        "unexpected exit\nstdout:\n{}\nstderr:\n{}",
-        stdout(output),
-        stderr(output)
-    );
 }
 
 /// The tool result sent back for call `id` in the model's `n`th request.
@@ -131,15 +121,6 @@ fn packaged(name: &str) -> PathBuf {
         dir.display()
     );
     dir
-}
-
-fn install(env: &Env, dir: &Path) {
-    let out = env
-        .capstan()
-        .args(["plugin", "install", dir.to_str().unwrap(), "--yes"])
-        .output()
-        .unwrap();
-    assert_exit(&out, 0);
 }
 
 /// The hook-echo fixture as an installable package whose hooks run under

@@ -10,14 +10,14 @@
 #![cfg(target_os = "linux")]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use serde_json::Value;
-use support::{Env, fixture, run_measuring_peak, stderr, stdout};
+use support::{Env, audit_records, fixture, install, run_measuring_peak, stderr, stdout};
 
 const MIB: u64 = 1 << 20;
 
@@ -75,15 +75,6 @@ fn package(env: &Env, name: &str, component: &Path, capabilities: &str) -> PathB
     dir
 }
 
-fn install(env: &Env, dir: &Path) {
-    let out = env
-        .capstan()
-        .args(["plugin", "install", dir.to_str().unwrap(), "--yes"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "install failed: {}", stderr(&out));
-}
-
 /// The misbehave fixture installed (so its calls are audited) with the
 /// workspace readable; it imports sockets, so it asks for a network origin.
 fn install_misbehave(env: &Env) {
@@ -94,14 +85,6 @@ fn install_misbehave(env: &Env) {
         "fs = [{ path = \"$WORKSPACE\", access = \"read\" }]\nnet = [\"http://127.0.0.1:9\"]\n",
     );
     install(env, &dir);
-}
-
-fn audit_records(env: &Env) -> Vec<Value> {
-    std::fs::read_to_string(env.home.path().join("audit/audit.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
 }
 
 fn plugin_arg(name: &str) -> String {

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
+use crate::support;
 
 use std::os::unix::process::ExitStatusExt;
 use std::time::Duration;
@@ -101,6 +101,7 @@ fn exit_cleanly(terminal: &mut Terminal) {
 /// must stop the turn, and the session must go on.
 #[test]
 fn ctrl_c_while_streaming_after_a_permission_answer_stops_the_turn() {
+    let _responsive = support::load::needs_a_responsive_machine();
     let env = Env::new();
     let mut terminal = session(
         &env,
@@ -131,6 +132,7 @@ fn ctrl_c_while_streaming_after_a_permission_answer_stops_the_turn() {
 /// Ctrl-C at a permission question refuses the call and stops the turn.
 #[test]
 fn ctrl_c_at_a_permission_question_stops_the_turn() {
+    let _responsive = support::load::needs_a_responsive_machine();
     let env = Env::new();
     let mut terminal = session(
         &env,
@@ -157,6 +159,7 @@ fn ctrl_c_at_a_permission_question_stops_the_turn() {
 /// Ctrl-C while a tool runs stops it; the session goes on.
 #[test]
 fn ctrl_c_while_a_tool_runs_stops_the_turn() {
+    let _responsive = support::load::needs_a_responsive_machine();
     let env = Env::new();
     let plugin = fixture("misbehave");
     let mut terminal = session(
@@ -190,6 +193,7 @@ fn ctrl_c_while_a_tool_runs_stops_the_turn() {
 /// compaction stops each; the session goes on.
 #[test]
 fn ctrl_c_while_thinking_and_while_compacting() {
+    let _responsive = support::load::needs_a_responsive_machine();
     let env = Env::new();
     // Three words every 0.5 s: the summary takes seconds to stream.
     let mut terminal = session_streaming(
@@ -227,6 +231,7 @@ fn ctrl_c_while_thinking_and_while_compacting() {
 /// exits with 130.
 #[test]
 fn ctrl_c_twice_at_the_idle_prompt_exits_with_130() {
+    let _responsive = support::load::needs_a_responsive_machine();
     let env = Env::new();
     let mut terminal = session(&env, json!([{ "text": "Hello." }]), &[]);
     terminal.send("\x03");
@@ -241,6 +246,7 @@ fn ctrl_c_twice_at_the_idle_prompt_exits_with_130() {
 /// key: `/exit` typed after it is still `/exit`.
 #[test]
 fn esc_interrupts_a_turn_and_never_eats_the_next_key() {
+    let _responsive = support::load::needs_a_responsive_machine();
     let env = Env::new();
     let mut terminal = session(
         &env,
@@ -264,6 +270,7 @@ fn esc_interrupts_a_turn_and_never_eats_the_next_key() {
 /// one starts the next prompt's line.
 #[test]
 fn typing_during_a_turn_waits_for_the_next_prompt() {
+    let _responsive = support::load::needs_a_responsive_machine();
     let env = Env::new();
     let mut terminal = session(
         &env,
@@ -307,6 +314,7 @@ fn typing_during_a_turn_waits_for_the_next_prompt() {
 /// the question waits for a key pressed after it is shown.
 #[test]
 fn a_key_typed_before_a_permission_question_does_not_answer_it() {
+    let _responsive = support::load::needs_a_responsive_machine();
     let env = Env::new();
     let mut terminal = session(
         &env,
@@ -343,6 +351,7 @@ fn a_key_typed_before_a_permission_question_does_not_answer_it() {
 /// `/permissions` lists and removes it.
 #[test]
 fn permission_questions_show_diffs_and_saved_rules_can_be_removed() {
+    let _responsive = support::load::needs_a_responsive_machine();
     let env = Env::new();
     env.write("src/lib.rs", "fn one() {}\nfn greet() {}\nfn three() {}\n");
     let mut terminal = session(

@@ -14,7 +14,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Output};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use support::{Env, repo_root, shared_home, stderr, stdout, target_dir};
+use support::{Env, fs_component, repo_root, shared_home, stderr, stdout, target_dir};
 
 /// Where `just setup` installs componentize-py and componentize-js.
 fn toolchains() -> PathBuf {
@@ -203,6 +203,7 @@ fn check_tool_template(lang: &str) {
 
 #[test]
 fn the_python_tool_template_passes_its_tests_builds_installs_and_answers() {
+    let _load = support::load::loads_the_machine();
     let dir = template("tool", "python");
     own_tests(&dir, "python3", &["-m", "unittest", "-q"]);
     check_tool_template("python");
@@ -210,6 +211,7 @@ fn the_python_tool_template_passes_its_tests_builds_installs_and_answers() {
 
 #[test]
 fn the_js_tool_template_passes_its_tests_builds_installs_and_answers() {
+    let _load = support::load::loads_the_machine();
     let dir = template("tool", "js");
     own_tests(&dir, "node", &["--test"]);
     check_tool_template("js");
@@ -217,6 +219,7 @@ fn the_js_tool_template_passes_its_tests_builds_installs_and_answers() {
 
 #[test]
 fn the_rust_tool_template_builds_installs_and_answers() {
+    let _load = support::load::loads_the_machine();
     check_tool_template("rust");
 }
 
@@ -306,7 +309,7 @@ impl StubToolchains {
             .env("CAPSTAN_TOOLCHAINS", self.toolchains.path())
             .env("STUB_DIR", self.dir.path())
             .env("STUB_LOG", self.log_path())
-            .env("STUB_COMPONENT", stub_component())
+            .env("STUB_COMPONENT", fs_component())
             .env("STUB_CRATE", crate_name)
             // Should a real installer run after all, it stays offline.
             .env("PIP_NO_INDEX", "1")
@@ -331,14 +334,6 @@ impl StubToolchains {
             .map(str::to_string)
             .collect()
     }
-}
-
-/// A real component for the stub compilers to "build": the first-party fs
-/// tool.
-fn stub_component() -> PathBuf {
-    let path = target_dir().join("wasm-plugins/wasm32-wasip2/release/capstan_plugin_fs.wasm");
-    assert!(path.is_file(), "{} was not built", path.display());
-    path
 }
 
 /// A new tool project `name` in `lang`, written by `capstan new`.
@@ -771,6 +766,7 @@ fn check_hook_template(lang: &str) {
 
 #[test]
 fn the_hook_templates_build_install_and_decide() {
+    let _load = support::load::loads_the_machine();
     own_tests(
         &template("hook", "python"),
         "python3",
@@ -784,6 +780,7 @@ fn the_hook_templates_build_install_and_decide() {
 
 #[test]
 fn the_skill_templates_build_install_and_load() {
+    let _load = support::load::loads_the_machine();
     own_tests(
         &template("skill", "python"),
         "python3",
@@ -893,6 +890,7 @@ const FORECAST: &str = r#"{"daily":{"time":["2026-01-01","2026-01-02"],"temperat
 
 #[test]
 fn the_python_weather_example_uses_the_network_and_files_only_as_granted() {
+    let _load = support::load::loads_the_machine();
     let server = Server::start(|_| (200, FORECAST.to_string()));
     let dir = example(
         "weather-py",
@@ -1018,6 +1016,7 @@ fn the_python_weather_example_uses_the_network_and_files_only_as_granted() {
 
 #[test]
 fn the_js_npm_example_uses_the_network_and_files_only_as_granted() {
+    let _load = support::load::loads_the_machine();
     let server = Server::start(|target| match target {
         "/left-pad/latest" => (200, r#"{"name":"left-pad","version":"1.3.0"}"#.to_string()),
         "/is-odd/latest" => (200, r#"{"name":"is-odd","version":"3.0.1"}"#.to_string()),
@@ -1092,6 +1091,7 @@ fn the_js_npm_example_uses_the_network_and_files_only_as_granted() {
 
 #[test]
 fn the_python_guard_hook_example_denies_asks_and_adds_context() {
+    let _load = support::load::loads_the_machine();
     use hook_world::exports::capstan::plugin::hook::{Decision, Event};
     let dir = example("guard-py", "guard-py", None);
     own_tests(&dir, "python3", &["-m", "unittest", "-q"]);
@@ -1137,6 +1137,7 @@ fn the_python_guard_hook_example_denies_asks_and_adds_context() {
 
 #[test]
 fn a_python_tool_without_a_network_grant_cannot_open_sockets() {
+    let _load = support::load::loads_the_machine();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();

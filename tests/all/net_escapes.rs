@@ -7,7 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
+use crate::support;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -537,8 +537,12 @@ const CHILD_FLAG: &str = "CAPSTAN_NET_ESCAPES_ENV_CHILD";
 fn the_plugin_sees_only_granted_environment_variables() {
     // The host's own keys are set in a child process running the check
     // below, so no test thread of this process sees a changed environment.
+    // The child's name as the test binary knows it: this module's path
+    // without the crate's name.
+    let module = module_path!().split_once("::").unwrap().1;
+    let child = format!("{module}::env_dump_child");
     let output = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "env_dump_child", "--ignored", "--nocapture"])
+        .args(["--exact", &child, "--ignored", "--nocapture"])
         .env(CHILD_FLAG, "1")
         .env("ANTHROPIC_API_KEY", "sk-ant-host-key-must-not-leak")
         .env("OPENAI_API_KEY", "sk-openai-host-key-must-not-leak")

@@ -8,19 +8,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use support::{Env, fixture, stderr, stdout, target_dir};
-
-/// The first-party fs component, as the build script compiled it.
-fn fs_component() -> PathBuf {
-    let path = target_dir().join("wasm-plugins/wasm32-wasip2/release/capstan_plugin_fs.wasm");
-    assert!(path.is_file(), "{} was not built", path.display());
-    path
-}
+use support::{Env, fixture, fs_component, install, lock, sha256, stderr, stdout};
 
 const READ_ONLY: &str = r#"
 [capabilities]
@@ -43,16 +36,6 @@ fn package(root: &Path, version: &str, wasm: &Path, capabilities: &str) -> PathB
 
 fn plugin(env: &Env, args: &[&str]) -> Output {
     env.capstan().arg("plugin").args(args).output().unwrap()
-}
-
-fn install(env: &Env, source: &Path) -> Output {
-    let out = plugin(env, &["install", source.to_str().unwrap(), "--yes"]);
-    assert!(out.status.success(), "install failed: {}", stderr(&out));
-    out
-}
-
-fn lock(env: &Env) -> String {
-    std::fs::read_to_string(env.home.path().join("plugins/capstan.lock")).unwrap_or_default()
 }
 
 /// The store folder of the installed `files` plugin.
@@ -78,12 +61,6 @@ fn refusals(env: &Env) -> Vec<(String, String)> {
             )
         })
         .collect()
-}
-
-fn sha256(path: &Path) -> String {
-    use sha2::Digest;
-    let digest = sha2::Sha256::digest(std::fs::read(path).unwrap());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[test]

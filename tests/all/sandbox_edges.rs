@@ -15,7 +15,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
+use crate::support;
 
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -23,7 +23,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use support::mock_model::{Answer, MockModel, Received, Reply};
-use support::{Env, fixture, stderr, stdout, target_dir};
+use support::{Env, fixture, fs_component, lock, sha256, stderr, stdout};
 
 const API_KEY: &str = "sk-ant-mock-key-edges";
 /// A value in capstan's environment that must never reach the model.
@@ -378,13 +378,6 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// The first-party fs component, as the build script compiled it.
-fn fs_component() -> PathBuf {
-    let path = target_dir().join("wasm-plugins/wasm32-wasip2/release/capstan_plugin_fs.wasm");
-    assert!(path.is_file(), "{} was not built", path.display());
-    path
-}
-
 /// Writes a package folder holding `wasm` as `tool.wasm` and a plugin.toml
 /// with `capabilities`.
 fn package(root: &Path, name: &str, wasm: &Path, capabilities: &str) -> PathBuf {
@@ -403,10 +396,6 @@ fn install(env: &Env, source: &Path) -> Output {
         .args(["plugin", "install", source.to_str().unwrap(), "--yes"])
         .output()
         .unwrap()
-}
-
-fn lock(env: &Env) -> String {
-    std::fs::read_to_string(env.home.path().join("plugins/capstan.lock")).unwrap_or_default()
 }
 
 #[test]
@@ -521,12 +510,6 @@ fn cached_entries(cache: &Path, hash: &str) -> Vec<PathBuf> {
                 .starts_with(&format!("{hash}-"))
         })
         .collect()
-}
-
-fn sha256(path: &Path) -> String {
-    use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(std::fs::read(path).unwrap());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[test]
@@ -697,15 +680,25 @@ fn hold_lease(path: &Path) -> std::fs::File {
         .write(true)
         .open(path)
         .unwrap();
-    // SAFETY: plain fcntl/signal calls on a descriptor this function owns;
-    // ignoring SIGIO (sent to the lease holder when someone opens the file)
-    // only keeps this test process alive.
+    // SAFETY: plain fcntl calls on a descriptor this function owns.
     unsafe {
-        libc::signal(libc::SIGIO, libc::SIG_IGN);
         assert_eq!(
             libc::fcntl(file.as_raw_fd(), libc::F_SETLEASE, libc::F_WRLCK),
             0,
             "cannot take a lease on {}: {}",
+            path.display(),
+            std::io::Error::last_os_error()
+        );
+        // Taking the lease made this process the file's owner, which the
+        // kernel sends SIGIO (whose default action ends the process) when
+        // someone opens the file. With no owner, no signal is sent and the
+        // open still blocks; the test binary's signal dispositions, which
+        // every test and every process it starts share, stay as they are.
+        // Nothing else knows the file yet, so no open comes in between.
+        assert_eq!(
+            libc::fcntl(file.as_raw_fd(), libc::F_SETOWN, 0),
+            0,
+            "cannot clear the owner of {}: {}",
             path.display(),
             std::io::Error::last_os_error()
         );

@@ -9,7 +9,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::mock_model::{Answer, MockModel, Received, Reply};
-use support::{Env, fixture, repo_root, stderr, stdout};
+use support::{Env, assert_exit, fixture, repo_root, stderr, stdout};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(90);
 
@@ -30,16 +30,6 @@ fn session(env: &Env, mock: &MockModel, prompt: &str) -> assert_cmd::Command {
 
 fn run(cmd: &mut assert_cmd::Command) -> Output {
     cmd.output().expect("run capstan")
-}
-
-fn assert_exit(output: &Output, code: i32) {
-    assert_eq!(
-        output.status.code(),
-        Some(code),
-        "stdout:\n{}\nstderr:\n{}",
-        stdout(output),
-        stderr(output)
-    );
 }
 
 /// Writes `NAME/SKILL.md` under `root` with `front` (front matter lines)

@@ -3,11 +3,12 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod load;
 pub mod mock_model;
 pub mod terminal;
 
 use std::path::{Path, PathBuf};
-use std::process::Command as StdCommand;
+use std::process::{Command as StdCommand, Output};
 use std::sync::{Mutex, OnceLock};
 
 use assert_cmd::Command;
@@ -210,22 +211,84 @@ impl Env {
 }
 
 /// The text a finished command printed on stdout.
-pub fn stdout(output: &std::process::Output) -> String {
+pub fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// The text a finished command printed on stderr.
-pub fn stderr(output: &std::process::Output) -> String {
+pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// Asserts that a finished command exited with `code`, showing both of its
+/// streams if it did not (or if a signal ended it).
+pub fn assert_exit(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "unexpected exit ({})\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        stdout(out),
+        stderr(out)
+    );
+}
+
+/// `capstan plugin install DIR --yes` in `env`; fails the test unless it
+/// succeeds.
+pub fn install(env: &Env, dir: &Path) -> Output {
+    let out = env
+        .capstan()
+        .args(["plugin", "install", dir.to_str().unwrap(), "--yes"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+    out
+}
+
+/// The text of `env`'s plugin lockfile (empty when there is none).
+pub fn lock(env: &Env) -> String {
+    std::fs::read_to_string(env.home.path().join("plugins/capstan.lock")).unwrap_or_default()
+}
+
+/// Every record of `env`'s audit log, oldest first (none when there is no
+/// log yet).
+pub fn audit_records(env: &Env) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(env.home.path().join("audit/audit.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// The first-party fs tool's component, as the build made it.
+pub fn fs_component() -> PathBuf {
+    let path = target_dir().join("wasm-plugins/wasm32-wasip2/release/capstan_plugin_fs.wasm");
+    assert!(path.is_file(), "{} was not built", path.display());
+    path
+}
+
+/// The SHA-256 of the file at `path`, in lowercase hex.
+pub fn sha256(path: &Path) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(std::fs::read(path).unwrap());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Runs `cmd` to its end and returns what it printed with the most
-/// resident memory it held (its `VmHWM`, the kernel's high-water mark, in
-/// bytes), read from `/proc` while it runs. The mark only grows, so the last
-/// reading before the process ends is its peak up to then.
+/// resident memory it held, in bytes: the kernel's own high-water mark
+/// (`ru_maxrss`, the `VmHWM` of `/proc`), as `wait4` reports it for this
+/// child alone when it ends. Exact whatever the machine's load (nothing
+/// polls), and blind to every other process of the test binary, which
+/// runs other tests at the same time. It includes the child's own children
+/// it waited for; capstan's memory is the larger in every use here.
 #[cfg(target_os = "linux")]
-pub fn run_measuring_peak(mut cmd: StdCommand) -> (std::process::Output, u64) {
+#[allow(
+    clippy::zombie_processes,
+    reason = "the child is reaped by `wait_with_usage`, with wait4 rather than `Child::wait`"
+)]
+pub fn run_measuring_peak(mut cmd: StdCommand) -> (Output, u64) {
     use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
     use std::process::Stdio;
     let mut child = cmd
         .stdin(Stdio::null())
@@ -242,39 +305,39 @@ pub fn run_measuring_peak(mut cmd: StdCommand) -> (std::process::Output, u64) {
     };
     let stdout = drain(Box::new(child.stdout.take().unwrap()));
     let stderr = drain(Box::new(child.stderr.take().unwrap()));
-    let status_file = format!("/proc/{}/status", child.id());
-    let mut peak = 0u64;
-    let mut readings = 0;
-    let status = loop {
-        if let Ok(status) = std::fs::read_to_string(&status_file) {
-            let kib = status
-                .lines()
-                .find_map(|line| line.strip_prefix("VmHWM:"))
-                .and_then(|rest| {
-                    rest.trim()
-                        .trim_end_matches("kB")
-                        .trim()
-                        .parse::<u64>()
-                        .ok()
-                });
-            if let Some(kib) = kib {
-                peak = peak.max(kib << 10);
-                readings += 1;
-            }
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    };
-    assert!(
-        readings > 0,
-        "the process ended before its memory could be read"
-    );
-    let output = std::process::Output {
-        status,
+    let (status, max_rss_kib) = wait_with_usage(child.id());
+    let output = Output {
+        status: std::process::ExitStatus::from_raw(status),
         stdout: stdout.join().unwrap(),
         stderr: stderr.join().unwrap(),
     };
-    (output, peak)
+    assert!(max_rss_kib > 0, "the kernel reported no memory for the run");
+    (output, max_rss_kib << 10)
+}
+
+/// Waits for child `pid` to end and returns its wait status and its peak
+/// resident memory in KiB. The `Child` it came from must not be waited for
+/// afterwards (it is gone).
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn wait_with_usage(pid: u32) -> (i32, u64) {
+    let pid = libc::pid_t::try_from(pid).unwrap();
+    let mut status: libc::c_int = 0;
+    // SAFETY: `rusage` is plain old data, so all zeroes is a valid value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: both pointers are to live locals of the right types, and
+        // `pid` is a child of this process that nothing else waits for.
+        let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if waited == pid {
+            break;
+        }
+        let error = std::io::Error::last_os_error();
+        assert_eq!(
+            error.kind(),
+            std::io::ErrorKind::Interrupted,
+            "waiting for {pid}: {error}"
+        );
+    }
+    (status, u64::try_from(usage.ru_maxrss).unwrap())
 }

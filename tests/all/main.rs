@@ -1,0 +1,32 @@
+//! The end-to-end tests, as one test binary: each former test file is a
+//! module here, all sharing `support` (a temporary home and workspace per
+//! test, the real `capstan` binary, fixture plugins, a mock model server).
+//! One binary links wasmtime and the capstan library once instead of once
+//! per file.
+//!
+//! The tests run on several threads of one process, so none of them may
+//! change what the process shares: no `std::env::set_var`, no
+//! `set_current_dir`, no fixed ports, a folder of its own for everything it
+//! writes. What must run with the host's keys in its environment runs in a
+//! child process (`net_escapes::env_dump_child`). Run one file's tests with
+//! `cargo test --test all MODULE::` (docs/testing.md).
+
+mod support;
+
+mod agent_session;
+mod audit;
+mod cli;
+mod escapes;
+mod exec_sandbox;
+mod exec_tools;
+mod fs_tools;
+mod hooks;
+mod host_edges;
+mod interactive;
+mod languages;
+mod misbehaving;
+mod model_providers;
+mod net_escapes;
+mod plugin_install;
+mod sandbox_edges;
+mod skills;
