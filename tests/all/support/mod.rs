@@ -282,6 +282,10 @@ pub fn sha256(path: &Path) -> String {
 /// runs other tests at the same time. It includes the child's own children
 /// it waited for; capstan's memory is the larger in every use here.
 #[cfg(target_os = "linux")]
+#[allow(
+    clippy::zombie_processes,
+    reason = "the child is reaped by `wait_with_usage`, with wait4 rather than `Child::wait`"
+)]
 pub fn run_measuring_peak(mut cmd: StdCommand) -> (Output, u64) {
     use std::io::Read;
     use std::os::unix::process::ExitStatusExt;
