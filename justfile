@@ -163,8 +163,8 @@ demo: build
     echo; echo "# Tools can be called directly too; each call is a fresh sandbox that sees only the workspace:"
     run tool list
     run tool call fs.grep '{"pattern":"fn \\w+","glob":"**/*.rs"}'
-    run tool call fs.edit '{"path":"src/main.rs","old":"hello","new":"ahoy"}'
-    run tool call fs.edit '{"path":"src/main.rs","old":"hello","new":"ahoy"}' --allow-write
+    run tool call fs.edit '{"path":"src/main.rs","old":"hello, {}","new":"ahoy, {}"}'
+    run tool call fs.edit '{"path":"src/main.rs","old":"hello, {}","new":"ahoy, {}"}' --allow-write
     run tool call fs.read '{"path":"src/main.rs","limit":3}'
     echo; echo "# A command's network is off unless granted; a refused request is named, even when the command says nothing:"
     run tool call exec.run '{"command":"curl -s https://example.com"}'
