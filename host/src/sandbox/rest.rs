@@ -326,7 +326,17 @@ mod tests {
     use crate::grants::{Grants, OwnFolders};
     use crate::plugin::builtin;
     use crate::sandbox::warm::tests::until_ready;
-    use crate::sandbox::{CallOptions, Sandbox, engine};
+    use crate::sandbox::{CallOptions, LoadedComponent, Sandbox, engine};
+
+    /// A sandbox whose data and cache live under `dir`, with the built-in
+    /// `fs` component loaded.
+    fn fs_in(dir: &std::path::Path) -> (Sandbox, LoadedComponent) {
+        let sandbox =
+            Sandbox::new(&crate::home::Home::at(dir.join("home"), dir.join("cache"))).unwrap();
+        let fs = builtin::find("fs").unwrap();
+        let component = sandbox.load("fs", fs.wasm, Some(fs.sha256), "fs").unwrap();
+        (sandbox, component)
+    }
 
     fn resident_bytes(sandbox: &Sandbox) -> usize {
         sandbox
@@ -340,13 +350,7 @@ mod tests {
     async fn parking_gives_back_instances_and_slot_memory_and_a_call_links_again() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("x.txt"), "x marks\n").unwrap();
-        let sandbox = Sandbox::new(&crate::home::Home::at(
-            dir.path().join("home"),
-            dir.path().join("cache"),
-        ))
-        .unwrap();
-        let fs = builtin::find("fs").unwrap();
-        let component = sandbox.load("fs", fs.wasm, Some(fs.sha256), "fs").unwrap();
+        let (sandbox, component) = fs_in(dir.path());
         let options = CallOptions {
             grants: Grants::workspace(dir.path(), false, &OwnFolders::default()).unwrap(),
             ..CallOptions::default()
@@ -392,13 +396,7 @@ mod tests {
     #[tokio::test]
     async fn a_turn_wakes_parked_plugins_ahead_of_their_calls_and_keeps_them() {
         let dir = tempfile::tempdir().unwrap();
-        let sandbox = Sandbox::new(&crate::home::Home::at(
-            dir.path().join("home"),
-            dir.path().join("cache"),
-        ))
-        .unwrap();
-        let fs = builtin::find("fs").unwrap();
-        let component = sandbox.load("fs", fs.wasm, Some(fs.sha256), "fs").unwrap();
+        let (sandbox, component) = fs_in(dir.path());
         sandbox.describe(&component).await.unwrap();
         until_ready(&component).await;
         assert_eq!(sandbox.park_now(), 1);
@@ -417,13 +415,7 @@ mod tests {
     async fn parked_plugins_hold_no_slot_and_waking_reuses_the_slots_they_left() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("x.txt"), "x marks\n").unwrap();
-        let sandbox = Sandbox::new(&crate::home::Home::at(
-            dir.path().join("home"),
-            dir.path().join("cache"),
-        ))
-        .unwrap();
-        let fs = builtin::find("fs").unwrap();
-        let component = sandbox.load("fs", fs.wasm, Some(fs.sha256), "fs").unwrap();
+        let (sandbox, component) = fs_in(dir.path());
         let options = CallOptions {
             grants: Grants::workspace(dir.path(), false, &OwnFolders::default()).unwrap(),
             ..CallOptions::default()
@@ -485,13 +477,8 @@ mod tests {
     #[tokio::test]
     async fn a_plugin_whose_cache_entry_is_gone_is_not_parked() {
         let dir = tempfile::tempdir().unwrap();
-        let sandbox = Sandbox::new(&crate::home::Home::at(
-            dir.path().join("home"),
-            dir.path().join("cache"),
-        ))
-        .unwrap();
+        let (sandbox, component) = fs_in(dir.path());
         let fs = builtin::find("fs").unwrap();
-        let component = sandbox.load("fs", fs.wasm, Some(fs.sha256), "fs").unwrap();
         sandbox.compile_cache().remove(fs.sha256).unwrap();
         assert_eq!(sandbox.park_now(), 0);
         assert!(!component.is_parked());
