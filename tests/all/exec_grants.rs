@@ -518,31 +518,6 @@ timeout = "2s"
     assert_eq!(runs[0]["ending"], "timed out", "{runs:?}");
 }
 
-/// The text of the result the model got for call `id`.
-fn result_of(mock: &MockModel, id: &str) -> String {
-    for request in mock.received().iter().rev() {
-        for message in request.messages() {
-            let Some(blocks) = message["content"].as_array() else {
-                continue;
-            };
-            for block in blocks {
-                if block["type"] == "tool_result" && block["tool_use_id"] == id {
-                    return match &block["content"] {
-                        Value::String(text) => text.clone(),
-                        Value::Array(parts) => parts
-                            .iter()
-                            .filter_map(|p| p["text"].as_str())
-                            .collect::<Vec<_>>()
-                            .join("\n"),
-                        other => other.to_string(),
-                    };
-                }
-            }
-        }
-    }
-    panic!("the model never got a result for {id}");
-}
-
 #[test]
 fn a_model_commits_through_the_git_tools_in_a_session() {
     let env = Env::new();
@@ -584,14 +559,14 @@ fn a_model_commits_through_the_git_tools_in_a_session() {
         .unwrap();
     assert!(out.status.success(), "{}\n{}", stdout(&out), stderr(&out));
     assert!(
-        result_of(&mock, "c1").contains("?? notes.txt"),
+        mock.result_of("c1").contains("?? notes.txt"),
         "{}",
-        result_of(&mock, "c1")
+        mock.result_of("c1")
     );
     assert!(
-        result_of(&mock, "c4").contains("Notes from the session"),
+        mock.result_of("c4").contains("Notes from the session"),
         "{}",
-        result_of(&mock, "c4")
+        mock.result_of("c4")
     );
     assert_eq!(
         host_git(env.ws.path(), &["log", "--format=%s"]),

@@ -44,31 +44,6 @@ fn script(calls: &[(&str, &str, Value)]) -> MockModel {
     MockModel::start(replies)
 }
 
-/// The text of the result the model got for call `id`.
-fn result_of(mock: &MockModel, id: &str) -> String {
-    for request in mock.received().iter().rev() {
-        for message in request.messages() {
-            let Some(blocks) = message["content"].as_array() else {
-                continue;
-            };
-            for block in blocks {
-                if block["type"] == "tool_result" && block["tool_use_id"] == id {
-                    return match &block["content"] {
-                        Value::String(text) => text.clone(),
-                        Value::Array(parts) => parts
-                            .iter()
-                            .filter_map(|p| p["text"].as_str())
-                            .collect::<Vec<_>>()
-                            .join("\n"),
-                        other => other.to_string(),
-                    };
-                }
-            }
-        }
-    }
-    panic!("the model never got a result for {id}");
-}
-
 fn assert_ok(output: &Output) {
     assert!(
         output.status.success(),
@@ -111,10 +86,10 @@ fn accept_edits_runs_the_tests_fixes_and_reruns_them() {
         &["--permission-mode", "accept-edits"],
     );
     assert_ok(&output);
-    let first = result_of(&mock, "t_run1");
+    let first = mock.result_of("t_run1");
     assert!(first.starts_with("exit code 1"), "{first}");
     assert!(first.contains("FAILED (failures=1)"), "{first}");
-    let second = result_of(&mock, "t_run2");
+    let second = mock.result_of("t_run2");
     assert!(second.starts_with("exit code 0"), "{second}");
     assert!(second.contains("OK"), "{second}");
     // The writable run wrote the workspace.
@@ -155,10 +130,10 @@ fn plan_mode_runs_a_read_only_command_and_refuses_a_write() {
     ]);
     let output = session(&env, &mock, "look around", &["--permission-mode", "plan"]);
     assert_ok(&output);
-    let listing = result_of(&mock, "t_ls");
+    let listing = mock.result_of("t_ls");
     assert!(listing.starts_with("exit code 0"), "{listing}");
     assert!(listing.contains("listed-file.txt"), "{listing}");
-    let refused = result_of(&mock, "t_write");
+    let refused = mock.result_of("t_write");
     assert!(refused.contains("plan mode"), "{refused}");
     assert!(
         refused.contains("exec.run` wants: write the workspace"),
@@ -191,16 +166,16 @@ fn default_mode_asks_naming_exactly_the_capabilities_wanted() {
     // reason (the question) reaches the model.
     let output = session(&env, &mock, "fetch", &[]);
     assert_ok(&output);
-    let read = result_of(&mock, "t_read");
+    let read = mock.result_of("t_read");
     assert!(read.starts_with("exit code 0"), "{read}");
     assert!(read.contains("hello"), "{read}");
-    let both = result_of(&mock, "t_both");
+    let both = mock.result_of("t_both");
     assert!(
         both.contains("exec.run wants: write the workspace; reach https://index.crates.io"),
         "{both}"
     );
     assert!(!env.ws_path().join("fetched.txt").exists());
-    let net = result_of(&mock, "t_net");
+    let net = mock.result_of("t_net");
     assert!(
         net.contains("exec.run wants: reach https://example.com"),
         "{net}"
@@ -218,7 +193,7 @@ fn accept_edits_still_asks_for_the_network() {
     )]);
     let output = session(&env, &mock, "fetch", &["--permission-mode", "accept-edits"]);
     assert_ok(&output);
-    let net = result_of(&mock, "t_net");
+    let net = mock.result_of("t_net");
     assert!(
         net.contains("exec.run wants: write the workspace; reach https://example.com"),
         "{net}"
@@ -236,7 +211,7 @@ fn a_read_only_command_that_writes_is_told_which_capability_it_lacked() {
     )]);
     let output = session(&env, &mock, "write", &[]);
     assert_ok(&output);
-    let result = result_of(&mock, "t_sneak");
+    let result = mock.result_of("t_sneak");
     assert!(!result.starts_with("exit code 0"), "{result}");
     assert!(
         result.contains("it needs: write the workspace (call again with \"write\": true)"),
@@ -255,7 +230,7 @@ fn a_command_without_network_is_refused_and_told_how_to_get_it() {
     )]);
     let output = session(&env, &mock, "fetch", &[]);
     assert_ok(&output);
-    let result = result_of(&mock, "t_curl");
+    let result = mock.result_of("t_curl");
     assert!(!result.starts_with("exit code 0"), "{result}");
     assert!(!result.contains("Example Domain"), "{result}");
     assert!(
@@ -293,11 +268,11 @@ fn bash_rules_match_exec_run() {
         ],
     );
     assert_ok(&output);
-    let push = result_of(&mock, "t_push");
+    let push = mock.result_of("t_push");
     assert!(push.contains("Bash(git push:*)"), "{push}");
     assert!(!push.starts_with("exit code"), "{push}");
     // The allow rule spares the question default mode would ask.
-    let write = result_of(&mock, "t_write");
+    let write = mock.result_of("t_write");
     assert!(write.starts_with("exit code 0"), "{write}");
     assert_eq!(env.read("allowed.txt"), "allowed\n");
 }
@@ -366,14 +341,14 @@ fn background_jobs_report_output_are_killed_and_none_outlives_the_session() {
     }
     assert!(pids_running("sleep 765432").is_empty());
 
-    assert!(result_of(&mock, "t_server").starts_with("started job-1"));
-    assert!(result_of(&mock, "t_other").starts_with("started job-2"));
-    let out = result_of(&mock, "t_out");
+    assert!(mock.result_of("t_server").starts_with("started job-1"));
+    assert!(mock.result_of("t_other").starts_with("started job-2"));
+    let out = mock.result_of("t_out");
     assert!(out.starts_with("job-1 is still running"), "{out}");
     assert!(out.contains("serving"), "{out}");
-    let killed = result_of(&mock, "t_kill");
+    let killed = mock.result_of("t_kill");
     assert!(killed.starts_with("job-2 was killed"), "{killed}");
-    let gone = result_of(&mock, "t_gone");
+    let gone = mock.result_of("t_gone");
     assert!(gone.contains("there is no background job job-2"), "{gone}");
 }
 
@@ -461,15 +436,15 @@ fn capability_rules_allow_exactly_what_they_name() {
         ],
     );
     assert_ok(&output);
-    assert!(result_of(&mock, "t_write").starts_with("exit code 0"));
+    assert!(mock.result_of("t_write").starts_with("exit code 0"));
     assert_eq!(env.read("ok.txt"), "ok\n");
-    let more = result_of(&mock, "t_more");
+    let more = mock.result_of("t_more");
     assert!(
         more.contains("exec.run wants: write the workspace; reach https://example.com"),
         "{more}"
     );
     assert!(!env.ws_path().join("more.txt").exists());
-    let denied = result_of(&mock, "t_denied");
+    let denied = mock.result_of("t_denied");
     assert!(
         denied.contains("exec.run(net:https://*.npmjs.org)"),
         "{denied}"
@@ -530,7 +505,7 @@ fn a_silent_network_failure_still_names_the_origin_to_grant() {
     let mock = script(&[("t_quiet", "exec__run", json!({ "command": python }))]);
     let output = session(&env, &mock, "fetch", &[]);
     assert_ok(&output);
-    let result = result_of(&mock, "t_quiet");
+    let result = mock.result_of("t_quiet");
     assert!(result.starts_with("exit code 3\n"), "{result}");
     assert!(result.contains(hint), "{result}");
 }
@@ -611,7 +586,7 @@ fn a_commands_output_is_streamed_and_stdout_keeps_the_answer() {
     let at = |kind: &str| events.iter().position(|e| e["type"] == kind).unwrap();
     assert!(at("tool_output") < at("tool_result"), "{events:?}");
     assert_eq!(
-        result_of(&mock, "t_print"),
+        mock.result_of("t_print"),
         "exit code 0\nstreamed-one\nstreamed-two\n"
     );
 
@@ -635,7 +610,7 @@ fn a_commands_output_is_streamed_and_stdout_keeps_the_answer() {
         stderr(&output)
     );
     assert_eq!(
-        result_of(&mock, "t_print"),
+        mock.result_of("t_print"),
         "exit code 0\nstreamed-one\nstreamed-two\n"
     );
 }

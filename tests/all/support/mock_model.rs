@@ -136,6 +136,32 @@ pub struct MockModel {
 }
 
 impl MockModel {
+    /// The text of the result the model got for call `id`, from the
+    /// latest request that carries it.
+    pub fn result_of(&self, id: &str) -> String {
+        for request in self.received().iter().rev() {
+            for message in request.messages() {
+                let Some(blocks) = message["content"].as_array() else {
+                    continue;
+                };
+                for block in blocks {
+                    if block["type"] == "tool_result" && block["tool_use_id"] == id {
+                        return match &block["content"] {
+                            Value::String(text) => text.clone(),
+                            Value::Array(parts) => parts
+                                .iter()
+                                .filter_map(|p| p["text"].as_str())
+                                .collect::<Vec<_>>()
+                                .join("\n"),
+                            other => other.to_string(),
+                        };
+                    }
+                }
+            }
+        }
+        panic!("the model never got a result for {id}");
+    }
+
     /// Starts a server that gives `replies` in order, one per request.
     pub fn start(replies: Vec<Reply>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the mock model server");
