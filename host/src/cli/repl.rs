@@ -41,7 +41,8 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
     let interrupt = Interrupt::new();
     super::watch_ctrl_c(interrupt.clone());
 
-    let mut editor = match line_editor() {
+    let sandbox = session.agent.toolbox().sandbox().clone();
+    let mut editor = match line_editor(move || sandbox.expect_calls()) {
         Ok(editor) => editor,
         Err(e) => {
             eprintln!("error: cannot read from the terminal: {e}");
@@ -148,7 +149,12 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
 /// reads keys through [`TurnKeys`], never a second editor). A lone Esc does
 /// nothing at the prompt, and never joins the next key as Alt+key: an
 /// escape sequence's bytes arrive together, well within the timeout.
-fn line_editor() -> rustyline::Result<rustyline::DefaultEditor> {
+/// Every other key at the prompt calls `on_key` first: the user is typing
+/// the next prompt, so plugins parked while the session idled are linked
+/// again while they type ([`crate::sandbox::Sandbox::expect_calls`]).
+fn line_editor(
+    on_key: impl Fn() + Send + Sync + 'static,
+) -> rustyline::Result<rustyline::DefaultEditor> {
     let config = rustyline::Config::builder()
         .keyseq_timeout(Some(ESCAPE_TIMEOUT_MS))
         .build();
@@ -157,7 +163,27 @@ fn line_editor() -> rustyline::Result<rustyline::DefaultEditor> {
         rustyline::KeyEvent(rustyline::KeyCode::Esc, rustyline::Modifiers::NONE),
         rustyline::Cmd::Noop,
     );
+    editor.bind_sequence(
+        rustyline::Event::Any,
+        rustyline::EventHandler::Conditional(Box::new(OnKey(on_key))),
+    );
     Ok(editor)
+}
+
+/// Runs its function on a key, then lets the key do what it does.
+struct OnKey<F>(F);
+
+impl<F: Fn() + Send + Sync> rustyline::ConditionalEventHandler for OnKey<F> {
+    fn handle(
+        &self,
+        _event: &rustyline::Event,
+        _n: rustyline::RepeatCount,
+        _positive: bool,
+        _context: &rustyline::EventContext,
+    ) -> Option<rustyline::Cmd> {
+        (self.0)();
+        None
+    }
 }
 
 /// How long the prompt waits after an ESC for the rest of a key's escape

@@ -297,6 +297,17 @@ impl Sandbox {
         guard
     }
 
+    /// Calls are expected soon — the user started typing a prompt: links
+    /// plugins parked while the session idled again now, on the warm-up
+    /// thread, making their next instances ahead, and parks nothing for
+    /// the next [`rest::PARK_AFTER`]. Cheap enough to call on every key:
+    /// it never waits for a relink, and queues one wake per plugin.
+    pub fn expect_calls(&self) {
+        for resident in self.rest.expect() {
+            self.warmer.wake(&self.engine, self.file_io, resident);
+        }
+    }
+
     /// Parks every plugin not in a call now, as the warm-up thread does
     /// after [`rest::PARK_AFTER`] without calls; returns how many.
     #[cfg(test)]

@@ -60,6 +60,11 @@ pub(super) struct Resident {
     pub tool_warm: Arc<WarmSlot<ToolPlugin>>,
     /// Its next hook instance, made ahead.
     pub hook_warm: Arc<WarmSlot<HookPlugin>>,
+    /// Whether it is parked, readable without waiting for a relink under
+    /// way (which holds `code`).
+    parked: AtomicBool,
+    /// Whether a wake is queued or under way on the warm-up thread.
+    waking: AtomicBool,
     /// Calls under way.
     calls: AtomicUsize,
     last_used: Mutex<Instant>,
@@ -85,6 +90,8 @@ impl Resident {
             entry,
             tool_warm: WarmSlot::new(),
             hook_warm: WarmSlot::new(),
+            parked: AtomicBool::new(false),
+            waking: AtomicBool::new(false),
             calls: AtomicUsize::new(0),
             last_used: Mutex::new(Instant::now()),
             tool_was_warm: AtomicBool::new(false),
@@ -108,12 +115,23 @@ impl Resident {
         }
         let linked = (self.relink)()?;
         *code = Code::Linked(linked.clone());
+        self.parked.store(false, Ordering::Release);
         Ok(linked)
     }
 
-    /// Whether it is parked.
+    /// Whether it is parked; never waits for a relink under way.
     pub fn is_parked(&self) -> bool {
-        matches!(*self.code(), Code::Parked)
+        self.parked.load(Ordering::Acquire)
+    }
+
+    /// Marks a wake as queued; false if one already is.
+    pub fn start_waking(&self) -> bool {
+        !self.waking.swap(true, Ordering::AcqRel)
+    }
+
+    /// Marks the queued wake as done (or dropped).
+    pub fn end_waking(&self) {
+        self.waking.store(false, Ordering::Release);
     }
 
     /// Marks a call under way until the returned guard is dropped.
@@ -138,6 +156,7 @@ impl Resident {
         self.hook_was_warm
             .store(self.hook_warm.clear(), Ordering::Release);
         *code = Code::Parked;
+        self.parked.store(true, Ordering::Release);
         true
     }
 
@@ -210,6 +229,18 @@ impl Rest {
     /// Starts a hold; returns the plugins parked now.
     pub fn hold(&self) -> Vec<Arc<Resident>> {
         self.holds.fetch_add(1, Ordering::AcqRel);
+        self.parked()
+    }
+
+    /// Calls are expected soon (the user is typing a prompt): nothing is
+    /// parked for the next [`PARK_AFTER`] of no calls; returns the plugins
+    /// parked now.
+    pub fn expect(&self) -> Vec<Arc<Resident>> {
+        *self.last_hold.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now());
+        self.parked()
+    }
+
+    fn parked(&self) -> Vec<Arc<Resident>> {
         self.residents()
             .iter()
             .filter_map(Weak::upgrade)
@@ -271,9 +302,22 @@ impl Drop for KeepWarm {
 impl Warmer {
     /// Links a parked plugin again on the warm-up thread, then makes the
     /// instances it had made ahead when it was parked.
+    /// Does nothing while a wake of it is already queued.
     pub fn wake(&self, engine: &wasmtime::Engine, file_io: FileIo, resident: Arc<Resident>) {
+        if !resident.start_waking() {
+            return;
+        }
         let engine = engine.clone();
+        let queued = resident.clone();
         let job: Job = Box::new(move |runtime| {
+            // Whatever happens below, a later wake may be queued again.
+            struct Done<'a>(&'a Resident);
+            impl Drop for Done<'_> {
+                fn drop(&mut self) {
+                    self.0.end_waking();
+                }
+            }
+            let _done = Done(&resident);
             // A failure shows again, with its reason, on the call that
             // needs the plugin.
             let Ok(linked) = resident.linked() else {
@@ -300,7 +344,9 @@ impl Warmer {
             }
         });
         // A full queue: the calls link it themselves.
-        self.submit(job);
+        if !self.submit(job) {
+            queued.end_waking();
+        }
     }
 }
 
@@ -409,6 +455,39 @@ mod tests {
         assert!(component.resident.tool_warm.is_ready());
         drop(turn);
         assert_eq!(sandbox.park_now(), 1, "parked again once the turn is over");
+    }
+
+    #[tokio::test]
+    async fn a_key_at_the_prompt_wakes_parked_plugins_without_starting_a_turn() {
+        let dir = tempfile::tempdir().unwrap();
+        let (sandbox, component) = fs_in(dir.path());
+        sandbox.describe(&component).await.unwrap();
+        until_ready(&component).await;
+        assert_eq!(sandbox.park_now(), 1);
+
+        sandbox.expect_calls();
+        sandbox.expect_calls();
+        until_ready(&component).await;
+        assert!(!component.is_parked());
+        for _ in 0..1000 {
+            if !component
+                .resident
+                .waking
+                .load(std::sync::atomic::Ordering::Acquire)
+            {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert!(
+            !component
+                .resident
+                .waking
+                .load(std::sync::atomic::Ordering::Acquire),
+            "the wake is over, so a later one may be queued"
+        );
+        // No turn holds it: once idle long enough it is parked again.
+        assert_eq!(sandbox.park_now(), 1);
     }
 
     #[tokio::test]

@@ -17,7 +17,7 @@
 //! left idle, and links them again when a turn starts ([`super::rest`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak, mpsc};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak, mpsc};
 use std::time::{Duration, Instant};
 
 use wasmtime::Store;
@@ -46,16 +46,25 @@ pub(super) struct Warm<T> {
     pub instance: T,
 }
 
+/// How long a call waits for an instance the warm-up thread is making
+/// right now, rather than making one of its own beside it: finishing the
+/// one under way is sooner than starting over on a busy machine, and it
+/// lands in the slot the plugin used last.
+const WAIT_FOR_MAKING: Duration = Duration::from_secs(1);
+
 /// Where a plugin's next instance waits.
 pub(super) struct WarmSlot<T> {
     state: Mutex<Slot<T>>,
+    /// Signalled when an instance being made is settled.
+    settled: Condvar,
 }
 
 enum Slot<T> {
     /// Nothing made, nothing being made.
     Empty,
-    /// Being made on the warm-up thread.
-    Making,
+    /// Claimed for the warm-up thread: queued (`started` false), or being
+    /// made there now.
+    Making { started: bool },
     /// Made, waiting for a call.
     Ready(Warm<T>),
     /// The plugin cannot be made ahead; every call makes its own instance.
@@ -66,6 +75,7 @@ impl<T> WarmSlot<T> {
     pub fn new() -> Arc<Self> {
         Arc::new(Self {
             state: Mutex::new(Slot::Empty),
+            settled: Condvar::new(),
         })
     }
 
@@ -75,10 +85,23 @@ impl<T> WarmSlot<T> {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The instance made ahead, if one is ready and what it has already
-    /// allocated fits in `memory_limit`.
+    /// The instance made ahead, if one is ready — or being made on the
+    /// warm-up thread right now and ready within [`WAIT_FOR_MAKING`] — and
+    /// what it has already allocated fits in `memory_limit`.
     pub fn take(&self, memory_limit: u64) -> Option<Warm<T>> {
         let mut state = self.lock();
+        let waited = Instant::now();
+        while matches!(*state, Slot::Making { started: true }) {
+            let left = WAIT_FOR_MAKING.saturating_sub(waited.elapsed());
+            if left.is_zero() {
+                return None;
+            }
+            state = self
+                .settled
+                .wait_timeout(state, left)
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .0;
+        }
         let fits = match &*state {
             Slot::Ready(warm) => warm.store.data().memory_used() <= memory_limit,
             _ => false,
@@ -115,10 +138,18 @@ impl<T> WarmSlot<T> {
     pub(super) fn claim(&self) -> bool {
         let mut state = self.lock();
         if matches!(*state, Slot::Empty) {
-            *state = Slot::Making;
+            *state = Slot::Making { started: false };
             true
         } else {
             false
+        }
+    }
+
+    /// Marks the claimed instance as being made now.
+    fn start(&self) {
+        let mut state = self.lock();
+        if let Slot::Making { started } = &mut *state {
+            *started = true;
         }
     }
 
@@ -127,14 +158,16 @@ impl<T> WarmSlot<T> {
             Some(warm) => Slot::Ready(warm),
             None => Slot::Off,
         };
+        self.settled.notify_all();
     }
 
     /// Gives up a claim that could not be queued.
     fn release(&self) {
         let mut state = self.lock();
-        if matches!(*state, Slot::Making) {
+        if matches!(*state, Slot::Making { .. }) {
             *state = Slot::Empty;
         }
+        self.settled.notify_all();
     }
 }
 
@@ -247,9 +280,10 @@ impl Warmer {
 
 impl Warmer {
     /// Runs `job` on the warm-up thread; a full queue drops it (whatever it
-    /// would have made ahead, the calls make themselves).
-    pub(super) fn submit(&self, job: Job) {
-        let _ = self.retirer.jobs.try_send(job);
+    /// would have made ahead, the calls make themselves). Returns whether
+    /// it was queued.
+    pub(super) fn submit(&self, job: Job) -> bool {
+        self.retirer.jobs.try_send(job).is_ok()
     }
 }
 
@@ -263,6 +297,7 @@ pub(super) fn make_now<T>(
     slot: &WarmSlot<T>,
     instantiate: impl AsyncFnOnce(&mut Store<CallState>) -> wasmtime::Result<T>,
 ) {
+    slot.start();
     let options = CallOptions {
         limits: Limits {
             timeout: MAKE_TIMEOUT,
@@ -411,5 +446,51 @@ pub(super) mod tests {
             "a plugin that cannot be made ahead stays off"
         );
         assert!(slot.take(u64::MAX).is_none());
+    }
+
+    #[test]
+    fn a_call_waits_for_the_instance_being_made_but_not_for_one_only_queued() {
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = Sandbox::new(&crate::home::Home::at(
+            dir.path().join("home"),
+            dir.path().join("cache"),
+        ))
+        .unwrap();
+        let slot: Arc<WarmSlot<u32>> = WarmSlot::new();
+
+        assert!(slot.claim());
+        assert!(
+            slot.take(u64::MAX).is_none(),
+            "queued, not started: the call makes its own"
+        );
+
+        let (started_tx, started_rx) = mpsc::channel();
+        let maker = {
+            let (slot, engine) = (slot.clone(), sandbox.engine().clone());
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_time()
+                    .build()
+                    .unwrap();
+                let plugin: Arc<str> = Arc::from("slow");
+                make_now(
+                    &runtime,
+                    &engine,
+                    &plugin,
+                    FileIo::default(),
+                    &slot,
+                    async move |_store: &mut Store<CallState>| {
+                        started_tx.send(()).unwrap();
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        Ok(7)
+                    },
+                );
+            })
+        };
+        started_rx.recv().unwrap();
+        let warm = slot.take(u64::MAX).expect("the instance under way");
+        assert_eq!(warm.instance, 7);
+        maker.join().unwrap();
+        assert!(slot.claim(), "taken: the slot is empty again");
     }
 }
