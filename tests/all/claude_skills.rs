@@ -478,3 +478,78 @@ fn an_unknown_name_suggests_the_closest_few_not_every_skill() {
     assert!(!err.contains("generated-"), "{err}");
     assert!(mock.received().is_empty());
 }
+
+/// The interactive session takes the same names: `/namespace:name`, an
+/// ambiguous bare name, and a typo answered with the closest few.
+#[test]
+fn the_interactive_session_runs_qualified_names_and_suggests_for_typos() {
+    let _responsive = support::load::needs_a_responsive_machine();
+    let env = env_with_commands();
+    for i in 0..60 {
+        env.write(
+            &format!(".claude/commands/generated-{i}.md"),
+            format!("Generated command {i}.\n"),
+        );
+    }
+    let script = env.home.path().join("script.json");
+    std::fs::write(
+        &script,
+        json!({ "turns": [ { "text": "Component made." } ] }).to_string(),
+    )
+    .unwrap();
+    let mut cmd = env.capstan_std();
+    for var in support::MODEL_VARS {
+        cmd.env_remove(var);
+    }
+    cmd.env("NO_COLOR", "1")
+        .arg("--model")
+        .arg(format!("scripted:{}", script.display()));
+    let mut terminal = support::terminal::Terminal::spawn(cmd);
+    terminal.expect("Ctrl-D exits");
+    terminal.expect("> ");
+
+    terminal.type_slowly("/pich\r");
+    let typo = terminal.expect("/help lists them all");
+    assert!(typo.contains("did you mean /pitch"), "{typo}");
+    assert!(!typo.contains("generated-"), "{typo}");
+    terminal.type_slowly("/component\r");
+    let ambiguous = terminal.expect("use one of these names");
+    assert!(
+        ambiguous.contains("backend:component") && ambiguous.contains("frontend:component"),
+        "{ambiguous}"
+    );
+    terminal.type_slowly("/frontend:component Button\r");
+    terminal.expect("Component made.");
+    terminal.expect("> ");
+    terminal.type_slowly("/exit\r");
+    let status = terminal.wait();
+    assert_eq!(status.code(), Some(0), "{}", terminal.screen());
+
+    let transcripts: Vec<String> = walk(&env.home.path().join("sessions"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    assert!(
+        transcripts
+            .iter()
+            .any(|t| t.contains("FRONTEND-COMPONENT Button")),
+        "{transcripts:?}"
+    );
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return files;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
