@@ -287,6 +287,33 @@ fn pre_approval_never_passes_plan_mode_or_a_deny_rule() {
         commands_run(&env, "planned") + commands_run(&env, "denied"),
         0
     );
+
+    // Pre-approval never gives a command the network.
+    env.write(
+        ".claude/commands/fetch.md",
+        "---\ndescription: Fetches.\nallowed-tools: Bash(curl:*)\n---\nFetch it.\n",
+    );
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("")
+                .call(
+                    "net",
+                    "exec__run",
+                    json!({"command": "curl -s https://example.com", "net": ["https://example.com"]}),
+                )
+                .call("local", "exec__run", json!({"command": "curl --version", "write": true}))
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("ok").anthropic()),
+    ]);
+    let output = session(&env, &mock, "/fetch", &[]);
+    assert_exit(&output, 0);
+    let (net, is_error) = tool_result(&mock, "net");
+    assert!(is_error && net.contains("Permission denied"), "{net}");
+    assert_eq!(commands_run(&env, "net"), 0);
+    let (local, _) = tool_result(&mock, "local");
+    assert!(!local.contains("Permission denied"), "{local}");
+    assert_eq!(commands_run(&env, "local"), 1);
 }
 
 #[test]
