@@ -3,8 +3,12 @@
 //!
 //! The fields are those of the Agent Skills format (`name`,
 //! `description`) and Claude Code's additions (`when_to_use`,
-//! `allowed-tools`, `user-invocable`, `disable-model-invocation`,
-//! `argument-hint`). Other keys Claude Code or the format accept
+//! `allowed-tools`, `disallowed-tools`, `user-invocable`,
+//! `disable-model-invocation`, `argument-hint`, `arguments`). A `name`
+//! written for display ("Agent Development", `clean_gone`) is accepted, as
+//! Claude Code accepts it: the skill is invoked by a name derived from it
+//! ([`invocation_name`]: `agent-development`), and listings keep the name
+//! as written. Other keys Claude Code or the format accept
 //! (`license`, `metadata`, `version`, `model`, `compatibility`, ...) are
 //! tolerated and ignored. A file without front matter is a skill named after
 //! its folder, described by its first paragraph, as in Claude Code.
@@ -28,8 +32,11 @@ pub const MAX_DESCRIPTION: usize = 1024;
 /// What a `SKILL.md` (or a skill component) says about a skill.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct SkillMeta {
-    /// Lowercase letters, digits and `-`.
+    /// The name it is invoked by: lowercase letters, digits and `-`.
     pub name: String,
+    /// The name as written, when it is not the invocation name
+    /// (`Agent Development` for `agent-development`).
+    pub display_name: Option<String>,
     /// What it is for.
     pub description: String,
     /// When the model should reach for it.
@@ -40,8 +47,15 @@ pub struct SkillMeta {
     pub user_invocable: bool,
     /// Whether the model may load it on its own.
     pub model_invocable: bool,
-    /// Tools that may run while it is active; empty means no narrowing.
+    /// Tools pre-approved while it is active (Claude Code's
+    /// `allowed-tools`): they run without asking, within the permission
+    /// mode, deny rules and grants. Other tools are not restricted.
     pub allowed_tools: Vec<String>,
+    /// Tools that may not run while it is active.
+    pub disallowed_tools: Vec<String>,
+    /// Names for the positional arguments, in order: `$NAME` in the text
+    /// stands for the argument at the same position.
+    pub arguments: Vec<String>,
 }
 
 /// A parsed `SKILL.md`.
@@ -83,6 +97,37 @@ pub fn valid_name(name: &str) -> bool {
         && !name.starts_with('-')
         && !name.ends_with('-')
         && !name.contains("--")
+}
+
+/// The invocation name for a name written for display: lowercase ASCII
+/// letters and digits, every run of other characters (spaces, `_`, `.`,
+/// ...) one `-`, without `-` at either end, at most [`MAX_NAME`]
+/// characters. `None` when nothing is left. `Agent Development` becomes
+/// `agent-development`, `clean_gone` becomes `clean-gone`; a valid name
+/// stays as it is.
+pub fn invocation_name(written: &str) -> Option<String> {
+    let mut name = String::with_capacity(written.len());
+    for c in written.chars() {
+        if c.is_ascii_alphanumeric() {
+            name.push(c.to_ascii_lowercase());
+        } else if !name.is_empty() && !name.ends_with('-') {
+            name.push('-');
+        }
+    }
+    name.truncate(MAX_NAME);
+    let name = name.trim_end_matches('-').to_string();
+    valid_name(&name).then_some(name)
+}
+
+/// Whether `name` can name a positional argument (`arguments:` in the
+/// front matter, `$name` in the text): an ASCII letter or `_`, then
+/// letters, digits and `_`.
+pub fn valid_argument_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Parses `text`, the contents of a `SKILL.md` in a folder named
@@ -142,24 +187,29 @@ pub fn parse(text: &str, folder_name: &str) -> Result<SkillFile, FrontMatterErro
                 "allowed-tools" | "allowed_tools" => {
                     meta.allowed_tools = tool_list(&key, value, line)?;
                 }
+                "disallowed-tools" | "disallowed_tools" | "disallowedTools" => {
+                    meta.disallowed_tools = tool_list(&key, value, line)?;
+                }
+                "arguments" => meta.arguments = argument_names(&key, value, line)?,
                 // Tolerated, as Claude Code does: license, metadata, version,
                 // model, compatibility, context, agent, hooks, ...
                 _ => {}
             }
         }
     }
-    let name = match name {
+    let written = match name.filter(|n| !n.is_empty()) {
         Some(name) => name,
         None => folder_name.to_string(),
     };
-    if !valid_name(&name) {
+    let Some(name) = invocation_name(&written) else {
         return Err(FrontMatterError::at(
             1,
             format!(
-                "`{name}` cannot be a skill name: use 1 to {MAX_NAME} lowercase letters, digits and `-` (set `name:` in the front matter)"
+                "`{written}` cannot be a skill name: it has no letters or digits (set `name:` in the front matter)"
             ),
         ));
-    }
+    };
+    meta.display_name = (name != written).then(|| collapse(&written));
     let description = match description.filter(|d| !d.trim().is_empty()) {
         Some(description) => description,
         None => first_paragraph(body).ok_or_else(|| {
@@ -415,6 +465,48 @@ fn split_tools(text: &str) -> Vec<String> {
     out
 }
 
+/// `arguments`: names for the positional arguments, as a list or one line
+/// separated by spaces or commas.
+fn argument_names(key: &str, value: Yaml, line: usize) -> Result<Vec<String>, FrontMatterError> {
+    let names = match value {
+        Yaml::Null => Vec::new(),
+        Yaml::String(s) => split_tools(&s),
+        Yaml::Array(items) => {
+            let mut names = Vec::new();
+            for item in items {
+                match item {
+                    Yaml::String(s) => names.extend(split_tools(&s)),
+                    other => {
+                        return Err(FrontMatterError::at(
+                            line,
+                            format!("`{key}` must list argument names, found {}", kind(&other)),
+                        ));
+                    }
+                }
+            }
+            names
+        }
+        other => {
+            return Err(FrontMatterError::at(
+                line,
+                format!(
+                    "`{key}` must be a list of argument names or one line of them, found {}",
+                    kind(&other)
+                ),
+            ));
+        }
+    };
+    if let Some(bad) = names.iter().find(|n| !valid_argument_name(n)) {
+        return Err(FrontMatterError::at(
+            line,
+            format!(
+                "`{bad}` in `{key}` cannot name an argument: use letters, digits and `_`, starting with a letter (it is written `${bad}` in the text)"
+            ),
+        ));
+    }
+    Ok(names)
+}
+
 fn kind(value: &Yaml) -> &'static str {
     match value {
         Yaml::Real(_) | Yaml::Integer(_) => "a number",
@@ -544,8 +636,16 @@ mod tests {
         let err = parse("---\nname: x\ndescription: d\n", "x").unwrap_err();
         assert!(err.message.contains("never closed"), "{err:?}");
 
-        let err = parse("---\nname: Bad Name\ndescription: d\n---\n", "x").unwrap_err();
+        let err = parse("---\nname: \"***\"\ndescription: d\n---\n", "x").unwrap_err();
         assert!(err.message.contains("cannot be a skill name"), "{err:?}");
+
+        let err = parse(
+            "---\nname: x\ndescription: d\narguments: [ok, 2bad]\n---\n",
+            "x",
+        )
+        .unwrap_err();
+        assert_eq!(err.line, 4);
+        assert!(err.message.contains("`2bad`"), "{err:?}");
 
         let err = parse("---\nname: x\n---\n\n", "x").unwrap_err();
         assert!(err.message.contains("no description"), "{err:?}");
@@ -562,6 +662,45 @@ mod tests {
         for bad in ["", "-a", "a-", "a--b", "A", "a_b", "a.b", &"a".repeat(65)] {
             assert!(!valid_name(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn display_names_and_underscores_get_an_invocation_name() {
+        let file = parse("---\nname: Agent Development\ndescription: d\n---\n", "x").unwrap();
+        assert_eq!(file.meta.name, "agent-development");
+        assert_eq!(file.meta.display_name.as_deref(), Some("Agent Development"));
+        let file = parse("---\ndescription: d\n---\n", "clean_gone").unwrap();
+        assert_eq!(file.meta.name, "clean-gone");
+        assert_eq!(file.meta.display_name.as_deref(), Some("clean_gone"));
+        let file = parse("---\nname: review-pr\ndescription: d\n---\n", "x").unwrap();
+        assert_eq!(file.meta.display_name, None);
+        assert_eq!(
+            invocation_name("  Hello,   World! v2 ").as_deref(),
+            Some("hello-world-v2")
+        );
+        assert_eq!(invocation_name("--a__b--").as_deref(), Some("a-b"));
+        assert_eq!(invocation_name("Déjà vu").as_deref(), Some("d-j-vu"));
+        assert_eq!(invocation_name("!!!"), None);
+        let long = format!("{}-b", "a".repeat(63));
+        assert_eq!(
+            invocation_name(&long).as_deref(),
+            Some("a".repeat(63).as_str())
+        );
+    }
+
+    #[test]
+    fn named_arguments_and_disallowed_tools_are_read() {
+        let text = "---\nname: x\ndescription: d\narguments: component source_framework\ndisallowed-tools: Bash(rm:*), Write\n---\n";
+        let meta = parse(text, "x").unwrap().meta;
+        assert_eq!(meta.arguments, ["component", "source_framework"]);
+        assert_eq!(meta.disallowed_tools, ["Bash(rm:*)", "Write"]);
+        let meta = parse(
+            "---\ndescription: d\narguments:\n  - a\n  - b_2\n---\n",
+            "x",
+        )
+        .unwrap()
+        .meta;
+        assert_eq!(meta.arguments, ["a", "b_2"]);
     }
 
     #[test]

@@ -235,7 +235,7 @@ fn the_model_sees_skills_and_loads_one_with_arguments_and_its_files() {
         &user_skills(&env),
         "review-pr",
         "description: Reviews a pull request.\nwhen_to_use: The user asks for a PR review.\nargument-hint: \"[pr] [focus]\"",
-        "Review PR $1 focusing on $2. All: $ARGUMENTS. Index: $ARGUMENTS[1].\nSee ${CLAUDE_SKILL_DIR}/checklist.md.\n",
+        "Review PR $0 focusing on $1. All: $ARGUMENTS. Index: $ARGUMENTS[1].\nSee ${CLAUDE_SKILL_DIR}/checklist.md.\n",
     );
     std::fs::write(dir.join("checklist.md"), "CHECKLIST-CONTENT\n").unwrap();
     std::fs::write(env.outside.path().join("secret.txt"), "TOP-SECRET").unwrap();
@@ -363,58 +363,80 @@ fn many_skills_are_cut_to_the_budget_users_own_first() {
 }
 
 #[test]
-fn allowed_tools_narrow_what_runs_until_the_turn_ends() {
+fn allowed_tools_pre_approve_until_the_turn_ends_and_restrict_nothing() {
     let env = Env::new();
     env.write("notes.txt", "hello\n");
     write_skill(
         &project_skills(&env),
-        "read-only-review",
-        "description: Reviews without changing anything.\nallowed-tools: Read, fs.grep",
-        "Only read.\n",
+        "note-taker",
+        "description: Writes notes.\nallowed-tools: Read, fs.write\ndisallowed-tools: LS",
+        "Take notes.\n",
     );
     let mock = MockModel::start(vec![
         Reply::sse(
             Answer::text("")
-                .call("t1", "skill", json!({"name": "read-only-review"}))
+                .call("t1", "skill", json!({"name": "note-taker"}))
                 .anthropic(),
         ),
         Reply::sse(
             Answer::text("")
                 .call("t2", "fs__ls", json!({"path": "."}))
                 .call("t3", "fs__read", json!({"path": "notes.txt"}))
+                .call(
+                    "t4",
+                    "fs__write",
+                    json!({"path": "out.txt", "content": "written"}),
+                )
+                .call("t5", "fs__grep", json!({"pattern": "hello"}))
                 .anthropic(),
         ),
         Reply::sse(Answer::text("Done.").anthropic()),
     ]);
-    let output = run(&mut session(&env, &mock, "review"));
+    let output = run(&mut session(&env, &mock, "take notes"));
     assert_exit(&output, 0);
     let received = mock.received();
     let (refused, is_error) = tool_result(&received[2], "t2");
     assert!(is_error, "{refused}");
     assert!(
-        refused.contains("the skill `read-only-review` is active") && refused.contains("fs.ls"),
+        refused.contains("the skill `note-taker` is active") && refused.contains("fs.ls"),
         "{refused}"
     );
     let (read, is_error) = tool_result(&received[2], "t3");
     assert!(!is_error && read.contains("hello"), "{read}");
+    // Pre-approved: print mode cannot ask, and the write still runs.
+    let (written, is_error) = tool_result(&received[2], "t4");
+    assert!(!is_error, "{written}");
+    assert_eq!(env.read("out.txt"), "written");
+    // Not listed and not disallowed: runs as the mode decides.
+    let (grep, is_error) = tool_result(&received[2], "t5");
+    assert!(!is_error && grep.contains("notes.txt"), "{grep}");
 
-    // The next turn (a resumed session) has no active skill.
+    // The next turn (a resumed session) has no active skill: listing runs,
+    // and a write is decided by the mode again.
     let mock = MockModel::start(vec![
         Reply::sse(
             Answer::text("")
-                .call("t4", "fs__ls", json!({"path": "."}))
+                .call("t6", "fs__ls", json!({"path": "."}))
+                .call(
+                    "t7",
+                    "fs__write",
+                    json!({"path": "out2.txt", "content": "x"}),
+                )
                 .anthropic(),
         ),
         Reply::sse(Answer::text("Listed.").anthropic()),
     ]);
     let output = run(session(&env, &mock, "list files").arg("--continue"));
     assert_exit(&output, 0);
-    let (listed, is_error) = tool_result(&mock.received()[1], "t4");
+    let (listed, is_error) = tool_result(&mock.received()[1], "t6");
     assert!(!is_error && listed.contains("notes.txt"), "{listed}");
+    let (denied, is_error) = tool_result(&mock.received()[1], "t7");
+    assert!(is_error && denied.contains("Permission denied"), "{denied}");
+    assert!(!env.ws.path().join("out2.txt").exists());
 }
 
 #[test]
-fn allowed_tools_never_widen_what_the_policy_allows() {
+fn allowed_tools_never_pass_a_deny_rule_or_plan_mode() {
     let env = Env::new();
     write_skill(
         &project_skills(&env),
@@ -422,29 +444,39 @@ fn allowed_tools_never_widen_what_the_policy_allows() {
         "description: Claims it may write.\nallowed-tools: fs.write, Write",
         "Write things.\n",
     );
-    let mock = MockModel::start(vec![
-        Reply::sse(
-            Answer::text("")
-                .call("t1", "skill", json!({"name": "writer"}))
-                .anthropic(),
-        ),
-        Reply::sse(
-            Answer::text("")
-                .call(
-                    "t2",
-                    "fs__write",
-                    json!({"path": "out.txt", "content": "written"}),
-                )
-                .anthropic(),
-        ),
-        Reply::sse(Answer::text("ok").anthropic()),
-    ]);
-    // Print mode in the default permission mode refuses writes; the
-    // skill's allowed-tools does not change that.
-    let output = run(&mut session(&env, &mock, "write"));
+    let script = || {
+        MockModel::start(vec![
+            Reply::sse(
+                Answer::text("")
+                    .call("t1", "skill", json!({"name": "writer"}))
+                    .anthropic(),
+            ),
+            Reply::sse(
+                Answer::text("")
+                    .call(
+                        "t2",
+                        "fs__write",
+                        json!({"path": "out.txt", "content": "written"}),
+                    )
+                    .anthropic(),
+            ),
+            Reply::sse(Answer::text("ok").anthropic()),
+        ])
+    };
+    let mock = script();
+    let output = run(session(&env, &mock, "write").args(["--deny", "fs.write"]));
     assert_exit(&output, 0);
     let (denied, is_error) = tool_result(&mock.received()[2], "t2");
-    assert!(is_error && denied.contains("Permission denied"), "{denied}");
+    assert!(
+        is_error && denied.contains("denied by the rule"),
+        "{denied}"
+    );
+
+    let mock = script();
+    let output = run(session(&env, &mock, "write").args(["--permission-mode", "plan"]));
+    assert_exit(&output, 0);
+    let (planned, is_error) = tool_result(&mock.received()[2], "t2");
+    assert!(is_error && planned.contains("plan mode"), "{planned}");
     assert!(!env.ws.path().join("out.txt").exists());
 }
 
@@ -506,7 +538,7 @@ fn slash_name_in_print_mode_runs_the_skill_and_honours_invocability() {
         &project_skills(&env),
         "deploy",
         "description: Deploys.\ndisable-model-invocation: true\nargument-hint: <env>",
-        "Deploy to $1 now.\n",
+        "Deploy to $0 now.\n",
     );
     write_skill(
         &project_skills(&env),
@@ -549,7 +581,7 @@ fn the_scripted_model_can_load_a_skill() {
         &project_skills(&env),
         "greeting",
         "description: How to greet.",
-        "Greet $1 warmly.\n",
+        "Greet $0 warmly.\n",
     );
     let script = env.outside.path().join("script.json");
     std::fs::write(
@@ -667,9 +699,10 @@ fn a_skill_component_is_installed_listed_and_loaded_under_its_grants() {
     );
     let (denied, is_error) = tool_result(&received[2], "t3");
     assert!(is_error && denied.contains("only the user"), "{denied}");
-    // Its allowed-tools (fs.read, fs.grep) hold while it is active.
-    let (refused, is_error) = tool_result(&received[2], "t4");
-    assert!(is_error && refused.contains("release-notes"), "{refused}");
+    // Its allowed-tools (fs.read, fs.grep) pre-approve; they restrict
+    // nothing, so t4 is decided by the mode as usual.
+    let (t4, is_error) = tool_result(&received[2], "t4");
+    assert!(!is_error && !t4.contains("is active"), "{t4}");
 
     // The user runs it as /release-notes.
     let mock = MockModel::start(vec![Reply::sse(Answer::text("ok").anthropic())]);

@@ -95,7 +95,11 @@ impl Agent {
                 tool.model_name
             )));
         }
-        if let Some(refusal) = self.parts.toolbox.skill_refusal(&tool) {
+        if let Some(refusal) =
+            self.parts
+                .toolbox
+                .skill_refusal(&tool, &call.input, &self.parts.workspace)
+        {
             return Ok(Err(refusal));
         }
         let mut input = call.input.clone();
@@ -166,7 +170,9 @@ impl Agent {
                         capabilities: None,
                     },
                 };
-                self.parts.policy.decide(&facts)
+                let decision = self.parts.policy.decide(&facts);
+                let asks_for_origins = wants.as_ref().is_some_and(|wants| wants.net);
+                self.skill_pre_approval(decision, &tool, &input, asks_for_origins)
             }
         };
         // A hook's allow spares the user a question the mode would ask, but
@@ -373,6 +379,41 @@ impl Agent {
     }
 }
 
+impl Agent {
+    /// An active skill's `allowed-tools` turn a question the permission
+    /// mode would ask into an allow. Never a deny (deny rules, plan mode),
+    /// never a question an ask rule puts, nothing in plan mode, and never
+    /// for a command that asks for the network.
+    fn skill_pre_approval(
+        &self,
+        decision: Decision,
+        tool: &AgentTool,
+        input: &Value,
+        asks_for_origins: bool,
+    ) -> Decision {
+        let mode_asks = decision.outcome == Outcome::Ask
+            && matches!(decision.source, DecisionSource::Mode(mode) if mode != Mode::Plan);
+        if !mode_asks || asks_for_origins {
+            return decision;
+        }
+        match self
+            .parts
+            .toolbox
+            .skill_pre_approval(tool, input, &self.parts.workspace)
+        {
+            Some((skill, rule)) => Decision {
+                outcome: Outcome::Allow,
+                reason: format!(
+                    "`{}` is pre-approved by the active skill `{skill}` (allowed-tools `{rule}`)",
+                    tool.name
+                ),
+                source: DecisionSource::Skill { skill, rule },
+            },
+            None => decision,
+        }
+    }
+}
+
 /// The decision's source and rule, as recorded in the transcript.
 fn describe_source(source: &DecisionSource) -> (String, Option<String>) {
     match source {
@@ -382,6 +423,7 @@ fn describe_source(source: &DecisionSource) -> (String, Option<String>) {
         DecisionSource::User => ("user".to_string(), None),
         DecisionSource::NonInteractive => ("non-interactive".to_string(), None),
         DecisionSource::Hook(hook) => (format!("hook {hook}"), None),
+        DecisionSource::Skill { skill, rule } => (format!("skill {skill}"), Some(rule.clone())),
     }
 }
 

@@ -627,15 +627,16 @@ async fn a_compaction_without_a_summary_leaves_the_conversation_alone() {
 }
 
 #[tokio::test]
-async fn an_active_skill_narrows_tools_until_the_users_turn_ends() {
+async fn an_active_skill_pre_approves_and_disallows_until_the_users_turn_ends() {
     let ws = tempfile::tempdir().unwrap();
     let home_dir = tempfile::tempdir().unwrap();
     std::fs::write(ws.path().join("a.txt"), "alpha\n").unwrap();
+    std::fs::create_dir(ws.path().join("notes")).unwrap();
     let skill = ws.path().join(".capstan/skills/careful");
     std::fs::create_dir_all(&skill).unwrap();
     std::fs::write(
         skill.join("SKILL.md"),
-        "---\nname: careful\ndescription: Reads only.\nallowed-tools: fs.read\n---\nOnly read.\n",
+        "---\nname: careful\ndescription: Writes notes.\nallowed-tools: Write(notes/**)\ndisallowed-tools: LS\n---\nWrite notes.\n",
     )
     .unwrap();
     let sandbox = Sandbox::new(&crate::home::Home::at(compile_cache(), compile_cache())).unwrap();
@@ -652,18 +653,24 @@ async fn an_active_skill_narrows_tools_until_the_users_turn_ends() {
     )
     .await;
     toolbox.set_skills(skills);
+    let write = |path: &str| ("fs__write", json!({"path": path, "content": "x"}));
     let steps = vec![
         Step::Answer("loading", vec![("skill", json!({"name": "careful"}))]),
         Step::Answer(
             "working",
             vec![
+                write("notes/n.md"),
                 ("fs__ls", json!({"path": "."})),
                 ("fs__read", json!({"path": "a.txt"})),
+                write("other.md"),
             ],
         ),
         Step::Answer("done", Vec::new()),
-        Step::Answer("listing", vec![("fs__ls", json!({"path": "."}))]),
-        Step::Answer("listed", Vec::new()),
+        Step::Answer(
+            "again",
+            vec![("fs__ls", json!({"path": "."})), write("notes/m.md")],
+        ),
+        Step::Answer("finished", Vec::new()),
     ];
     let model = TestModel::new(steps);
     let mut agent = Agent::new(
@@ -674,23 +681,44 @@ async fn an_active_skill_narrows_tools_until_the_users_turn_ends() {
         ws.path().to_path_buf(),
         None,
     );
-    let mut frontend = TestFrontend::default();
+    // The one question asked is answered no.
+    let mut frontend = TestFrontend {
+        answers: VecDeque::from([
+            PermissionAnswer::Deny { reason: None },
+            PermissionAnswer::Deny { reason: None },
+        ]),
+        ..TestFrontend::default()
+    };
     agent
-        .run_turn("review", &mut frontend, &Interrupt::new())
+        .run_turn("take notes", &mut frontend, &Interrupt::new())
         .await
         .unwrap();
     let requests = model.requests();
     let loaded = results(requests[1].messages.last().unwrap());
     assert!(
-        loaded[0].1.contains("Only read.") && !loaded[0].2,
+        loaded[0].1.contains("Write notes.")
+            && loaded[0].1.contains("without asking")
+            && !loaded[0].2,
         "{loaded:?}"
     );
     let sent = results(requests[2].messages.last().unwrap());
+    // Pre-approved: written without a question.
+    assert!(!sent[0].2, "{sent:?}");
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("notes/n.md")).unwrap(),
+        "x"
+    );
+    // Disallowed while the skill is active.
     assert!(
-        sent[0].2 && sent[0].1.contains("`careful` is active"),
+        sent[1].2 && sent[1].1.contains("`careful` is active"),
         "{sent:?}"
     );
-    assert!(!sent[1].2 && sent[1].1.contains("alpha"), "{sent:?}");
+    // Not listed: not restricted, decided as usual (reads run; a write
+    // outside the pattern asks, and the answer is no).
+    assert!(!sent[2].2 && sent[2].1.contains("alpha"), "{sent:?}");
+    assert!(sent[3].2, "{sent:?}");
+    assert_eq!(frontend.asked, ["fs.write"]);
+    assert!(!ws.path().join("other.md").exists());
 
     // The next turn of the same session: the skill is no longer active.
     agent
@@ -700,6 +728,9 @@ async fn an_active_skill_narrows_tools_until_the_users_turn_ends() {
     let requests = model.requests();
     let sent = results(requests[4].messages.last().unwrap());
     assert!(!sent[0].2 && sent[0].1.contains("a.txt"), "{sent:?}");
+    assert!(sent[1].2, "{sent:?}");
+    assert_eq!(frontend.asked, ["fs.write", "fs.write"]);
+    assert!(!ws.path().join("notes/m.md").exists());
 }
 
 #[tokio::test]

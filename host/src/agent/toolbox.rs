@@ -215,10 +215,28 @@ impl Toolbox {
         self.skills.as_deref()
     }
 
-    /// Why `tool` may not run now, if an active skill's `allowed-tools`
-    /// leaves it out.
-    pub fn skill_refusal(&self, tool: &AgentTool) -> Option<String> {
-        self.skills.as_ref()?.refusal(&tool.name, &tool.model_name)
+    /// Why the call of `tool` with `input` may not run now, if an active
+    /// skill's `disallowed-tools` covers it.
+    pub fn skill_refusal(
+        &self,
+        tool: &AgentTool,
+        input: &serde_json::Value,
+        workspace: &std::path::Path,
+    ) -> Option<String> {
+        self.skills.as_ref()?.refusal(&tool.name, input, workspace)
+    }
+
+    /// The active skill whose `allowed-tools` pre-approve the call of
+    /// `tool` with `input`, and the entry that does: `(skill, rule)`.
+    pub fn skill_pre_approval(
+        &self,
+        tool: &AgentTool,
+        input: &serde_json::Value,
+        workspace: &std::path::Path,
+    ) -> Option<(String, String)> {
+        self.skills
+            .as_ref()?
+            .pre_approval(&tool.name, input, workspace)
     }
 
     /// The user's turn ended: no skill stays active.

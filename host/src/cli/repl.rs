@@ -339,7 +339,9 @@ async fn skill_prompt(session: &Session, line: &str) -> Option<Option<String>> {
         return None;
     }
     let skills = session.agent.toolbox().skills()?;
-    skills.set().get(name)?;
+    if let crate::skills::Lookup::Missing = skills.set().lookup(name) {
+        return None;
+    }
     let loaded = session
         .agent
         .toolbox()
@@ -374,6 +376,38 @@ fn skills_help(session: &Session) -> String {
         text.push_str(&format!("  {usage:16} {first}\n"));
     }
     text
+}
+
+/// What to say about `/name` that is neither a built-in command nor a
+/// skill: the closest few of both, never the whole list.
+fn unknown_command(session: &Session, name: &str) -> String {
+    let skills: Vec<String> = session
+        .agent
+        .toolbox()
+        .skills()
+        .map(|skills| {
+            skills
+                .user_invocable()
+                .into_iter()
+                .map(|(name, _, _)| name)
+                .collect()
+        })
+        .unwrap_or_default();
+    let candidates = BUILTIN_COMMANDS
+        .iter()
+        .copied()
+        .filter(|c| c.len() > 1)
+        .chain(skills.iter().map(String::as_str));
+    let close = crate::skills::names::closest(name, candidates);
+    if close.is_empty() {
+        format!("unknown command /{name}; /help lists them")
+    } else {
+        let close: Vec<String> = close.iter().map(|c| format!("/{c}")).collect();
+        format!(
+            "unknown command /{name}; did you mean {}? (/help lists them all)",
+            close.join(", ")
+        )
+    }
 }
 
 enum Flow {
@@ -468,7 +502,7 @@ fn slash_command(session: &mut Session, command: &str) -> Flow {
                 );
             }
         }
-        other => eprintln!("unknown command /{other}; /help lists them"),
+        other => eprintln!("{}", escape::message(&unknown_command(session, other))),
     }
     Flow::Continue
 }

@@ -171,7 +171,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         .filter(|window| *window > 0)
         .unwrap_or_else(|| crate::agent::compact::context_window_for(&choice.model));
     let skill_listing = skills::prompt::listing(
-        found_skills.set().skills(),
+        found_skills.set(),
         skills::prompt::budget_chars(usize::try_from(context_window).unwrap_or(usize::MAX)),
         skills::session::TOOL_NAME,
     );

@@ -74,9 +74,15 @@ fn invocation(skill: &Skill) -> &'static str {
     }
 }
 
-fn skill_json(skill: &Skill) -> serde_json::Value {
+fn skill_json(skill: &Skill, call_name: &str) -> serde_json::Value {
     json!({
         "name": skill.meta.name,
+        "display_name": skill.meta.display_name,
+        "qualified_name": skill.qualified_name(),
+        "call_name": call_name,
+        "kind": if skill.is_command() { "command" } else { "skill" },
+        "arguments": skill.meta.arguments,
+        "disallowed_tools": skill.meta.disallowed_tools,
         "description": skill.meta.description,
         "when_to_use": skill.meta.when_to_use,
         "argument_hint": skill.meta.argument_hint,
@@ -100,11 +106,11 @@ async fn execute(command: SkillCommand) -> Result<Exit, Failure> {
             let set = skills.set();
             if json {
                 let value = json!({
-                    "skills": set.skills().iter().map(skill_json).collect::<Vec<_>>(),
+                    "skills": set.skills().iter().map(|s| skill_json(s, &set.call_name(s))).collect::<Vec<_>>(),
                     "shadowed": set.shadowed().iter().map(|s| json!({
                         "name": s.name,
                         "winner": s.winner.label(),
-                        "loser": skill_json(&s.loser),
+                        "loser": skill_json(&s.loser, &s.loser.qualified_name()),
                     })).collect::<Vec<_>>(),
                     "warnings": set.warnings(),
                 });
@@ -120,23 +126,26 @@ async fn execute(command: SkillCommand) -> Result<Exit, Failure> {
                 );
                 return Ok(Exit::Success);
             }
-            let width = set
+            let names: Vec<String> = set
                 .skills()
                 .iter()
-                .map(|s| s.meta.name.len())
-                .max()
-                .unwrap_or(0);
+                .map(|s| match &s.meta.display_name {
+                    Some(display) => format!("{} ({display})", set.call_name(s)),
+                    None => set.call_name(s),
+                })
+                .collect();
+            let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
             let source_width = set
                 .skills()
                 .iter()
                 .map(|s| s.source.label().len())
                 .max()
                 .unwrap_or(0);
-            for skill in set.skills() {
+            for (skill, name) in set.skills().iter().zip(&names) {
                 let description: String = skill.meta.description.chars().take(80).collect();
                 println!(
                     "{:width$}  {:source_width$}  {:10}  {}",
-                    escape::line(&skill.meta.name),
+                    escape::line(name),
                     escape::line(&skill.source.label()),
                     invocation(skill),
                     escape::line(&description),
@@ -154,27 +163,18 @@ async fn execute(command: SkillCommand) -> Result<Exit, Failure> {
         }
         SkillCommand::Show { name, workspace } => {
             let skills = load(workspace).await?;
-            let Some(skill) = skills.set().get(&name) else {
-                let known: Vec<&str> = skills
-                    .set()
-                    .skills()
-                    .iter()
-                    .map(|s| s.meta.name.as_str())
-                    .collect();
-                return Err(Failure::new(
-                    Exit::Usage,
-                    format!(
-                        "there is no skill called `{name}`; {}",
-                        if known.is_empty() {
-                            "no skills were found".to_string()
-                        } else {
-                            format!("the skills are: {}", known.join(", "))
-                        }
-                    ),
-                ));
-            };
+            let skill = skills
+                .set()
+                .resolve(&name)
+                .map_err(|message| Failure::new(Exit::Usage, message))?;
             let meta = &skill.meta;
-            println!("{}", escape::line(&meta.name));
+            println!("{}", escape::line(&skills.set().call_name(skill)));
+            if let Some(display) = &meta.display_name {
+                println!("  name as written {}", escape::line(display));
+            }
+            if skill.namespace().is_some() {
+                println!("  qualified name {}", escape::line(&skill.qualified_name()));
+            }
             println!("  description    {}", escape::line(&meta.description));
             if let Some(when) = &meta.when_to_use {
                 println!("  when to use    {}", escape::line(when));
@@ -185,13 +185,30 @@ async fn execute(command: SkillCommand) -> Result<Exit, Failure> {
             println!("  source         {}", escape::line(&skill.source.label()));
             println!("  location       {}", escape::line(&skill.location()));
             println!("  run by         {}", invocation(skill));
+            if !meta.arguments.is_empty() {
+                println!(
+                    "  named args     {}",
+                    escape::line(&meta.arguments.join(", "))
+                );
+            }
             if !meta.allowed_tools.is_empty() {
                 println!(
-                    "  allowed tools  {}",
+                    "  pre-approved   {}",
                     escape::line(&meta.allowed_tools.join(", "))
                 );
             }
-            for shadowed in skills.set().shadowed().iter().filter(|s| s.name == name) {
+            if !meta.disallowed_tools.is_empty() {
+                println!(
+                    "  disallowed     {}",
+                    escape::line(&meta.disallowed_tools.join(", "))
+                );
+            }
+            for shadowed in skills
+                .set()
+                .shadowed()
+                .iter()
+                .filter(|s| s.name == meta.name)
+            {
                 println!(
                     "  also offered by {} ({}), not used",
                     escape::line(&shadowed.loser.source.label()),

@@ -106,20 +106,38 @@ pub fn skill(data: &[u8]) -> Result<(), Finding> {
     let [arguments, file] = parts::<2>(data);
     let arguments = String::from_utf8_lossy(arguments);
     let file = String::from_utf8_lossy(file);
+    // The body as parsed, and the whole file too, so the substitution is
+    // exercised whether or not the front matter is valid.
+    let mut bodies = vec![file.to_string()];
+    let mut names = Vec::new();
+    if let Ok(parsed) = front_matter::parse(&file, "skill") {
+        bodies.push(parsed.body);
+        names = parsed.meta.arguments;
+    }
     let subs = Substitutions {
         arguments: &arguments,
+        names: &names,
         skill_dir: Some("/skills/s"),
         plugin_root: Some("/plugins/p"),
         session_id: Some("0123"),
     };
-    // The body as parsed, and the whole file too, so the substitution is
-    // exercised whether or not the front matter is valid.
-    let mut bodies = vec![file.to_string()];
-    if let Ok(parsed) = front_matter::parse(&file, "skill") {
-        bodies.push(parsed.body);
-    }
     for body in bodies {
         let substituted = text::substitute(&body, &subs);
+        // Without arguments, only `$ARGUMENTS` (which becomes empty) and
+        // the folder and session variables can change a text: `$2.5M` and
+        // a missing `$0` stay as written.
+        let bare = text::substitute(
+            &body,
+            &Substitutions {
+                names: &names,
+                ..Substitutions::default()
+            },
+        );
+        if bare != body && !body.contains("$ARGUMENTS") {
+            return Err(format!(
+                "a text changed with no arguments and no variables: {body:?} became {bare:?}"
+            ));
+        }
         // Text that substitutes nothing gets the arguments added at its end.
         let trimmed = arguments.trim();
         if !body.contains('$') && !trimmed.is_empty() {

@@ -120,6 +120,14 @@ pub enum DecisionSource {
     NonInteractive,
     /// A hook decided (never over a deny rule, plan mode or a grant).
     Hook(String),
+    /// An active skill's `allowed-tools` pre-approved a call the mode
+    /// would have asked about.
+    Skill {
+        /// The skill.
+        skill: String,
+        /// The entry of its `allowed-tools` that covers the call.
+        rule: String,
+    },
 }
 
 /// The policy's answer for one call.

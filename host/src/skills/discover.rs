@@ -9,17 +9,31 @@
 //! 2. the project's `.capstan/skills/NAME/SKILL.md` (in the workspace, then
 //!    at the repository's root);
 //! 3. the user's `skills/` config folder (`~/.config/capstan/skills/`);
-//! 4. the project's `.claude/skills/` (workspace, then repository root);
-//! 5. the user's `~/.claude/skills/`.
+//! 4. the project's `.claude/skills/`, then its `.claude/commands/`
+//!    (workspace, then repository root);
+//! 5. the user's `~/.claude/skills/`, then `~/.claude/commands/`.
 //!
-//! A skill that loses a clash is not used, and the session and
-//! `capstan skill list` say which one won. A `SKILL.md` that cannot be
+//! Claude Code commands (`NAME.md`) may sit in sub-folders of a commands
+//! folder, as in Claude Code: `frontend/component.md` is `/component`, and
+//! also `/frontend:component` (the sub-folder is its namespace).
+//!
+//! Names clash only where Claude Code's would: a plugin's skills are
+//! reachable as `plugin:name` whatever else is offered, so two plugins'
+//! skills of the same name are both kept, and the bare name then asks
+//! which (see [`SkillSet::lookup`]). Within one plugin (or one folder) a
+//! skill wins over a command of the same name. A plugin's skill wins over
+//! a project's or the user's of the same bare name, so nothing in a
+//! cloned repository can take the place of a skill the user installed;
+//! between the other sources the earlier one wins. A skill that loses a
+//! clash is not used, and the session and `capstan skill list` say which
+//! one won. A `SKILL.md` that cannot be
 //! parsed is skipped with a warning naming the file and line; the others
 //! still load.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::names::{self, Wanted};
 use super::{LockedFiles, Origin, Skill, Source};
 use crate::front_matter::{self, SkillMeta};
 use crate::home::Home;
@@ -45,6 +59,14 @@ pub struct Shadowed {
 impl Shadowed {
     /// The warning shown at session start and by `capstan skill list`.
     pub fn warning(&self) -> String {
+        if self.winner == self.loser.source {
+            return format!(
+                "{} has both a skill and a command called `{}`; using the skill, not {}",
+                self.winner.label(),
+                self.name,
+                self.loser.location()
+            );
+        }
         format!(
             "skill `{}` is offered by both {} and {} ({}); using the one from {}",
             self.name,
@@ -87,9 +109,11 @@ impl Discovery {
         found.add_folder(home.config_dir(), "skills", &Source::User);
         for root in &project {
             found.add_folder(root, ".claude/skills", &Source::ClaudeProject);
+            found.add_commands(root, ".claude/commands", &Source::ClaudeProjectCommands);
         }
         if let Some(claude) = claude_home {
             found.add_folder(claude, "skills", &Source::ClaudeUser);
+            found.add_commands(claude, "commands", &Source::ClaudeUserCommands);
         }
         found
     }
@@ -99,15 +123,16 @@ impl Discovery {
         self.candidates.push(skill);
     }
 
-    /// Settles name clashes: the first skill of the highest-precedence
-    /// source keeps the name.
+    /// Settles name clashes (see the [module documentation](self)).
     pub fn finish(mut self) -> SkillSet {
-        // A stable sort keeps discovery order within a source.
-        self.candidates.sort_by(|a, b| a.source.cmp(&b.source));
+        // A stable sort keeps discovery order within a source; a source's
+        // skills come before its commands.
+        self.candidates
+            .sort_by(|a, b| (&a.source, a.is_command()).cmp(&(&b.source, b.is_command())));
         let mut skills: Vec<Skill> = Vec::new();
         let mut shadowed = Vec::new();
         for skill in self.candidates {
-            match skills.iter().find(|s| s.meta.name == skill.meta.name) {
+            match skills.iter().find(|kept| shadows(kept, &skill)) {
                 Some(winner) => shadowed.push(Shadowed {
                     name: skill.meta.name.clone(),
                     winner: winner.source.clone(),
@@ -134,7 +159,7 @@ impl Discovery {
     /// that is a FIFO or a device. The user's own skill folders may be
     /// links to anywhere (dotfiles); their files are read beneath them.
     fn add_folder(&mut self, root: &Path, rel: &str, source: &Source) {
-        let project = matches!(source, Source::Project | Source::ClaudeProject);
+        let project = source.is_project();
         let dir = root.join(rel);
         let skills = if project {
             UntrustedFolder::open(root).and_then(|root_folder| match root_folder {
@@ -199,7 +224,125 @@ impl Discovery {
                         body: skill.1,
                         locked: None,
                     },
+                    folder: None,
                 });
+            }
+        }
+    }
+
+    /// Every `NAME.md` in the Claude Code commands folder `rel` of `root`
+    /// and its sub-folders (at most [`MAX_COMMAND_DEPTH`] deep), as
+    /// commands: the file's name is the command's, its sub-folders its
+    /// namespace. A project's folder is read beneath the project's root,
+    /// as its skills are; the user's own may be a link to anywhere.
+    fn add_commands(&mut self, root: &Path, rel: &str, source: &Source) {
+        let dir = root.join(rel);
+        let opened = if source.is_project() {
+            UntrustedFolder::open(root).and_then(|root_folder| match root_folder {
+                Some(root_folder) => root_folder.subfolder(Path::new(rel)),
+                None => Ok(None),
+            })
+        } else {
+            UntrustedFolder::open(&dir)
+        };
+        let folder = match opened {
+            Ok(Some(folder)) => folder,
+            Ok(None) | Err(Refused::WrongKind { .. }) => return,
+            Err(e) => {
+                self.warnings
+                    .push(format!("skipped the commands in {}: {e}", dir.display()));
+                return;
+            }
+        };
+        let skill_root = if source.is_project() {
+            root.to_path_buf()
+        } else {
+            dir.clone()
+        };
+        let mut budget = MAX_COMMAND_FILES;
+        self.add_command_folder(&folder, &skill_root, &[], source, &mut budget);
+    }
+
+    /// The commands in `folder`, reached through the sub-folders `path`.
+    fn add_command_folder(
+        &mut self,
+        folder: &UntrustedFolder,
+        skill_root: &Path,
+        path: &[String],
+        source: &Source,
+        budget: &mut usize,
+    ) {
+        let entries = match folder.entry_names() {
+            Ok(entries) => entries,
+            Err(e) => {
+                self.warnings.push(format!("skipped the commands in {e}"));
+                return;
+            }
+        };
+        for entry in entries {
+            if entry.starts_with('.') {
+                continue;
+            }
+            let at = folder.path().join(&entry);
+            if let Some(stem) = entry.strip_suffix(".md") {
+                if *budget == 0 {
+                    self.warnings.push(format!(
+                        "skipped the commands from {} on: more than {MAX_COMMAND_FILES} command files",
+                        at.display()
+                    ));
+                    return;
+                }
+                let cap = usize::try_from(MAX_SKILL_FILE).unwrap_or(usize::MAX);
+                let text = match folder.read(Path::new(&entry), cap) {
+                    Ok(Some(read)) if read.more => {
+                        self.warnings.push(format!(
+                            "skipped the command {}: it is more than the {} KiB a command may have",
+                            at.display(),
+                            MAX_SKILL_FILE / 1024
+                        ));
+                        continue;
+                    }
+                    Ok(Some(read)) => read.text(),
+                    Ok(None) | Err(Refused::WrongKind { .. }) => continue,
+                    Err(e) => {
+                        self.warnings
+                            .push(format!("skipped the command {}: {e}", at.display()));
+                        continue;
+                    }
+                };
+                *budget -= 1;
+                if let Some((meta, body)) = self.parse(&text, stem, &at, source) {
+                    self.candidates.push(Skill {
+                        meta,
+                        source: source.clone(),
+                        origin: Origin::File {
+                            root: skill_root.to_path_buf(),
+                            dir: folder.path().to_path_buf(),
+                            file: at,
+                            body,
+                            locked: None,
+                        },
+                        folder: (!path.is_empty()).then(|| path.join(":")),
+                    });
+                }
+                continue;
+            }
+            if path.len() >= MAX_COMMAND_DEPTH {
+                continue;
+            }
+            match folder.subfolder(Path::new(&entry)) {
+                Ok(Some(sub)) => {
+                    let Some(part) = front_matter::invocation_name(&entry) else {
+                        continue;
+                    };
+                    let mut deeper = path.to_vec();
+                    deeper.push(part);
+                    self.add_command_folder(&sub, skill_root, &deeper, source, budget);
+                }
+                Ok(None) | Err(Refused::WrongKind { .. }) => {}
+                Err(e) => self
+                    .warnings
+                    .push(format!("skipped the commands in {}: {e}", at.display())),
             }
         }
     }
@@ -271,6 +414,7 @@ impl Discovery {
                             body,
                             locked: Some((locked.clone(), folder_rel)),
                         },
+                        folder: None,
                     });
                 }
             }
@@ -287,6 +431,25 @@ fn project_roots(workspace: &Path) -> Vec<PathBuf> {
         roots.push(root.to_path_buf());
     }
     roots
+}
+
+/// How deep sub-folders of a commands folder are read.
+pub const MAX_COMMAND_DEPTH: usize = 4;
+
+/// The most command files read from one commands folder.
+pub const MAX_COMMAND_FILES: usize = 2000;
+
+/// Whether `kept`, settled earlier, keeps `later` from being used.
+fn shadows(kept: &Skill, later: &Skill) -> bool {
+    if kept.meta.name != later.meta.name {
+        return false;
+    }
+    match (&kept.source, &later.source) {
+        (Source::Plugin(a), Source::Plugin(b)) => a == b,
+        (Source::Plugin(_), _) => true,
+        (_, Source::Plugin(_)) => false,
+        _ => kept.folder == later.folder,
+    }
 }
 
 /// `~/.claude`, from `$HOME`.
@@ -337,10 +500,117 @@ impl SkillSet {
         all
     }
 
-    /// The skill called `name`.
+    /// The skill `name` asks for, if exactly one answers to it (see
+    /// [`SkillSet::lookup`]).
     pub fn get(&self, name: &str) -> Option<&Skill> {
-        let name = name.strip_prefix('/').unwrap_or(name);
-        self.skills.iter().find(|s| s.meta.name == name)
+        match self.lookup(name) {
+            Lookup::Found(skill) => Some(skill),
+            Lookup::Ambiguous(_) | Lookup::Missing => None,
+        }
+    }
+
+    /// The skill `name` asks for: `name`, `/name`, `namespace:name`, or
+    /// the name as written for display. A bare name that several skills
+    /// answer to (two plugins' skills, or commands in two sub-folders)
+    /// picks none of them, unless exactly one of them is not namespaced.
+    pub fn lookup(&self, name: &str) -> Lookup<'_> {
+        let Some(wanted) = names::wanted(name) else {
+            return Lookup::Missing;
+        };
+        let found: Vec<&Skill> = self
+            .skills
+            .iter()
+            .filter(|skill| answers(skill, &wanted))
+            .collect();
+        match found.as_slice() {
+            [] => Lookup::Missing,
+            [one] => Lookup::Found(one),
+            several => {
+                let plain: Vec<&&Skill> =
+                    several.iter().filter(|s| s.namespace().is_none()).collect();
+                match plain.as_slice() {
+                    [one] => Lookup::Found(one),
+                    _ => Lookup::Ambiguous(several.iter().map(|s| s.qualified_name()).collect()),
+                }
+            }
+        }
+    }
+
+    /// The skill `name` asks for, or what to tell whoever asked: which
+    /// qualified names to choose from, or the closest few names.
+    pub fn resolve(&self, name: &str) -> Result<&Skill, String> {
+        match self.lookup(name) {
+            Lookup::Found(skill) => Ok(skill),
+            Lookup::Ambiguous(choices) => Err(format!(
+                "`{name}` is the name of more than one skill: {}; use one of these names",
+                choices.join(", ")
+            )),
+            Lookup::Missing => Err(self.unknown(name, |_| true)),
+        }
+    }
+
+    /// The message for a name no skill answers to: the closest few of the
+    /// skills `include` accepts, never the whole list.
+    pub fn unknown(&self, name: &str, include: impl Fn(&Skill) -> bool) -> String {
+        let call_names: Vec<String> = self
+            .skills
+            .iter()
+            .filter(|s| include(s))
+            .map(|s| self.call_name(s))
+            .collect();
+        if call_names.is_empty() {
+            return format!("there is no skill called `{name}`; no skills are installed");
+        }
+        let close = names::closest(name, call_names.iter().map(String::as_str));
+        if close.is_empty() {
+            format!(
+                "there is no skill called `{name}`; `capstan skill list` shows the {} skill{}",
+                call_names.len(),
+                if call_names.len() == 1 { "" } else { "s" }
+            )
+        } else {
+            format!(
+                "there is no skill called `{name}`; did you mean {}?",
+                close
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        }
+    }
+
+    /// The name `skill` is called by in listings: its own name when that
+    /// finds it, else its qualified name (`plugin:name`).
+    pub fn call_name(&self, skill: &Skill) -> String {
+        match self.lookup(&skill.meta.name) {
+            Lookup::Found(found) if std::ptr::eq(found, skill) => skill.meta.name.clone(),
+            _ => skill.qualified_name(),
+        }
+    }
+}
+
+/// What a name asks for.
+#[derive(Debug)]
+pub enum Lookup<'a> {
+    /// Exactly this skill.
+    Found(&'a Skill),
+    /// Several skills; their qualified names.
+    Ambiguous(Vec<String>),
+    /// None.
+    Missing,
+}
+
+/// Whether `skill` answers to `wanted`.
+fn answers(skill: &Skill, wanted: &Wanted) -> bool {
+    if skill.meta.name != wanted.name {
+        return false;
+    }
+    match &wanted.namespace {
+        None => true,
+        Some(namespace) => skill
+            .namespace()
+            .is_some_and(|own| names::namespace_key(own) == *namespace),
     }
 }
 
@@ -397,6 +667,139 @@ mod tests {
                 .iter()
                 .any(|w| w.contains("`shared`") && w.contains("using the one from .capstan/skills")),
             "{warnings:?}"
+        );
+    }
+
+    fn command(root: &Path, rel: &str, text: &str) {
+        let file = root.join(rel);
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(file, text).unwrap();
+    }
+
+    fn plugin_skill(name: &str, plugin: &str, command: bool) -> Skill {
+        let file = if command {
+            format!("/p/{plugin}/commands/{name}.md")
+        } else {
+            format!("/p/{plugin}/skills/{name}/SKILL.md")
+        };
+        Skill {
+            meta: SkillMeta {
+                name: name.to_string(),
+                description: format!("{name} of {plugin}"),
+                user_invocable: true,
+                model_invocable: true,
+                ..SkillMeta::default()
+            },
+            source: Source::Plugin(plugin.to_string()),
+            origin: Origin::File {
+                root: PathBuf::from("/p"),
+                dir: PathBuf::from("/p"),
+                file: PathBuf::from(file),
+                body: String::new(),
+                locked: None,
+            },
+            folder: None,
+        }
+    }
+
+    #[test]
+    fn claude_code_command_folders_are_read_with_their_sub_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path().join("home"), dir.path().join("cache"));
+        let ws = dir.path().join("ws");
+        let claude = dir.path().join("user/.claude");
+        command(
+            &ws,
+            ".claude/commands/clean_gone.md",
+            "Remove [gone] branches.\n",
+        );
+        command(
+            &ws,
+            ".claude/commands/frontend/component.md",
+            "Make a component: $0\n",
+        );
+        command(
+            &ws,
+            ".claude/commands/backend/component.md",
+            "A backend one.\n",
+        );
+        command(&ws, ".claude/commands/notes.txt", "not a command");
+        command(
+            &claude,
+            "commands/mine.md",
+            "---\ndescription: my own\n---\nDo it.\n",
+        );
+        command(&claude, "commands/clean_gone.md", "The user's, shadowed.\n");
+        skill(&ws.join(".claude/skills"), "deploy", "the skill");
+        command(&ws, ".claude/commands/deploy.md", "the command, shadowed\n");
+
+        let set = Discovery::folders(&home, &ws, Some(&claude)).finish();
+        let clean = set.get("/clean_gone").unwrap();
+        assert_eq!(clean.meta.name, "clean-gone");
+        assert_eq!(clean.meta.display_name.as_deref(), Some("clean_gone"));
+        assert_eq!(clean.source, Source::ClaudeProjectCommands);
+        assert!(clean.is_command());
+        assert_eq!(set.get("clean-gone").unwrap().meta.name, "clean-gone");
+        assert_eq!(set.get("mine").unwrap().source, Source::ClaudeUserCommands);
+        assert_eq!(set.get("mine").unwrap().meta.description, "my own");
+        let deploy = set.get("deploy").unwrap();
+        assert!(!deploy.is_command(), "a skill wins over a command");
+
+        // Same name in two sub-folders: both kept, each by its folder.
+        let front = set.get("frontend:component").unwrap();
+        assert_eq!(front.folder.as_deref(), Some("frontend"));
+        assert_eq!(front.qualified_name(), "frontend:component");
+        assert!(set.get("backend:component").is_some());
+        let err = set.resolve("component").unwrap_err();
+        assert!(
+            err.contains("backend:component") && err.contains("frontend:component"),
+            "{err}"
+        );
+        assert!(set.get("notes").is_none());
+        let shadowed: Vec<String> = set.shadowed().iter().map(|s| s.warning()).collect();
+        assert_eq!(shadowed.len(), 2, "{shadowed:?}");
+        assert!(
+            shadowed
+                .iter()
+                .any(|w| w
+                    .contains("`deploy` is offered by both .claude/skills and .claude/commands")),
+            "{shadowed:?}"
+        );
+    }
+
+    #[test]
+    fn two_plugins_skills_of_one_name_both_stay_reachable() {
+        let mut found = Discovery::default();
+        found.push(plugin_skill("review", "one", false));
+        found.push(plugin_skill("review", "two", false));
+        found.push(plugin_skill("tidy", "one", true));
+        found.push(plugin_skill("tidy", "one", false));
+        found.push(plugin_skill("only", "two", true));
+        let set = found.finish();
+        assert_eq!(
+            set.resolve("one:review").unwrap().meta.description,
+            "review of one"
+        );
+        assert_eq!(
+            set.resolve("/two:review").unwrap().meta.description,
+            "review of two"
+        );
+        let err = set.resolve("review").unwrap_err();
+        assert!(err.contains("one:review, two:review"), "{err}");
+        assert!(set.resolve("three:review").is_err());
+        // Within one plugin the skill wins over the command.
+        let tidy = set.resolve("tidy").unwrap();
+        assert!(!tidy.is_command());
+        assert_eq!(set.call_name(tidy), "tidy");
+        assert_eq!(
+            set.call_name(set.resolve("two:review").unwrap()),
+            "two:review"
+        );
+        assert_eq!(set.resolve("only").unwrap().meta.name, "only");
+        let unknown = set.resolve("reveiw").unwrap_err();
+        assert!(
+            unknown.contains("did you mean `one:review`, `two:review`"),
+            "{unknown}"
         );
     }
 

@@ -1,7 +1,7 @@
 //! Skills: `SKILL.md` folders (the Agent Skills format, with Claude Code's
 //! extra fields) and skill components, discovered from installed plugins,
 //! `.capstan/skills/`, the user's `skills/` config folder and
-//! `.claude/skills/`; listed to the model by name and description within a
+//! `.claude/skills/`, and Claude Code's `.claude/commands/`; listed to the model by name and description within a
 //! budget, and loaded on demand through the `skill` tool.
 //!
 //! - [`crate::front_matter`] parses `SKILL.md`; it is a leaf the Claude Code
@@ -12,6 +12,7 @@
 //! - [`session`]: the `skill` tool, active skills and `allowed-tools`;
 
 pub mod discover;
+pub mod names;
 pub mod prompt;
 pub mod session;
 pub mod text;
@@ -21,7 +22,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use crate::front_matter::SkillMeta;
-pub use discover::{Discovery, SkillSet};
+pub use discover::{Discovery, Lookup, SkillSet};
 pub use session::Skills;
 
 /// Where a skill comes from. The order of the variants is the precedence:
@@ -37,8 +38,12 @@ pub enum Source {
     User,
     /// The project's `.claude/skills/`, for compatibility.
     ClaudeProject,
+    /// The project's `.claude/commands/`, for compatibility.
+    ClaudeProjectCommands,
     /// The user's `~/.claude/skills/`, for compatibility.
     ClaudeUser,
+    /// The user's `~/.claude/commands/`, for compatibility.
+    ClaudeUserCommands,
 }
 
 impl Source {
@@ -49,27 +54,44 @@ impl Source {
             Self::Project => ".capstan/skills".to_string(),
             Self::User => "user skills".to_string(),
             Self::ClaudeProject => ".claude/skills".to_string(),
+            Self::ClaudeProjectCommands => ".claude/commands".to_string(),
             Self::ClaudeUser => "~/.claude/skills".to_string(),
+            Self::ClaudeUserCommands => "~/.claude/commands".to_string(),
         }
     }
 
     /// A short kind for `--json`: `plugin`, `project`, `user`,
-    /// `claude-project`, `claude-user`.
+    /// `claude-project`, `claude-project-commands`, `claude-user`,
+    /// `claude-user-commands`.
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Plugin(_) => "plugin",
             Self::Project => "project",
             Self::User => "user",
             Self::ClaudeProject => "claude-project",
+            Self::ClaudeProjectCommands => "claude-project-commands",
             Self::ClaudeUser => "claude-user",
+            Self::ClaudeUserCommands => "claude-user-commands",
         }
     }
 
-    /// Whether the skill is one of the user's own (their config folder or
-    /// `~/.claude/skills`): these are left out of the prompt's listing
-    /// first when it is over its budget.
+    /// Whether the skill is one of the user's own (their config folder,
+    /// `~/.claude/skills` or `~/.claude/commands`): these are left out of
+    /// the prompt's listing first when it is over its budget.
     pub fn is_users_own(&self) -> bool {
-        matches!(self, Self::User | Self::ClaudeUser)
+        matches!(
+            self,
+            Self::User | Self::ClaudeUser | Self::ClaudeUserCommands
+        )
+    }
+
+    /// Whether the source is a project's folder (its files are someone
+    /// else's and are read beneath the project's root).
+    pub fn is_project(&self) -> bool {
+        matches!(
+            self,
+            Self::Project | Self::ClaudeProject | Self::ClaudeProjectCommands
+        )
     }
 }
 
@@ -155,9 +177,42 @@ pub struct Skill {
     pub source: Source,
     /// Where its text lives.
     pub origin: Origin,
+    /// For a command in a sub-folder of `.claude/commands/`: the folders,
+    /// joined by `:` (`frontend` for `frontend/component.md`).
+    pub folder: Option<String>,
 }
 
 impl Skill {
+    /// Whether it is a Claude Code command (a `NAME.md` of a `commands/`
+    /// folder) rather than a skill (a `SKILL.md` or a skill component): a
+    /// skill wins over a command of the same name from the same place.
+    pub fn is_command(&self) -> bool {
+        match &self.origin {
+            Origin::File { file, .. } => {
+                file.file_name().and_then(|n| n.to_str()) != Some("SKILL.md")
+            }
+            Origin::Component { .. } => false,
+        }
+    }
+
+    /// What qualifies its name: the plugin's name for a plugin's skill, the
+    /// sub-folder for a command in one.
+    pub fn namespace(&self) -> Option<&str> {
+        match &self.source {
+            Source::Plugin(plugin) => Some(plugin),
+            _ => self.folder.as_deref(),
+        }
+    }
+
+    /// Its name qualified by its namespace: `plugin:name`,
+    /// `folder:name`, or the name alone.
+    pub fn qualified_name(&self) -> String {
+        match self.namespace() {
+            Some(namespace) => format!("{namespace}:{}", self.meta.name),
+            None => self.meta.name.clone(),
+        }
+    }
+
     /// Where it is, for listings: the file, or the plugin's component.
     pub fn location(&self) -> String {
         match &self.origin {

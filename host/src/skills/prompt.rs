@@ -12,7 +12,7 @@
 
 use std::fmt::Write as _;
 
-use super::Skill;
+use super::{Skill, SkillSet};
 use crate::front_matter::clip;
 
 /// A typical context window, in tokens (Claude's).
@@ -42,11 +42,15 @@ pub struct Listing {
     pub left_out: Vec<String>,
 }
 
-/// One skill's line.
-fn entry(skill: &Skill) -> String {
-    let mut line = format!(
-        "- {}: {}",
-        skill.meta.name,
+/// One skill's line; `call_name` is the name it is loaded by.
+fn entry(skill: &Skill, call_name: &str) -> String {
+    let mut line = format!("- {call_name}");
+    if let Some(display) = &skill.meta.display_name {
+        let _ = write!(line, " ({})", clip(display.clone(), MAX_ENTRY_DESCRIPTION));
+    }
+    let _ = write!(
+        line,
+        ": {}",
         clip(skill.meta.description.clone(), MAX_ENTRY_DESCRIPTION)
     );
     if let Some(when) = &skill.meta.when_to_use {
@@ -65,27 +69,32 @@ fn entry(skill: &Skill) -> String {
 fn drop_rank(skill: &Skill) -> u8 {
     use super::Source;
     match skill.source {
-        Source::ClaudeUser => 0,
+        Source::ClaudeUserCommands | Source::ClaudeUser => 0,
         Source::User => 1,
-        Source::ClaudeProject => 2,
+        Source::ClaudeProjectCommands | Source::ClaudeProject => 2,
         Source::Project => 3,
         Source::Plugin(_) => 4,
     }
 }
 
-/// The listing of the skills the model may load, within `budget`
-/// characters.
-pub fn listing(skills: &[Skill], budget: usize, tool_name: &str) -> Listing {
-    let candidates: Vec<(&Skill, String)> = skills
+/// The listing of the skills of `set` the model may load, within `budget`
+/// characters. A skill whose bare name is shared is listed by its
+/// qualified name (`plugin:name`).
+pub fn listing(set: &SkillSet, budget: usize, tool_name: &str) -> Listing {
+    let candidates: Vec<(&Skill, String, String)> = set
+        .skills()
         .iter()
         .filter(|s| s.meta.model_invocable)
-        .map(|s| (s, entry(s)))
+        .map(|s| {
+            let call_name = set.call_name(s);
+            (s, entry(s, &call_name), call_name)
+        })
         .collect();
     if candidates.is_empty() {
         return Listing::default();
     }
     let mut keep = vec![true; candidates.len()];
-    let mut total: usize = candidates.iter().map(|(_, e)| e.chars().count()).sum();
+    let mut total: usize = candidates.iter().map(|(_, e, _)| e.chars().count()).sum();
     if total > budget {
         let mut order: Vec<usize> = (0..candidates.len()).collect();
         // Lowest rank first; within a rank, the last discovered first.
@@ -106,12 +115,12 @@ pub fn listing(skills: &[Skill], budget: usize, tool_name: &str) -> Listing {
          `arguments`, if it takes any) before doing the task, then follow what it says. Do not \
          load a skill that does not fit the task.\n\n"
     );
-    for ((skill, line), kept) in candidates.iter().zip(&keep) {
+    for ((_, line, call_name), kept) in candidates.iter().zip(&keep) {
         if *kept {
             text.push_str(line);
-            listing.listed.push(skill.meta.name.clone());
+            listing.listed.push(call_name.clone());
         } else {
-            listing.left_out.push(skill.meta.name.clone());
+            listing.left_out.push(call_name.clone());
         }
     }
     if !listing.left_out.is_empty() {
@@ -128,7 +137,7 @@ pub fn listing(skills: &[Skill], budget: usize, tool_name: &str) -> Listing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::skills::{Origin, SkillMeta, Source};
+    use crate::skills::{Discovery, Origin, SkillMeta, Source};
     use std::path::PathBuf;
 
     fn skill(name: &str, source: Source, description: &str) -> Skill {
@@ -148,7 +157,16 @@ mod tests {
                 body: String::new(),
                 locked: None,
             },
+            folder: None,
         }
+    }
+
+    fn set_of(skills: Vec<Skill>) -> SkillSet {
+        let mut found = Discovery::default();
+        for skill in skills {
+            found.push(skill);
+        }
+        found.finish()
     }
 
     #[test]
@@ -159,12 +177,12 @@ mod tests {
     #[test]
     fn user_skills_are_left_out_first() {
         let long = "d".repeat(90);
-        let skills = vec![
+        let skills = set_of(vec![
             skill("plug", Source::Plugin("p".into()), &long),
             skill("proj", Source::Project, &long),
             skill("mine-a", Source::User, &long),
             skill("mine-b", Source::User, &long),
-        ];
+        ]);
         let all = listing(&skills, 10_000, "skill");
         assert_eq!(all.listed.len(), 4);
         assert!(all.left_out.is_empty());
@@ -183,7 +201,30 @@ mod tests {
     fn model_invocation_can_be_disabled() {
         let mut hidden = skill("hidden", Source::Project, "d");
         hidden.meta.model_invocable = false;
-        let shown = listing(&[hidden], 1000, "skill");
+        let shown = listing(&set_of(vec![hidden]), 1000, "skill");
         assert!(shown.text.is_empty() && shown.listed.is_empty());
+    }
+
+    #[test]
+    fn shared_names_are_listed_qualified_and_display_names_kept() {
+        let mut display = skill("agent-development", Source::Plugin("dev".into()), "d");
+        display.meta.display_name = Some("Agent Development".into());
+        let set = set_of(vec![
+            skill("review", Source::Plugin("one".into()), "d"),
+            skill("review", Source::Plugin("two".into()), "d"),
+            display,
+        ]);
+        let shown = listing(&set, 10_000, "skill");
+        assert_eq!(
+            shown.listed,
+            ["agent-development", "one:review", "two:review"]
+        );
+        assert!(
+            shown
+                .text
+                .contains("- agent-development (Agent Development): d"),
+            "{}",
+            shown.text
+        );
     }
 }

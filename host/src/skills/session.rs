@@ -3,31 +3,41 @@
 //!
 //! A skill is **active** from the moment it is loaded (by the model through
 //! the `skill` tool, or by the user as `/name`) until the end of the user's
-//! turn. While a skill with `allowed-tools` is active, only those tools run
-//! (and the `skill` tool itself); any other call is refused with a message
-//! naming the skill. With several such skills active, a tool must be
-//! allowed by each of them.
+//! turn: the model's final answer to the prompt it was loaded in. Claude
+//! Code scopes a skill's permissions the same way, to the turn it runs in.
 //!
-//! `allowed-tools` entries name capstan tools (`fs.read`, `fs.*`, `*`, or
-//! the model's `fs__read`) or Claude Code's (`Read`, `Write`, `Edit`,
-//! `MultiEdit`, `Glob`, `Grep`, `LS` map to the `fs` tools). An argument
-//! pattern such as `Read(src/**)` allows the tool as a whole; entries with
-//! no capstan counterpart (`Bash(...)`, `WebFetch`) allow nothing.
+//! While a skill is active, as in Claude Code:
+//!
+//! - its `allowed-tools` are **pre-approved**: a call they cover runs
+//!   without asking where the permission mode would have asked. They never
+//!   go past a deny rule, an ask rule the user wrote, plan mode, or the
+//!   tool's grants, and they do not give a command the network (a command
+//!   that asks for an origin still asks). Tools left out are not
+//!   restricted: they are decided as usual.
+//! - its `disallowed-tools` are refused, with a message naming the skill.
+//!
+//! Entries are permission rules ([`crate::policy::Rule`]): capstan names
+//! (`fs.read`, `fs.*`, or the model's `fs__read`) or Claude Code's, mapped
+//! by [`crate::policy::claude_code`] (`Read`, `Edit`, `Write`, `Grep`,
+//! `Glob`, `WebFetch(domain:...)`, `Bash(git add:*)` for `exec.run`
+//! commands, `mcp__server__tool`).
 
 use std::path::{Component, Path};
 use std::sync::Mutex;
 
 use serde_json::{Value, json};
 
-use super::discover::{Discovery, SkillSet, claude_home};
+use super::discover::{Discovery, Lookup, SkillSet, claude_home};
+use super::names;
 use super::text::{self, Substitutions};
 use super::{Origin, Skill, Source};
-use crate::front_matter::{SkillMeta, clip, valid_name};
+use crate::front_matter::{SkillMeta, clip, invocation_name, valid_name};
 use crate::home::Home;
 use crate::plugin::catalog::InstalledPlugin;
 use crate::plugin::lock::Lockfile;
 use crate::plugin::store::PluginStore;
 use crate::plugin::{Provision, Writes};
+use crate::policy::Rule;
 use crate::sandbox::{CallError, CallOptions, Limits, Sandbox, SkillComponent, ToolSpec};
 use crate::untrusted_folder::{Refused, UntrustedFolder};
 
@@ -48,7 +58,40 @@ struct ComponentRuntime {
 #[derive(Debug, Clone)]
 struct Active {
     name: String,
-    allowed: Vec<String>,
+    /// Its `allowed-tools`, as rules: pre-approved.
+    allowed: Vec<Rule>,
+    /// Its `disallowed-tools`, as rules: refused.
+    disallowed: Vec<Rule>,
+}
+
+/// A skill's tool list as rules, and the entries that are not rules.
+fn tool_rules(entries: &[String]) -> (Vec<Rule>, Vec<String>) {
+    let mut rules = Vec::new();
+    let mut bad = Vec::new();
+    for entry in entries {
+        match model_name_as_tool(entry).parse::<Rule>() {
+            Ok(rule) => rules.push(rule),
+            Err(e) => bad.push(e.to_string()),
+        }
+    }
+    (rules, bad)
+}
+
+/// `fs__read(...)`, the name the model calls a tool by, as `fs.read(...)`;
+/// any other entry (MCP's `mcp__server__tool` included) as it is.
+fn model_name_as_tool(entry: &str) -> String {
+    let entry = entry.trim();
+    let tool_end = entry.find('(').unwrap_or(entry.len());
+    let (tool, rest) = entry.split_at(tool_end);
+    if tool.starts_with("mcp__") {
+        return entry.to_string();
+    }
+    match tool.split_once("__") {
+        Some((plugin, name)) if !plugin.is_empty() && !name.is_empty() => {
+            format!("{plugin}.{name}{rest}")
+        }
+        _ => entry.to_string(),
+    }
 }
 
 /// The session's skills; see the [module documentation](self).
@@ -163,16 +206,18 @@ impl Skills {
                         };
                         let index = components.len();
                         for meta in metas {
-                            if !valid_name(&meta.name) {
+                            let Some(invocation) = invocation_name(&meta.name) else {
                                 found.warnings.push(format!(
-                                    "skipped skill `{}` of plugin {name}: not a valid skill name (lowercase letters, digits and `-`)",
+                                    "skipped skill `{}` of plugin {name}: its name has no letters or digits",
                                     meta.name
                                 ));
                                 continue;
-                            }
+                            };
+                            let display_name = (!valid_name(&meta.name)).then(|| meta.name.clone());
                             found.push(Skill {
                                 meta: SkillMeta {
-                                    name: meta.name,
+                                    name: invocation,
+                                    display_name,
                                     description: clip(
                                         meta.description
                                             .split_whitespace()
@@ -185,9 +230,12 @@ impl Skills {
                                     user_invocable: meta.user_invocable,
                                     model_invocable: meta.model_invocable,
                                     allowed_tools: meta.allowed_tools,
+                                    disallowed_tools: Vec::new(),
+                                    arguments: Vec::new(),
                                 },
                                 source: Source::Plugin(name.clone()),
                                 origin: Origin::Component { index },
+                                folder: None,
                             });
                         }
                         components.push(ComponentRuntime {
@@ -265,11 +313,13 @@ impl Skills {
             ));
         };
         let arguments = field("arguments")?.unwrap_or_default();
-        let skill = self.find(name).map_err(CallError::Failed)?;
+        let skill = self
+            .find(name, |s| s.meta.model_invocable)
+            .map_err(CallError::Failed)?;
         if !skill.meta.model_invocable {
+            let call_name = self.set.call_name(skill);
             return Err(CallError::Denied(format!(
-                "skill `{}` has disable-model-invocation set: only the user can run it, as /{}. Do not try to load it; ask the user if it is needed.",
-                skill.meta.name, skill.meta.name
+                "skill `{call_name}` has disable-model-invocation set: only the user can run it, as /{call_name}. Do not try to load it; ask the user if it is needed."
             )));
         }
         if let Some(resource) = field("resource")? {
@@ -288,35 +338,25 @@ impl Skills {
         arguments: &str,
         session_id: Option<&str>,
     ) -> Result<String, String> {
-        let skill = self.find(name)?;
+        let skill = self.find(name, |s| s.meta.user_invocable)?;
+        let call_name = self.set.call_name(skill);
         if !skill.meta.user_invocable {
             return Err(format!(
-                "skill `{}` has user-invocable: false: it is for the model to load when it fits the task, not to run as /{}",
-                skill.meta.name, skill.meta.name
+                "skill `{call_name}` has user-invocable: false: it is for the model to load when it fits the task, not to run as /{call_name}"
             ));
         }
         self.load(sandbox, skill, arguments, session_id, true)
             .await
-            .map_err(|e| format!("skill `{}` could not be loaded: {e}", skill.meta.name))
+            .map_err(|e| format!("skill `{call_name}` could not be loaded: {e}"))
     }
 
-    fn find(&self, name: &str) -> Result<&Skill, String> {
-        self.set.get(name).ok_or_else(|| {
-            let known: Vec<&str> = self
-                .set
-                .skills()
-                .iter()
-                .map(|s| s.meta.name.as_str())
-                .collect();
-            if known.is_empty() {
-                format!("there is no skill called `{name}`; no skills are installed")
-            } else {
-                format!(
-                    "there is no skill called `{name}`; the skills are: {}",
-                    known.join(", ")
-                )
-            }
-        })
+    /// The skill `name` asks for; for a name no skill answers to, the
+    /// closest few of those `suggest` accepts.
+    fn find(&self, name: &str, suggest: impl Fn(&Skill) -> bool) -> Result<&Skill, String> {
+        match self.set.lookup(name) {
+            Lookup::Missing => Err(self.set.unknown(name, suggest)),
+            _ => self.set.resolve(name),
+        }
     }
 
     /// The skill's text with a header, and the skill made active.
@@ -328,7 +368,7 @@ impl Skills {
         session_id: Option<&str>,
         by_user: bool,
     ) -> Result<String, CallError> {
-        let name = &skill.meta.name;
+        let name = &self.set.call_name(skill);
         let body = match &skill.origin {
             Origin::File {
                 dir, body, locked, ..
@@ -339,6 +379,7 @@ impl Skills {
                     body,
                     &Substitutions {
                         arguments,
+                        names: &skill.meta.arguments,
                         skill_dir: Some(&dir_text),
                         plugin_root: plugin_root.as_deref(),
                         session_id,
@@ -350,7 +391,12 @@ impl Skills {
                 let mut options = runtime.options.clone();
                 options.session_id = session_id.map(str::to_string);
                 sandbox
-                    .load_skill(&runtime.component, name, arguments, &options)
+                    .load_skill(
+                        &runtime.component,
+                        component_name(skill),
+                        arguments,
+                        &options,
+                    )
                     .await?
             }
         };
@@ -380,11 +426,22 @@ impl Skills {
                 "Files it mentions can be fetched with this tool: {{\"name\": \"{name}\", \"resource\": \"RELATIVE/PATH\"}} (read-only).\n"
             )),
         }
-        if !skill.meta.allowed_tools.is_empty() {
+        let (allowed, bad_allowed) = tool_rules(&skill.meta.allowed_tools);
+        let (disallowed, bad_disallowed) = tool_rules(&skill.meta.disallowed_tools);
+        if !allowed.is_empty() {
             out.push_str(&format!(
-                "While it is active (until the end of the user's turn) only these tools run: {} (and `{TOOL_NAME}`).\n",
-                skill.meta.allowed_tools.join(", ")
+                "While it is active (until the end of the user's turn) these run without asking, within the permission mode and deny rules: {}. Other tools are available as usual.\n",
+                join_rules(&allowed)
             ));
+        }
+        if !disallowed.is_empty() {
+            out.push_str(&format!(
+                "While it is active these tools are refused: {}.\n",
+                join_rules(&disallowed)
+            ));
+        }
+        for bad in bad_allowed.iter().chain(&bad_disallowed) {
+            out.push_str(&format!("(Ignored from its front matter: {bad}.)\n"));
         }
         let shell = text::inline_shell(&body);
         if !shell.is_empty() {
@@ -393,7 +450,7 @@ impl Skills {
         }
         out.push_str("\n---\n\n");
         out.push_str(&body);
-        self.activate(skill);
+        self.activate(name, allowed, disallowed);
         Ok(out)
     }
 
@@ -428,7 +485,12 @@ impl Skills {
             Origin::Component { index } => {
                 let runtime = self.component(*index)?;
                 sandbox
-                    .skill_resource(&runtime.component, &skill.meta.name, &rel, &runtime.options)
+                    .skill_resource(
+                        &runtime.component,
+                        component_name(skill),
+                        &rel,
+                        &runtime.options,
+                    )
                     .await?
             }
         };
@@ -453,12 +515,13 @@ impl Skills {
         })
     }
 
-    fn activate(&self, skill: &Skill) {
+    fn activate(&self, name: &str, allowed: Vec<Rule>, disallowed: Vec<Rule>) {
         let mut active = self.active.lock().unwrap_or_else(|e| e.into_inner());
-        active.retain(|a| a.name != skill.meta.name);
+        active.retain(|a| a.name != name);
         active.push(Active {
-            name: skill.meta.name.clone(),
-            allowed: skill.meta.allowed_tools.clone(),
+            name: name.to_string(),
+            allowed,
+            disallowed,
         });
     }
 
@@ -476,34 +539,57 @@ impl Skills {
             .clear();
     }
 
-    /// Why the tool called `name` (`PLUGIN.TOOL`; `model_name` as the model
-    /// calls it) may not run now, if an active skill's `allowed-tools`
-    /// leaves it out.
-    pub fn refusal(&self, name: &str, model_name: &str) -> Option<String> {
-        if name == TOOL_NAME {
+    /// Why the call of tool `name` (`PLUGIN.TOOL`) with `input` may not
+    /// run now, if an active skill's `disallowed-tools` covers it.
+    pub fn refusal(&self, name: &str, input: &Value, workspace: &Path) -> Option<String> {
+        let active = self.active.lock().unwrap_or_else(|e| e.into_inner());
+        active.iter().find_map(|skill| {
+            let rule = skill
+                .disallowed
+                .iter()
+                .find(|rule| rule.matches(name, input, workspace))?;
+            Some(format!(
+                "Refused: the skill `{}` is active and its disallowed-tools `{rule}` covers this call of {name} until the end of the user's turn. Do the task another way, or tell the user what you would need.",
+                skill.name
+            ))
+        })
+    }
+
+    /// The active skill whose `allowed-tools` pre-approve the call of tool
+    /// `name` with `input`, and the entry that does: `(skill, rule)`.
+    pub fn pre_approval(
+        &self,
+        name: &str,
+        input: &Value,
+        workspace: &Path,
+    ) -> Option<(String, String)> {
+        if input
+            .get("command")
+            .and_then(Value::as_str)
+            .is_some_and(|command| !single_command(command))
+        {
             return None;
         }
         let active = self.active.lock().unwrap_or_else(|e| e.into_inner());
-        let narrowing = active
-            .iter()
-            .filter(|a| !a.allowed.is_empty())
-            .find(|a| !a.allowed.iter().any(|p| allows(p, name, model_name)))?;
-        Some(format!(
-            "Refused: the skill `{}` is active and allows only these tools until the end of the user's turn: {}. {name} is not among them. Do the task with the allowed tools, or tell the user what else you would need.",
-            narrowing.name,
-            narrowing.allowed.join(", ")
-        ))
+        active.iter().find_map(|skill| {
+            let rule = skill
+                .allowed
+                .iter()
+                .find(|rule| rule.allows(name, input, workspace))?;
+            Some((skill.name.clone(), rule.to_string()))
+        })
     }
 
-    /// The skills the user can run as `/name`, with their argument hints.
-    pub fn user_invocable(&self) -> Vec<(&str, Option<&str>, &str)> {
+    /// The skills the user can run as `/name`: the name to type, the
+    /// argument hint and the description.
+    pub fn user_invocable(&self) -> Vec<(String, Option<&str>, &str)> {
         self.set
             .skills()
             .iter()
             .filter(|s| s.meta.user_invocable)
             .map(|s| {
                 (
-                    s.meta.name.as_str(),
+                    self.set.call_name(s),
                     s.meta.argument_hint.as_deref(),
                     s.meta.description.as_str(),
                 )
@@ -528,49 +614,44 @@ fn string_field<'a>(input: &'a Value, key: &str) -> Result<Option<&'a str>, Call
     }
 }
 
-/// Splits `/name arguments` into the skill's name and its arguments, if
-/// the text starts with `/` followed by something that can be a skill name.
+/// Splits `/name arguments` into the skill's name (`name`,
+/// `plugin:name`, `clean_gone`) and its arguments, if the text starts with
+/// `/` followed by something that can name a skill.
 pub fn parse_invocation(text: &str) -> Option<(&str, &str)> {
     let rest = text.trim_start().strip_prefix('/')?;
     let (name, arguments) = match rest.find(char::is_whitespace) {
         Some(at) => (&rest[..at], rest[at..].trim()),
         None => (rest.trim_end(), ""),
     };
-    valid_name(name).then_some((name, arguments))
+    (names::looks_like_invocation(name) && names::wanted(name).is_some())
+        .then_some((name, arguments))
 }
 
-/// The capstan tool a Claude Code tool name stands for.
-fn claude_equivalent(name: &str) -> Option<&'static str> {
-    Some(match name {
-        "Read" => "fs.read",
-        "Write" => "fs.write",
-        "Edit" | "MultiEdit" => "fs.edit",
-        "Glob" => "fs.glob",
-        "Grep" => "fs.grep",
-        "LS" => "fs.ls",
-        _ => return None,
-    })
+/// Whether a shell command line is one command, with none of the shell's
+/// ways of running more (`;`, `&`, `|`, `` ` ``, `$(`, redirections, new
+/// lines): a skill's `Bash(git add:*)` pre-approves `git add .`, not
+/// `git add . && rm -rf src`. Claude Code checks each part of a compound
+/// command against its rules; capstan asks instead.
+fn single_command(command: &str) -> bool {
+    !command.contains([';', '&', '|', '`', '>', '<', '\n', '\r']) && !command.contains("$(")
 }
 
-/// Whether `allowed-tools` entry `pattern` allows tool `name`.
-pub fn allows(pattern: &str, name: &str, model_name: &str) -> bool {
-    let pattern = pattern.trim();
-    let base = pattern.split('(').next().unwrap_or(pattern).trim();
-    let base = claude_equivalent(base).unwrap_or(base);
-    if base == "*" || base == name || base == model_name {
-        return true;
-    }
-    if let Some(prefix) = base.strip_suffix(".*") {
-        return name
-            .split_once('.')
-            .is_some_and(|(plugin, _)| plugin == prefix);
-    }
-    if let Some(prefix) = base.strip_suffix("__*") {
-        return model_name
-            .split_once("__")
-            .is_some_and(|(plugin, _)| plugin == prefix);
-    }
-    false
+/// The name a skill component knows its skill by (as its `list` gave it).
+fn component_name(skill: &Skill) -> &str {
+    skill
+        .meta
+        .display_name
+        .as_deref()
+        .unwrap_or(&skill.meta.name)
+}
+
+/// Rules as written, for the model.
+fn join_rules(rules: &[Rule]) -> String {
+    rules
+        .iter()
+        .map(|r| format!("`{r}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `path` as a clean relative path (`/`-separated), or `None` if it is
@@ -638,17 +719,17 @@ fn read_inside(root: &Path, dir: &Path, rel: &str) -> Result<Vec<u8>, CallError>
 mod tests {
     use super::*;
 
-    #[test]
-    fn allowed_tools_match_capstan_and_claude_names() {
-        assert!(allows("fs.read", "fs.read", "fs__read"));
-        assert!(allows("fs__read", "fs.read", "fs__read"));
-        assert!(allows("Read", "fs.read", "fs__read"));
-        assert!(allows("Read(src/**)", "fs.read", "fs__read"));
-        assert!(allows("fs.*", "fs.write", "fs__write"));
-        assert!(allows("*", "web.fetch", "web__fetch"));
-        assert!(!allows("fs.read", "fs.write", "fs__write"));
-        assert!(!allows("Bash(git diff:*)", "fs.write", "fs__write"));
-        assert!(!allows("fs.*", "fsx.read", "fsx__read"));
+    fn active(name: &str, allowed: &[&str], disallowed: &[&str]) -> Active {
+        let owned = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (allowed, bad) = tool_rules(&owned(allowed));
+        assert!(bad.is_empty(), "{bad:?}");
+        let (disallowed, bad) = tool_rules(&owned(disallowed));
+        assert!(bad.is_empty(), "{bad:?}");
+        Active {
+            name: name.into(),
+            allowed,
+            disallowed,
+        }
     }
 
     fn skills_with(active: Vec<Active>) -> Skills {
@@ -661,41 +742,91 @@ mod tests {
     }
 
     #[test]
-    fn an_active_skill_narrows_until_the_turn_ends() {
-        let skills = skills_with(vec![Active {
-            name: "careful".into(),
-            allowed: vec!["Read".into(), "fs.grep".into()],
-        }]);
-        assert_eq!(skills.refusal("fs.read", "fs__read"), None);
-        assert_eq!(skills.refusal(TOOL_NAME, TOOL_NAME), None);
-        let refusal = skills.refusal("fs.write", "fs__write").unwrap();
-        assert!(
-            refusal.contains("`careful`") && refusal.contains("fs.write"),
-            "{refusal}"
+    fn allowed_tools_pre_approve_capstan_and_claude_names() {
+        let ws = Path::new("/ws");
+        let skills = skills_with(vec![active(
+            "commit",
+            &[
+                "Bash(git add:*)",
+                "Bash(git status)",
+                "Edit(src/**)",
+                "fs__grep",
+                "WebFetch(domain:docs.rs)",
+                "mcp__github__list_issues",
+            ],
+            &[],
+        )]);
+        let command = |c: &str| json!({"command": c});
+        let approved = |tool: &str, input: Value| skills.pre_approval(tool, &input, ws);
+        assert_eq!(
+            approved("exec.run", command("git add src/a.rs")),
+            Some(("commit".to_string(), "Bash(git add:*)".to_string()))
         );
+        assert!(approved("exec.run", command("git status")).is_some());
+        assert!(approved("exec.run", command("git push")).is_none());
+        for compound in [
+            "git add . && rm -rf src",
+            "git add .; curl x",
+            "git add $(rm x)",
+            "git add `rm x`",
+            "git add . | sh",
+            "git add . > out",
+            "git add .\nrm x",
+        ] {
+            assert!(
+                approved("exec.run", command(compound)).is_none(),
+                "{compound}"
+            );
+        }
+        assert!(approved("fs.edit", json!({"path": "src/x.rs"})).is_some());
+        assert!(approved("fs.write", json!({"path": "src/x.rs"})).is_some());
+        assert!(approved("fs.edit", json!({"path": "other/x.rs"})).is_none());
+        assert!(approved("fs.grep", json!({"pattern": "x"})).is_some());
+        assert!(approved("web.fetch", json!({"url": "https://docs.rs/x"})).is_some());
+        assert!(approved("web.fetch", json!({"url": "https://evil.example"})).is_none());
+        assert!(approved("mcp__github__list_issues", json!({})).is_some());
+        assert!(approved("mcp__github__delete_repo", json!({})).is_none());
+        // Nothing is refused: allowed-tools does not restrict.
+        assert_eq!(skills.refusal("fs.write", &json!({"path": "a"}), ws), None);
         skills.end_turn();
-        assert_eq!(skills.refusal("fs.write", "fs__write"), None);
+        assert!(approved("exec.run", command("git add a")).is_none());
         assert!(skills.active().is_empty());
     }
 
     #[test]
-    fn every_active_narrowing_skill_must_allow_a_tool() {
-        let skills = skills_with(vec![
-            Active {
-                name: "open".into(),
-                allowed: Vec::new(),
-            },
-            Active {
-                name: "a".into(),
-                allowed: vec!["fs.*".into()],
-            },
-            Active {
-                name: "b".into(),
-                allowed: vec!["fs.read".into()],
-            },
-        ]);
-        assert_eq!(skills.refusal("fs.read", "fs__read"), None);
-        assert!(skills.refusal("fs.ls", "fs__ls").unwrap().contains("`b`"));
+    fn disallowed_tools_refuse_while_active() {
+        let ws = Path::new("/ws");
+        let skills = skills_with(vec![active("careful", &["Read"], &["Write", "Bash(rm:*)"])]);
+        let refusal = skills
+            .refusal("fs.write", &json!({"path": "a"}), ws)
+            .unwrap();
+        assert!(
+            refusal.contains("`careful`") && refusal.contains("fs.write"),
+            "{refusal}"
+        );
+        assert!(
+            skills
+                .refusal("exec.run", &json!({"command": "rm -rf x"}), ws)
+                .is_some()
+        );
+        assert_eq!(
+            skills.refusal("exec.run", &json!({"command": "ls"}), ws),
+            None
+        );
+        assert_eq!(skills.refusal("fs.read", &json!({"path": "a"}), ws), None);
+        skills.end_turn();
+        assert_eq!(skills.refusal("fs.write", &json!({"path": "a"}), ws), None);
+    }
+
+    #[test]
+    fn tool_lists_become_rules() {
+        assert_eq!(model_name_as_tool("fs__read"), "fs.read");
+        assert_eq!(model_name_as_tool("fs__edit(src/**)"), "fs.edit(src/**)");
+        assert_eq!(model_name_as_tool("mcp__gh__x"), "mcp__gh__x");
+        assert_eq!(model_name_as_tool("Bash(a__b)"), "Bash(a__b)");
+        let (rules, bad) = tool_rules(&["Read".into(), "Bash(unclosed".into()]);
+        assert_eq!(rules.len(), 1);
+        assert!(bad[0].contains("Bash(unclosed"), "{bad:?}");
     }
 
     #[test]
@@ -707,6 +838,11 @@ mod tests {
         assert_eq!(parse_invocation("  /deploy\n"), Some(("deploy", "")));
         assert_eq!(parse_invocation("/etc/passwd is odd"), None);
         assert_eq!(parse_invocation("review"), None);
+        assert_eq!(
+            parse_invocation("/commit-commands:clean_gone now"),
+            Some(("commit-commands:clean_gone", "now"))
+        );
+        assert_eq!(parse_invocation("/a::b"), None);
     }
 
     #[test]

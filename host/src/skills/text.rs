@@ -3,23 +3,33 @@
 //!
 //! Substitutions, as in Claude Code:
 //!
-//! - `$ARGUMENTS`: everything after the skill's name, as typed;
-//! - `$ARGUMENTS[N]`: the N-th argument, counting from 0;
-//! - `$1` .. `$9`: the first to ninth argument (so `$1` is `$ARGUMENTS[0]`);
+//! - `$ARGUMENTS`: everything after the skill's name, as typed (quotes
+//!   included);
+//! - `$ARGUMENTS[N]` and its shorthand `$N`: the N-th argument, counting
+//!   from 0 (`$0` is the first), after splitting like a shell would split
+//!   words (double or single quotes keep spaces together and are dropped);
+//! - `$NAME`, for a name the front matter's `arguments:` declares: the
+//!   argument at that name's position;
 //! - `${CLAUDE_SKILL_DIR}` and `${CAPSTAN_SKILL_DIR}`: the skill's folder;
 //!   `${CLAUDE_PLUGIN_ROOT}`: the plugin's folder for a plugin's skill;
 //!   `${CLAUDE_SESSION_ID}`: the session's id.
 //!
-//! Arguments are split like a shell would split words (double or single
-//! quotes keep spaces together), but nothing is ever run. When the text
-//! uses no `$ARGUMENTS` or `$N` and arguments were given, they are added at
-//! the end as `ARGUMENTS: ...`.
+//! A positional placeholder with no argument for it is left as written,
+//! and so is everything that is not a placeholder: `$ARGUMENTS`, `$N` and
+//! `$NAME` count only when no letter, digit or `_` follows, so a price
+//! such as `$2.5M` changes only when a third argument is given, as in
+//! Claude Code. Nothing
+//! is ever run. When arguments were given and no placeholder took one,
+//! they are added at the end as `ARGUMENTS: ...`, so they are never lost.
 
 /// What is substituted into a skill's text.
 #[derive(Debug, Clone, Default)]
 pub struct Substitutions<'a> {
     /// The arguments, as typed.
     pub arguments: &'a str,
+    /// Names for the positional arguments (the front matter's
+    /// `arguments:`).
+    pub names: &'a [String],
     /// The skill's folder, if it has one.
     pub skill_dir: Option<&'a str>,
     /// The plugin's folder, for a plugin's skill.
@@ -29,70 +39,108 @@ pub struct Substitutions<'a> {
 }
 
 // The SDK's splitting rule, the same file: a skill component's words are
-// the words `$1` .. `$9` stand for here.
+// the words `$0`, `$1`, ... stand for here.
 #[path = "../../../sdk/rust/src/arguments.rs"]
 mod arguments;
 
 pub use arguments::split as split_arguments;
+
+/// Whether `c` continues a word, so that `$1` or `$name` before it is not
+/// a placeholder.
+fn is_word(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// The length of the run of ASCII digits at the start of `text`.
+fn digits(text: &str) -> usize {
+    text.bytes().take_while(u8::is_ascii_digit).count()
+}
+
+/// What the placeholder at the start of `tail` (which starts with `$`)
+/// stands for: the replacement, if there is one, how many bytes it spans,
+/// and whether it is an argument placeholder.
+fn placeholder(
+    tail: &str,
+    words: &[String],
+    subs: &Substitutions<'_>,
+) -> (Option<String>, usize, bool) {
+    let word_at = |index: &str| {
+        index
+            .parse::<usize>()
+            .ok()
+            .and_then(|i| words.get(i))
+            .cloned()
+    };
+    if let Some(after) = tail.strip_prefix("$ARGUMENTS[") {
+        let n = digits(after);
+        if n > 0 && after.as_bytes().get(n) == Some(&b']') {
+            let len = "$ARGUMENTS[".len() + n + 1;
+            return (word_at(&after[..n]), len, true);
+        }
+    }
+    if let Some(after) = tail.strip_prefix("$ARGUMENTS")
+        && !after.bytes().next().is_some_and(is_word)
+    {
+        return (
+            Some(subs.arguments.trim().to_string()),
+            "$ARGUMENTS".len(),
+            true,
+        );
+    }
+    let after = &tail[1..];
+    let n = digits(after);
+    if n > 0 {
+        if after.as_bytes().get(n).copied().is_some_and(is_word) {
+            return (None, 1 + n, false);
+        }
+        return (word_at(&after[..n]), 1 + n, true);
+    }
+    let name_len = after.bytes().take_while(|b| is_word(*b)).count();
+    if name_len > 0
+        && let Some(position) = subs
+            .names
+            .iter()
+            .position(|name| *name == after[..name_len])
+    {
+        return (words.get(position).cloned(), 1 + name_len, true);
+    }
+    let named = [
+        ("${CLAUDE_SKILL_DIR}", subs.skill_dir),
+        ("${CAPSTAN_SKILL_DIR}", subs.skill_dir),
+        ("${CLAUDE_PLUGIN_ROOT}", subs.plugin_root),
+        ("${CLAUDE_SESSION_ID}", subs.session_id),
+    ];
+    match named
+        .iter()
+        .find(|(token, value)| value.is_some() && tail.starts_with(token))
+    {
+        Some((token, Some(value))) => (Some((*value).to_string()), token.len(), false),
+        _ => (None, 1, false),
+    }
+}
 
 /// `body` with the substitutions made.
 pub fn substitute(body: &str, subs: &Substitutions<'_>) -> String {
     let words = split_arguments(subs.arguments);
     let arguments = subs.arguments.trim();
     let mut out = String::with_capacity(body.len() + arguments.len());
-    let mut used_arguments = false;
+    let mut took_arguments = false;
     let mut rest = body;
     while let Some(at) = rest.find('$') {
         out.push_str(&rest[..at]);
         let tail = &rest[at..];
-        let (replacement, consumed) = if let Some(after) = tail.strip_prefix("$ARGUMENTS[") {
-            match after.find(']').and_then(|end| {
-                after[..end]
-                    .parse::<usize>()
-                    .ok()
-                    .map(|n| (n, end + "$ARGUMENTS[]".len()))
-            }) {
-                Some((index, len)) => {
-                    used_arguments = true;
-                    (Some(words.get(index).cloned().unwrap_or_default()), len)
-                }
-                None => (None, 1),
-            }
-        } else if tail.starts_with("$ARGUMENTS") {
-            used_arguments = true;
-            (Some(arguments.to_string()), "$ARGUMENTS".len())
-        } else if let Some(digit) = tail
-            .as_bytes()
-            .get(1)
-            .filter(|b| (b'1'..=b'9').contains(b))
-            .filter(|_| !tail.as_bytes().get(2).is_some_and(u8::is_ascii_digit))
-        {
-            used_arguments = true;
-            let index = usize::from(digit - b'1');
-            (Some(words.get(index).cloned().unwrap_or_default()), 2)
-        } else {
-            let named = [
-                ("${CLAUDE_SKILL_DIR}", subs.skill_dir),
-                ("${CAPSTAN_SKILL_DIR}", subs.skill_dir),
-                ("${CLAUDE_PLUGIN_ROOT}", subs.plugin_root),
-                ("${CLAUDE_SESSION_ID}", subs.session_id),
-            ];
-            match named
-                .iter()
-                .find(|(token, value)| value.is_some() && tail.starts_with(token))
-            {
-                Some((token, Some(value))) => ((*value).to_string().into(), token.len()),
-                _ => (None, 1),
-            }
-        };
+        let (replacement, consumed, is_argument) = placeholder(tail, &words, subs);
         match replacement {
-            Some(text) => out.push_str(&text),
+            Some(text) => {
+                took_arguments |= is_argument;
+                out.push_str(&text);
+            }
             None => out.push_str(&tail[..consumed]),
         }
         rest = &tail[consumed..];
     }
     out.push_str(rest);
-    if !used_arguments && !arguments.is_empty() {
+    if !took_arguments && !arguments.is_empty() {
         if !out.ends_with('\n') {
             out.push('\n');
         }
@@ -181,34 +229,106 @@ mod tests {
         )
     }
 
+    fn named(body: &str, arguments: &str, names: &[&str]) -> String {
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        substitute(
+            body,
+            &Substitutions {
+                arguments,
+                names: &names,
+                ..Substitutions::default()
+            },
+        )
+    }
+
     #[test]
-    fn arguments_are_substituted() {
+    fn arguments_is_the_raw_text() {
         assert_eq!(
-            with_args("Review PR $ARGUMENTS now.", "123 fast"),
-            "Review PR 123 fast now."
+            with_args("Review PR $ARGUMENTS now.", "123 \"fast please\""),
+            "Review PR 123 \"fast please\" now."
         );
-        assert_eq!(
-            with_args("first=$1 second=$2 third=$3.", "a \"b c\" "),
-            "first=a second=b c third=."
-        );
-        assert_eq!(
-            with_args("$ARGUMENTS[0]/$ARGUMENTS[1] $ARGUMENTS[x]", "x y"),
-            "x/y $ARGUMENTS[x]"
-        );
-        assert_eq!(
-            with_args("costs $10 and $", "a"),
-            "costs $10 and $\n\nARGUMENTS: a\n"
-        );
+        assert_eq!(with_args("[$ARGUMENTS]", ""), "[]");
         assert_eq!(with_args("no placeholders", ""), "no placeholders");
+    }
+
+    #[test]
+    fn positions_count_from_zero() {
+        assert_eq!(
+            with_args("first=$0 second=$1 third=$2.", "a \"b c\" 'd'"),
+            "first=a second=b c third=d."
+        );
+        assert_eq!(with_args("$ARGUMENTS[0]/$ARGUMENTS[1]", "x y"), "x/y");
+        let ten = "a b c d e f g h i j k";
+        assert_eq!(with_args("$10 and $ARGUMENTS[10]", ten), "k and k");
+    }
+
+    #[test]
+    fn a_missing_positional_is_left_as_written() {
+        assert_eq!(
+            with_args("first=$0 second=$1 third=$ARGUMENTS[2]", "only"),
+            "first=only second=$1 third=$ARGUMENTS[2]"
+        );
+        assert_eq!(with_args("$0 $1", ""), "$0 $1");
+    }
+
+    #[test]
+    fn text_that_is_not_a_placeholder_never_changes() {
+        let pitch = "Year 2: $2.5M ARR, costs $10, $1k budget, $ alone, $HOME, $ARGUMENTSX";
+        assert_eq!(with_args(pitch, ""), pitch);
+        assert_eq!(
+            with_args("costs $1k and $", "a"),
+            "costs $1k and $\n\nARGUMENTS: a\n"
+        );
+        // As in Claude Code, `$2` before `.` is a placeholder when there
+        // is a third argument.
+        assert_eq!(with_args("Year 2: $2.5M", "a b c"), "Year 2: c.5M");
+    }
+
+    #[test]
+    fn unused_arguments_are_appended() {
+        assert_eq!(
+            with_args("Deploy it.", "staging --dry-run"),
+            "Deploy it.\n\nARGUMENTS: staging --dry-run\n"
+        );
+        // A placeholder that took nothing does not count as using them.
+        assert_eq!(
+            with_args("Second: $1.", "one"),
+            "Second: $1.\n\nARGUMENTS: one\n"
+        );
+        assert_eq!(with_args("First: $0.", "one two"), "First: one.");
+    }
+
+    #[test]
+    fn named_arguments_stand_for_their_position() {
+        let names = ["component", "from", "to"];
+        assert_eq!(
+            named(
+                "Move $component from $from to $to ($0).",
+                "SearchBar React",
+                &names
+            ),
+            "Move SearchBar from React to $to (SearchBar)."
+        );
+        // Only whole words, and only declared names.
+        assert_eq!(
+            named("$components $component_x $other $component", "Bar", &names),
+            "$components $component_x $other Bar"
+        );
+        assert_eq!(named("$component", "", &names), "$component");
+    }
+
+    #[test]
+    fn folders_and_session_are_substituted() {
         assert_eq!(
             substitute(
-                "see ${CLAUDE_SKILL_DIR}/ref.md and ${CLAUDE_PLUGIN_ROOT}",
+                "see ${CLAUDE_SKILL_DIR}/ref.md and ${CLAUDE_PLUGIN_ROOT} in ${CLAUDE_SESSION_ID}",
                 &Substitutions {
                     skill_dir: Some("/s"),
+                    session_id: Some("abc"),
                     ..Substitutions::default()
                 }
             ),
-            "see /s/ref.md and ${CLAUDE_PLUGIN_ROOT}"
+            "see /s/ref.md and ${CLAUDE_PLUGIN_ROOT} in abc"
         );
     }
 

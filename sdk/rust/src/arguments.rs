@@ -1,5 +1,5 @@
 //! How a skill's arguments split into words. One rule for the host (which
-//! substitutes `$1`, `$ARGUMENTS[N]` into `SKILL.md` text) and the SDK
+//! substitutes `$0`, `$ARGUMENTS[N]` into `SKILL.md` text) and the SDK
 //! (which hands a skill component its words): the host includes this very
 //! file, so the two cannot drift apart. It uses nothing outside `std`.
 
