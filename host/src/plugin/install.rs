@@ -1147,9 +1147,15 @@ fn describe_skills(prepared: &Prepared) -> String {
                 text.push_str(&format!("    {line}\n"));
             }
         }
-        if !imported.warnings.is_empty() || !imported.refused.is_empty() {
+        if !imported.warnings.is_empty() {
+            text.push_str("  skipped  skills and commands not imported:\n");
+            for line in &imported.warnings {
+                text.push_str(&format!("    {line}\n"));
+            }
+        }
+        if !imported.refused.is_empty() {
             text.push_str("  not installed:\n");
-            for line in imported.warnings.iter().chain(&imported.refused) {
+            for line in &imported.refused {
                 text.push_str(&format!("    {line}\n"));
             }
         }

@@ -18,6 +18,7 @@ pub mod lock;
 pub mod manifest;
 pub mod package;
 pub mod provision;
+pub mod readable;
 pub mod signature;
 pub mod store;
 

@@ -266,14 +266,16 @@ impl Skills {
         };
         let arguments = field("arguments")?.unwrap_or_default();
         let skill = self.find(name).map_err(CallError::Failed)?;
+        // A skill only the user may run still has supporting files the
+        // model reads once the user ran it (`${CLAUDE_SKILL_DIR}/...`).
+        if let Some(resource) = field("resource")? {
+            return self.resource(sandbox, skill, resource).await;
+        }
         if !skill.meta.model_invocable {
             return Err(CallError::Denied(format!(
                 "skill `{}` has disable-model-invocation set: only the user can run it, as /{}. Do not try to load it; ask the user if it is needed.",
                 skill.meta.name, skill.meta.name
             )));
-        }
-        if let Some(resource) = field("resource")? {
-            return self.resource(sandbox, skill, resource).await;
         }
         self.load(sandbox, skill, arguments, session_id, false)
             .await
