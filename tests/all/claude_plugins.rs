@@ -122,6 +122,14 @@ fn a_marketplace_lists_its_plugins_and_installs_the_ones_picked() {
         list.contains("formatter") && list.contains("docs-writer"),
         "{list}"
     );
+    // NAME@PATH updates from the marketplace too.
+    let output = run(env.capstan().args(["plugin", "update", &picked, "--yes"]));
+    assert_exit(&output, 0);
+    assert!(
+        stdout(&output).contains("docs-writer 0.0.0 is already installed with the same content"),
+        "{}",
+        stdout(&output)
+    );
 
     // A remote source is not fetched, and says so; an unknown name lists
     // the known ones.

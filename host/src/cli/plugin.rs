@@ -61,7 +61,8 @@ pub enum PluginCommand {
     /// Replace an installed plugin with a new version. Shows what changed
     /// in its requests; asks again only if it requests more.
     Update {
-        /// The new version's folder or .tar.gz archive.
+        /// The new version's folder or .tar.gz archive, or
+        /// NAME@MARKETPLACE-FOLDER.
         source: PathBuf,
         /// Grant wider requests without asking (for scripts).
         #[arg(long, short = 'y')]
@@ -212,8 +213,10 @@ async fn execute(command: PluginCommand) -> Result<Exit, Failure> {
         }
         PluginCommand::Update { source, yes } => {
             let sandbox = sandbox(&home)?;
+            let (source, picks) = super::plugin_marketplace::picks(source, Vec::new(), false)?;
             let shown = CompileProgress::new(Progress::for_stderr());
-            let installer = Installer::new(&home, &sandbox, &shown);
+            let installer =
+                Installer::new(&home, &sandbox, &shown).picking(picks.into_iter().next());
             let asker = Asker::new(yes);
             let outcome = installer
                 .update(&source, &mut |request| asker.ask(request))
