@@ -417,6 +417,13 @@ fn find_skills(
         if !seen.insert(folder.clone()) {
             continue;
         }
+        if folder.is_empty() {
+            warnings.push(
+                "SKILL.md at the plugin's root: a skill needs a folder of its own (skills/NAME/SKILL.md); skipped"
+                    .to_string(),
+            );
+            continue;
+        }
         let leaf = folder.rsplit('/').next().unwrap_or(&folder).to_string();
         let text = match read_text(root, &root.join(&folder).join("SKILL.md")) {
             Ok(Some(text)) => text,

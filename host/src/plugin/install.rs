@@ -1130,7 +1130,7 @@ fn describe_skills(prepared: &Prepared) -> String {
     let mut text = String::new();
     if !prepared.skill_files.is_empty() {
         text.push_str(&format!(
-            "  skills   {} (instructions for the model; they run no code)\n",
+            "  skills   {} (instructions for the model; they run no code; the model may read the plugin's files, read-only)\n",
             prepared.skill_files.join(", ")
         ));
     }
