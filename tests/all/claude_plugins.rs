@@ -325,6 +325,16 @@ fn plugin_root_paths_in_a_skill_open_with_fs_read_and_nothing_else_does() {
             .unwrap()
             .contains("TEMPLATE-ADR-MARKER")
     );
+
+    // A plugin whose stored files changed is not offered to the model.
+    std::fs::write(&template, "CHANGED-BEHIND-CAPSTANS-BACK").unwrap();
+    let received = session_calling(
+        &env,
+        "read the template",
+        &[("c1", "fs__read", json!({"path": template}))],
+    );
+    let (read, is_error) = tool_result(&received, "c1");
+    assert!(is_error && !read.contains("CHANGED"), "{read}");
 }
 
 #[test]
