@@ -171,3 +171,9 @@ demo: build
     echo; echo "# Nothing outside the workspace exists for a tool:"
     run tool call fs.read '{"path":"/etc/passwd"}'
     run tool call fs.read '{"path":"../../etc/passwd"}'
+
+# Install every Claude Code plugin fixture (tests/fixtures/claude-plugins)
+# and print how many install cleanly, with warnings or not at all, and the
+# share of their skills and commands that import with no warning.
+compat:
+    cargo test -p capstan --test all claude_plugins::compat -- --nocapture

@@ -15,6 +15,7 @@ mod support;
 
 mod agent_session;
 mod audit;
+mod claude_plugins;
 mod claude_skills;
 mod cli;
 mod escapes;

@@ -197,12 +197,16 @@ impl Toolbox {
     }
 
     /// Offers `skills` to the model through the host's `skill` tool (when
-    /// the model may load any of them), and to the user as `/name`.
+    /// the model may load any of them, or read the supporting files of a
+    /// skill in a folder that only the user may run), and to the user as
+    /// `/name`.
     pub fn set_skills(&mut self, skills: Skills) {
         let skills = Arc::new(skills);
         self.tools
             .retain(|t| t.name != crate::skills::session::TOOL_NAME || t.plugin().is_some());
-        let loadable = skills.set().skills().iter().any(|s| s.meta.model_invocable);
+        let loadable = skills.set().skills().iter().any(|s| {
+            s.meta.model_invocable || matches!(s.origin, crate::skills::Origin::File { .. })
+        });
         if loadable {
             let tool = SkillTool::new(skills.clone(), self.sandbox.clone());
             self.tools.push(AgentTool::new(Arc::new(tool)));

@@ -10,6 +10,7 @@ pub mod live;
 mod mcp;
 mod new;
 mod plugin;
+mod plugin_marketplace;
 mod print;
 pub mod provider;
 pub mod render;

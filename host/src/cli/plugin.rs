@@ -24,16 +24,30 @@ use crate::sandbox::Sandbox;
 #[derive(Debug, clap::Subcommand)]
 pub enum PluginCommand {
     /// Install a plugin from a folder or a .tar.gz holding plugin.toml and
-    /// its components. Shows what it requests and asks before granting.
+    /// its components, or a Claude Code plugin folder. Shows what it
+    /// requests and asks before granting. On a Claude Code marketplace
+    /// folder, lists its plugins; --plugin NAME (or NAME@PATH) installs one.
     #[command(after_help = "Examples:
   capstan plugin install ./weather
-  capstan plugin install weather-0.2.0.tar.gz --yes")]
+  capstan plugin install weather-0.2.0.tar.gz --yes
+  capstan plugin install ./my-marketplace                  # lists its plugins
+  capstan plugin install ./my-marketplace --plugin review
+  capstan plugin install review@./my-marketplace
+  capstan plugin install ./my-marketplace --all --yes")]
     Install {
-        /// The plugin's folder or .tar.gz archive.
+        /// The plugin's folder or .tar.gz archive, a marketplace folder, or
+        /// NAME@MARKETPLACE-FOLDER.
         source: PathBuf,
         /// Grant what it requests without asking (for scripts).
         #[arg(long, short = 'y')]
         yes: bool,
+        /// The plugin to install from a Claude Code marketplace folder
+        /// (may be given more than once).
+        #[arg(long = "plugin", value_name = "NAME")]
+        plugins: Vec<String>,
+        /// Install every plugin of a Claude Code marketplace folder.
+        #[arg(long, conflicts_with = "plugins")]
+        all: bool,
     },
     /// List installed plugins, what they are granted, and whether they
     /// can be used here (and if not, why and how to fix it).
@@ -47,7 +61,8 @@ pub enum PluginCommand {
     /// Replace an installed plugin with a new version. Shows what changed
     /// in its requests; asks again only if it requests more.
     Update {
-        /// The new version's folder or .tar.gz archive.
+        /// The new version's folder or .tar.gz archive, or
+        /// NAME@MARKETPLACE-FOLDER.
         source: PathBuf,
         /// Grant wider requests without asking (for scripts).
         #[arg(long, short = 'y')]
@@ -157,22 +172,51 @@ async fn execute(command: PluginCommand) -> Result<Exit, Failure> {
     match command {
         PluginCommand::Build { dir, no_install } => Ok(super::new::run_build(&dir, !no_install)),
         PluginCommand::Toolchain { lang } => Ok(super::new::run_toolchain(&lang)),
-        PluginCommand::Install { source, yes } => {
+        PluginCommand::Install {
+            source,
+            yes,
+            plugins,
+            all,
+        } => {
             let sandbox = sandbox(&home)?;
+            let (source, picks) = super::plugin_marketplace::picks(source, plugins, all)?;
             let shown = CompileProgress::new(Progress::for_stderr());
-            let installer = Installer::new(&home, &sandbox, &shown);
             let asker = Asker::new(yes);
-            let outcome = installer
-                .install(&source, &mut |request| asker.ask(request))
-                .await
-                .map_err(|e| asker.explain(e))?;
-            report(&outcome);
-            Ok(Exit::Success)
+            if picks.is_empty() {
+                let installer = Installer::new(&home, &sandbox, &shown);
+                let outcome = installer
+                    .install(&source, &mut |request| asker.ask(request))
+                    .await
+                    .map_err(|e| asker.explain(e))?;
+                report(&outcome);
+                return Ok(Exit::Success);
+            }
+            let mut failures = Vec::new();
+            for pick in &picks {
+                let installer = Installer::new(&home, &sandbox, &shown).picking(Some(pick.clone()));
+                match installer
+                    .install(&source, &mut |request| asker.ask(request))
+                    .await
+                {
+                    Ok(outcome) => report(&outcome),
+                    Err(e) if picks.len() == 1 => return Err(asker.explain(e)),
+                    Err(e) => {
+                        eprintln!(
+                            "warning: {pick} was not installed: {}",
+                            escape::message(&e.to_string())
+                        );
+                        failures.push(pick.clone());
+                    }
+                }
+            }
+            super::plugin_marketplace::summary(picks.len(), &failures)
         }
         PluginCommand::Update { source, yes } => {
             let sandbox = sandbox(&home)?;
+            let (source, picks) = super::plugin_marketplace::picks(source, Vec::new(), false)?;
             let shown = CompileProgress::new(Progress::for_stderr());
-            let installer = Installer::new(&home, &sandbox, &shown);
+            let installer =
+                Installer::new(&home, &sandbox, &shown).picking(picks.into_iter().next());
             let asker = Asker::new(yes);
             let outcome = installer
                 .update(&source, &mut |request| asker.ask(request))
@@ -432,7 +476,10 @@ async fn print_skills(home: &Home, sandbox: &Sandbox, name: &str, dir: &std::pat
     }
     let notes = dir.join(crate::plugin::claude_import::IMPORT_NOTES);
     if let Ok(text) = std::fs::read_to_string(&notes) {
-        let refused: Vec<&str> = text.lines().filter(|l| l.starts_with("- ")).collect();
+        let after = text
+            .split_once("\nNot installed:\n")
+            .map_or("", |(_, after)| after);
+        let refused: Vec<&str> = after.lines().filter(|l| l.starts_with("- ")).collect();
         if !refused.is_empty() {
             println!("not installed from the Claude Code plugin:");
             for line in refused {

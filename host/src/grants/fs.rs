@@ -580,6 +580,15 @@ impl FsGrant {
         Self::checked(path, access, own, None)
     }
 
+    /// Read-only access to an installed plugin's own store folder `path`,
+    /// which lies inside capstan's data folder: the second exception
+    /// beside a plugin's data folder, for the files a skill's text names
+    /// (`${CLAUDE_PLUGIN_ROOT}/...`). Never writable, and like every grant
+    /// it may not enclose one of capstan's folders.
+    pub fn installed_files(path: &Path, own: &OwnFolders) -> Result<Self, GrantError> {
+        Self::checked(path, Access::Read, own, Some(path))
+    }
+
     /// [`FsGrant::new`], letting a folder inside `exception` lie inside
     /// capstan's folders.
     fn checked(

@@ -7,6 +7,7 @@ use super::availability::{Unavailable, UnavailablePlugins};
 use super::builtin::{BUILTIN_PLUGINS, BuiltinPlugin};
 use super::lock::{LockEntry, LockError, Lockfile};
 use super::manifest::Manifest;
+use super::readable::ReadablePluginFiles;
 use super::store::PluginStore;
 use crate::audit::{AuditError, AuditLog};
 use crate::grants::secrets::SecretError;
@@ -317,6 +318,7 @@ impl InstalledPlugin {
 pub struct Catalog {
     entries: Vec<(String, PluginSource)>,
     unavailable: UnavailablePlugins,
+    readable: ReadablePluginFiles,
 }
 
 impl Catalog {
@@ -328,6 +330,7 @@ impl Catalog {
                 .map(|p| (p.name.to_string(), PluginSource::Builtin(p)))
                 .collect(),
             unavailable: UnavailablePlugins::default(),
+            readable: ReadablePluginFiles::default(),
         }
     }
 
@@ -416,6 +419,7 @@ impl Catalog {
     pub fn add_installed(&mut self, home: &Home) -> Result<(), CatalogError> {
         let store = PluginStore::new(home.plugins_dir());
         let lock = Lockfile::load(&store.lock_path())?;
+        self.readable = ReadablePluginFiles::of(home.plugins_dir());
         for (name, entry) in lock.plugins {
             if entry.tool_component().is_none() && entry.hook_components().next().is_none() {
                 continue;
@@ -428,6 +432,18 @@ impl Catalog {
                 .push((name, PluginSource::Installed(Arc::new(plugin))));
         }
         Ok(())
+    }
+
+    /// The store folders of installed plugins whose files the model may
+    /// read (see [`ReadablePluginFiles`]); none until
+    /// [`Catalog::add_installed`].
+    pub fn readable_plugin_folders(&self) -> &[PathBuf] {
+        self.readable.folders()
+    }
+
+    /// Whether plugin `name` is a built-in one.
+    pub fn is_builtin(&self, name: &str) -> bool {
+        matches!(self.source(name), Ok(PluginSource::Builtin(_)))
     }
 
     /// The installed plugin called `name`, if it is one.

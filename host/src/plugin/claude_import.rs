@@ -1,23 +1,35 @@
 //! Claude Code plugin folders: `.claude-plugin/plugin.json`, `skills/`,
-//! `commands/`, `agents/`, `hooks/hooks.json`, `.mcp.json`, `bin/`.
+//! `commands/`, `agents/`, `hooks/hooks.json`, `.mcp.json`, `bin/`,
+//! `scripts/` and whatever else the plugin ships.
 //!
-//! `capstan plugin install ./folder` imports what capstan can run safely —
-//! the skills (`skills/NAME/` with their supporting files) and the
-//! markdown commands (`commands/NAME.md`, which become skills the user can
-//! run as `/NAME`) — into a capstan package with a generated `plugin.toml`
-//! and no components, which is then hashed, locked and consented to like
-//! any plugin. Everything that would run native code with the user's
-//! rights is refused and listed with the reason and the capstan
-//! alternative: command hooks, MCP servers, `bin/` executables; sub-agent
-//! definitions are listed as not supported.
+//! `capstan plugin install ./folder` installs the whole folder (hidden
+//! files, build and dependency folders, virtual environments and what a
+//! `.gitignore` ignores left out, as for any package) into a capstan
+//! package with a generated `plugin.toml` and no components, which is then
+//! hashed, locked and consented to like any plugin. Its skills
+//! (`skills/NAME/SKILL.md`, or the folders `skills` in `plugin.json` or a
+//! marketplace entry lists; skills one folder deeper are found too) and
+//! its markdown commands (`commands/NAME.md`, or those `commands` lists)
+//! become capstan skills; a skill or command found elsewhere is placed at
+//! `skills/NAME/` or `commands/NAME.md` in the package. Every other file is
+//! kept so that `${CLAUDE_PLUGIN_ROOT}/...` in a skill's text names a file
+//! the model can read (read-only); none is ever run by the import. The
+//! consent text groups those files by folder and kind ("scripts/: 37 shell
+//! scripts") rather than listing each.
+//!
+//! What capstan does not run from such a folder is listed with the reason:
+//! command hooks, MCP servers, LSP servers, sub-agent definitions.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
 use crate::front_matter;
 use crate::model::valid_tool_name;
+use crate::plugin::claude_marketplace::{Entry, Marketplace};
 use crate::plugin::manifest::{MANIFEST_FILE, MAX_DESCRIPTION, check_semver};
+use crate::plugin::package;
 use crate::untrusted_folder::UntrustedFolder;
 
 /// The Claude Code manifest, relative to the plugin's root.
@@ -44,11 +56,19 @@ pub fn is_claude_plugin(root: &Path) -> bool {
 pub struct Imported {
     /// The package's folder (inside `staging`), deleted when dropped.
     pub dir: tempfile::TempDir,
-    /// The skills imported, by name.
+    /// The skills imported (commands included), by name.
     pub skills: Vec<String>,
-    /// What was refused or skipped, one line each, with the reason and
-    /// the capstan alternative.
+    /// The skills and commands found, imported or not.
+    pub items_found: usize,
+    /// Skills and commands that were skipped, one line each with why.
+    pub warnings: Vec<String>,
+    /// The parts not installed (hooks, MCP and LSP servers, sub-agents,
+    /// links), one line each, with the reason and the capstan
+    /// alternative.
     pub refused: Vec<String>,
+    /// The plugin's other files, grouped by folder and kind: kept for the
+    /// model to read, never run.
+    pub files: Vec<String>,
 }
 
 impl Imported {
@@ -62,6 +82,38 @@ impl Imported {
 /// `staging`.
 pub fn import(root: &Path, staging: &Path) -> Result<Imported, String> {
     let manifest = read_manifest(root)?;
+    import_defined(root, &manifest, staging)
+}
+
+/// Imports plugin `entry` of `market` into a new folder under `staging`:
+/// its folder, with the entry's fields over its `plugin.json`.
+pub fn import_from_marketplace(
+    market: &Marketplace,
+    entry: &Entry,
+    staging: &Path,
+) -> Result<Imported, String> {
+    let root = market.folder_of(entry)?;
+    let own = if entry.strict && root.join(CLAUDE_MANIFEST).is_file() {
+        read_manifest(&root)?
+    } else {
+        Value::Null
+    };
+    import_defined(&root, &entry.merged_over(&own), staging)
+}
+
+/// A skill or command found in the plugin.
+struct Found {
+    /// Where it is in the plugin: a skill's folder or a command's file.
+    from: String,
+    /// Where it goes in the package.
+    to: String,
+    /// Its name, from its front matter.
+    name: String,
+}
+
+/// Imports the plugin whose files are in `root` and whose definition
+/// (`plugin.json`, or a marketplace entry over it) is `manifest`.
+fn import_defined(root: &Path, manifest: &Value, staging: &Path) -> Result<Imported, String> {
     let folder_name = root
         .file_name()
         .map(|n| n.to_string_lossy().to_lowercase())
@@ -105,6 +157,40 @@ pub fn import(root: &Path, staging: &Path) -> Result<Imported, String> {
         _ => None,
     };
 
+    let (files, passed_by) = package::whole_folder(root).map_err(|e| e.to_string())?;
+    let mut warnings = Vec::new();
+    let mut excluded: BTreeSet<String> = BTreeSet::new();
+    let skills = find_skills(root, manifest, &mut warnings, &mut excluded);
+    let commands = find_commands(root, manifest, &files, &mut warnings, &mut excluded);
+    let items_found = skills.len() + commands.len() + warnings.len();
+    let mut placed: Vec<Found> = Vec::new();
+    for found in skills.into_iter().chain(commands) {
+        if let Some(other) = placed.iter().find(|p| p.to == found.to) {
+            warnings.push(format!(
+                "{}: would be {} in the package, which {} already is; skipped",
+                found.from, found.to, other.from
+            ));
+            excluded.insert(found.from);
+            continue;
+        }
+        placed.push(found);
+    }
+    if placed.is_empty() {
+        let mut message = format!(
+            "{} is a Claude Code plugin with nothing capstan can install: it has no skills (skills/NAME/SKILL.md) or commands (commands/NAME.md)",
+            root.display()
+        );
+        for line in warnings
+            .iter()
+            .chain(&refused)
+            .chain(&refuse_parts(root, manifest))
+        {
+            message.push_str("\n  ");
+            message.push_str(line);
+        }
+        return Err(message);
+    }
+
     std::fs::create_dir_all(staging)
         .map_err(|e| format!("cannot create {}: {e}", staging.display()))?;
     let dir = tempfile::Builder::new()
@@ -112,137 +198,43 @@ pub fn import(root: &Path, staging: &Path) -> Result<Imported, String> {
         .tempdir_in(staging)
         .map_err(|e| format!("cannot create a folder in {}: {e}", staging.display()))?;
     let out = dir.path();
-    let mut skills = Vec::new();
-
-    // Skills: each folder with a SKILL.md, copied whole.
-    for folder in sorted_entries(&root.join("skills")) {
-        let rel_name = file_name(&folder);
-        if !folder.is_dir() || folder.is_symlink() {
-            continue;
-        }
-        let skill_md = folder.join("SKILL.md");
-        let text = match read_text(root, &skill_md) {
-            Ok(Some(text)) => text,
-            Ok(None) | Err(_) => {
-                refused.push(format!(
-                    "skills/{rel_name}/: no readable SKILL.md; not a skill, skipped"
-                ));
-                continue;
-            }
-        };
-        match front_matter::parse(&text, &rel_name) {
-            Ok(parsed) => {
-                copy_tree(
-                    &folder,
-                    &out.join("skills").join(&rel_name),
-                    &format!("skills/{rel_name}"),
-                    &mut refused,
-                )?;
-                skills.push(parsed.meta.name);
-            }
-            Err(e) => refused.push(format!(
-                "skills/{rel_name}/SKILL.md:{}: {}; skipped",
-                e.line, e.message
-            )),
+    // Every file in place, but the skills and commands skipped or placed
+    // elsewhere; then those placed elsewhere.
+    let moved: Vec<&Found> = placed.iter().filter(|f| f.from != f.to).collect();
+    let left_out = |rel: &str| {
+        rel == MANIFEST_FILE
+            || rel == IMPORT_NOTES
+            || excluded
+                .iter()
+                .chain(moved.iter().map(|f| &f.from))
+                .any(|x| under(rel, x))
+    };
+    let mut kept: Vec<String> = Vec::new();
+    for rel in files.iter().filter(|rel| !left_out(rel)) {
+        copy_file(&root.join(rel), &out.join(rel), rel, &mut refused)?;
+        kept.push(rel.clone());
+    }
+    for found in &moved {
+        for rel in files.iter().filter(|rel| under(rel, &found.from)) {
+            let inside = rel[found.from.len()..].trim_start_matches('/');
+            let to = if inside.is_empty() {
+                found.to.clone()
+            } else {
+                format!("{}/{inside}", found.to)
+            };
+            copy_file(&root.join(rel), &out.join(&to), rel, &mut refused)?;
+            kept.push(to);
         }
     }
-
-    // Commands: markdown prompts the user runs as /name; they become skills.
-    for file in sorted_entries(&root.join("commands")) {
-        let rel = format!("commands/{}", file_name(&file));
-        if file.is_dir() {
-            refused.push(format!(
-                "{rel}/: commands in sub-folders are not imported (only commands/NAME.md)"
-            ));
-            continue;
-        }
-        if file.extension().and_then(|e| e.to_str()) != Some("md") || file.is_symlink() {
-            continue;
-        }
-        let stem = file
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let text = read_text(root, &file).ok().flatten().unwrap_or_default();
-        match front_matter::parse(&text, &stem) {
-            Ok(parsed) => {
-                copy_file(&file, &out.join(&rel), &rel, &mut refused)?;
-                skills.push(parsed.meta.name);
-            }
-            Err(e) => refused.push(format!("{rel}:{}: {}; skipped", e.line, e.message)),
-        }
-    }
-
-    refused.extend(refuse_hooks(root, &manifest));
-    refused.extend(refuse_mcp(root, &manifest));
-    refused.extend(refuse_folder(
-        root,
-        "bin",
-        "executables",
-        "not installed — capstan never runs native programs; port them as tool components (see docs/plugins.md)",
-    ));
-    refused.extend(refuse_folder(
-        root,
-        "agents",
-        "sub-agent definitions",
-        "not installed — capstan does not support sub-agents defined by plugins yet",
-    ));
-    let known = [
-        ".claude-plugin",
-        "skills",
-        "commands",
-        "agents",
-        "hooks",
-        ".mcp.json",
-        "bin",
-    ];
-    for entry in sorted_entries(root) {
-        let name = file_name(&entry);
-        let lower = name.to_ascii_lowercase();
-        if known.contains(&name.as_str())
-            || lower.starts_with("readme")
-            || lower.starts_with("license")
-            || lower.starts_with("changelog")
-            || name == ".git"
-        {
-            continue;
-        }
-        let shown = if entry.is_dir() {
-            format!("{name}/")
-        } else {
-            name
-        };
+    for rel in passed_by {
         refused.push(format!(
-            "{shown}: not imported — only skills/ and commands/ are; programs it holds cannot run in capstan"
+            "{rel}: a symbolic link or special file; not copied"
         ));
     }
-    for key in ["lspServers", "outputStyles"] {
-        if manifest.get(key).is_some() {
-            refused.push(format!(
-                "{CLAUDE_MANIFEST}: `{key}` is not supported by capstan; not installed"
-            ));
-        }
-    }
+    refused.extend(refuse_parts(root, manifest));
+    let grouped = group_files(&kept);
 
-    if skills.is_empty() {
-        let mut message = format!(
-            "{} is a Claude Code plugin with nothing capstan can install: it has no skills/ or commands/",
-            root.display()
-        );
-        for line in &refused {
-            message.push_str("\n  ");
-            message.push_str(line);
-        }
-        return Err(message);
-    }
-    if root.join(CLAUDE_MANIFEST).is_file() {
-        copy_file(
-            &root.join(CLAUDE_MANIFEST),
-            &out.join(CLAUDE_MANIFEST),
-            CLAUDE_MANIFEST,
-            &mut refused,
-        )?;
-    }
+    let names: Vec<String> = placed.iter().map(|f| f.name.clone()).collect();
     let mut toml = String::from("# Generated by capstan from a Claude Code plugin; see ");
     toml.push_str(IMPORT_NOTES);
     toml.push('\n');
@@ -252,25 +244,407 @@ pub fn import(root: &Path, staging: &Path) -> Result<Imported, String> {
     if let Some(author) = author {
         toml.push_str(&format!("authors = [{}]\n", toml_string(&author)));
     }
-    toml.push_str("components = []\n");
+    toml.push_str("components = []\n\n");
+    toml.push_str("# The whole Claude Code plugin folder, for the model to read.\n");
+    toml.push_str("[package]\ninclude = [\"**\"]\n");
     write(&out.join(MANIFEST_FILE), &toml)?;
     let mut notes = format!(
         "# Imported from a Claude Code plugin\n\nSource: {}\n\nSkills imported: {}\n",
         root.display(),
-        skills.join(", ")
+        names.join(", ")
     );
-    if !refused.is_empty() {
+    if !grouped.is_empty() {
+        notes.push_str("\nFiles kept for the model to read (read-only), never run:\n\n");
+        for line in &grouped {
+            notes.push_str(&format!("- {line}\n"));
+        }
+    }
+    if !warnings.is_empty() || !refused.is_empty() {
         notes.push_str("\nNot installed:\n\n");
-        for line in &refused {
+        for line in warnings.iter().chain(&refused) {
             notes.push_str(&format!("- {line}\n"));
         }
     }
     write(&out.join(IMPORT_NOTES), &notes)?;
     Ok(Imported {
         dir,
-        skills,
+        skills: names,
+        items_found,
+        warnings,
         refused,
+        files: grouped,
     })
+}
+
+/// Whether the package path `rel` is `prefix` or lies beneath it.
+fn under(rel: &str, prefix: &str) -> bool {
+    rel == prefix
+        || rel
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// The parts of the plugin capstan does not install, one line each.
+fn refuse_parts(root: &Path, manifest: &Value) -> Vec<String> {
+    let mut lines = Vec::new();
+    lines.extend(refuse_hooks(root, manifest));
+    lines.extend(refuse_mcp(root, manifest));
+    lines.extend(refuse_lsp(root, manifest));
+    lines.extend(refuse_folder(
+        root,
+        "agents",
+        "sub-agent definitions",
+        "not installed — capstan does not support sub-agents defined by plugins yet",
+    ));
+    if manifest.get("outputStyles").is_some() {
+        lines.push(format!(
+            "{CLAUDE_MANIFEST}: `outputStyles` is not supported by capstan; not installed"
+        ));
+    }
+    lines
+}
+
+/// The paths a manifest field (`skills`, `commands`) lists: a string or a
+/// list of strings, each relative to the plugin's root (`./x`); a path
+/// leading out of the plugin is reported and left out.
+fn listed_paths(manifest: &Value, key: &str, warnings: &mut Vec<String>) -> Option<Vec<String>> {
+    let listed: Vec<&str> = match manifest.get(key)? {
+        Value::String(one) => vec![one.as_str()],
+        Value::Array(many) => many.iter().filter_map(Value::as_str).collect(),
+        _ => {
+            warnings.push(format!(
+                "`{key}` is neither a path nor a list of paths; ignored"
+            ));
+            return None;
+        }
+    };
+    let mut paths = Vec::new();
+    for path in listed {
+        let path = path
+            .strip_prefix("${CLAUDE_PLUGIN_ROOT}")
+            .unwrap_or(path)
+            .trim_start_matches('/');
+        let clean: Vec<&str> = path
+            .split('/')
+            .filter(|p| !p.is_empty() && *p != ".")
+            .collect();
+        if clean.contains(&"..") {
+            warnings.push(format!(
+                "`{key}` path `{path}` leads out of the plugin's folder; ignored"
+            ));
+            continue;
+        }
+        paths.push(clean.join("/"));
+    }
+    Some(paths)
+}
+
+/// The skill folders (relative) under `dir` (relative): itself if it holds
+/// a `SKILL.md`, else each sub-folder that does, else each folder one
+/// level deeper that does.
+fn skill_folders_in(root: &Path, dir: &str) -> Vec<String> {
+    let has_skill = |rel: &str| {
+        let path = root.join(rel);
+        !path.is_symlink() && path.is_dir() && root.join(rel).join("SKILL.md").is_file()
+    };
+    if has_skill(dir) {
+        return vec![dir.to_string()];
+    }
+    let join = |a: &str, b: &str| {
+        if a.is_empty() {
+            b.to_string()
+        } else {
+            format!("{a}/{b}")
+        }
+    };
+    let mut found = Vec::new();
+    for child in sorted_entries(&root.join(dir)) {
+        if child.is_symlink() || !child.is_dir() {
+            continue;
+        }
+        let rel = join(dir, &file_name(&child));
+        if has_skill(&rel) {
+            found.push(rel);
+            continue;
+        }
+        for grandchild in sorted_entries(&child) {
+            let nested = join(&rel, &file_name(&grandchild));
+            if has_skill(&nested) {
+                found.push(nested);
+            }
+        }
+    }
+    found
+}
+
+/// The plugin's skills: the folders `skills` lists (plus the default
+/// `skills/` folder unless the list names folders inside it), each with
+/// its front matter checked. Skill folders left out go to `excluded`.
+fn find_skills(
+    root: &Path,
+    manifest: &Value,
+    warnings: &mut Vec<String>,
+    excluded: &mut BTreeSet<String>,
+) -> Vec<Found> {
+    let default = skill_folders_in(root, "skills");
+    let mut folders: Vec<String> = Vec::new();
+    match listed_paths(manifest, "skills", warnings) {
+        Some(listed) => {
+            let inside_default = listed.iter().any(|p| under(p, "skills"));
+            for path in &listed {
+                let found = skill_folders_in(root, path);
+                if found.is_empty() {
+                    warnings.push(format!("skills path `{path}`: no SKILL.md there; skipped"));
+                }
+                folders.extend(found);
+            }
+            if !inside_default {
+                folders.extend(default.iter().cloned());
+            }
+            // The skills of the default folder the list leaves out are
+            // another plugin's (a marketplace whose plugins share a folder).
+            for other in &default {
+                if !folders.contains(other) {
+                    excluded.insert(other.clone());
+                }
+            }
+        }
+        None => folders = default,
+    }
+    let mut seen = BTreeSet::new();
+    let mut skills = Vec::new();
+    for folder in folders {
+        if !seen.insert(folder.clone()) {
+            continue;
+        }
+        if folder.is_empty() {
+            warnings.push(
+                "SKILL.md at the plugin's root: a skill needs a folder of its own (skills/NAME/SKILL.md); skipped"
+                    .to_string(),
+            );
+            continue;
+        }
+        let leaf = folder.rsplit('/').next().unwrap_or(&folder).to_string();
+        let text = match read_text(root, &root.join(&folder).join("SKILL.md")) {
+            Ok(Some(text)) => text,
+            Ok(None) | Err(_) => {
+                warnings.push(format!(
+                    "{folder}/: no readable SKILL.md; not a skill, skipped"
+                ));
+                excluded.insert(folder);
+                continue;
+            }
+        };
+        match front_matter::parse(&text, &leaf) {
+            Ok(parsed) => skills.push(Found {
+                to: format!("skills/{leaf}"),
+                from: folder,
+                name: parsed.meta.name,
+            }),
+            Err(e) => {
+                warnings.push(format!(
+                    "{folder}/SKILL.md:{}: {}; skipped",
+                    e.line, e.message
+                ));
+                excluded.insert(folder);
+            }
+        }
+    }
+    skills
+}
+
+/// The plugin's commands: the markdown files `commands` lists (files, or
+/// folders of them), plus `commands/*.md` unless the list names paths
+/// inside it. Commands left out go to `excluded`.
+fn find_commands(
+    root: &Path,
+    manifest: &Value,
+    files: &[String],
+    warnings: &mut Vec<String>,
+    excluded: &mut BTreeSet<String>,
+) -> Vec<Found> {
+    let markdown_in = |dir: &str| -> Vec<String> {
+        files
+            .iter()
+            .filter(|rel| {
+                rel.ends_with(".md")
+                    && rel
+                        .strip_prefix(dir)
+                        .and_then(|rest| rest.strip_prefix('/'))
+                        .is_some_and(|name| !name.contains('/'))
+            })
+            .cloned()
+            .collect()
+    };
+    let mut paths = Vec::new();
+    let listed = listed_paths(manifest, "commands", warnings);
+    let use_default = listed
+        .as_ref()
+        .is_none_or(|l| !l.iter().any(|p| under(p, "commands")));
+    for path in listed.unwrap_or_default() {
+        if files.contains(&path) && path.ends_with(".md") {
+            paths.push(path);
+        } else {
+            let found = markdown_in(&path);
+            if found.is_empty() {
+                warnings.push(format!(
+                    "commands path `{path}`: no command file there; skipped"
+                ));
+            }
+            paths.extend(found);
+        }
+    }
+    if use_default {
+        paths.extend(markdown_in("commands"));
+        let nested: BTreeSet<&str> = files
+            .iter()
+            .filter_map(|rel| rel.strip_prefix("commands/"))
+            .filter(|rest| rest.ends_with(".md"))
+            .filter_map(|rest| rest.split_once('/').map(|(folder, _)| folder))
+            .collect();
+        for folder in nested {
+            warnings.push(format!(
+                "commands/{folder}/: commands in sub-folders are not imported (only commands/NAME.md)"
+            ));
+        }
+    }
+    let mut seen = BTreeSet::new();
+    let mut commands = Vec::new();
+    for rel in paths {
+        if !seen.insert(rel.clone()) {
+            continue;
+        }
+        let file = rel.rsplit('/').next().unwrap_or(&rel).to_string();
+        let stem = file.strip_suffix(".md").unwrap_or(&file).to_string();
+        let text = read_text(root, &root.join(&rel)).ok().flatten();
+        let parsed = match text {
+            Some(text) => {
+                front_matter::parse(&text, &stem).map_err(|e| format!("{}: {}", e.line, e.message))
+            }
+            None => Err("0: not readable".to_string()),
+        };
+        match parsed {
+            Ok(parsed) => commands.push(Found {
+                to: format!("commands/{file}"),
+                from: rel,
+                name: parsed.meta.name,
+            }),
+            Err(e) => {
+                warnings.push(format!("{rel}:{e}; skipped"));
+                excluded.insert(rel);
+            }
+        }
+    }
+    commands
+}
+
+/// What kind of program a file is, by where it is and how it is named, for
+/// the consent text; `None` for files that are not programs.
+fn program_kind(rel: &str) -> Option<&'static str> {
+    let name = rel.rsplit('/').next().unwrap_or(rel);
+    let extension = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase());
+    match extension.as_deref() {
+        Some("sh" | "bash" | "zsh" | "fish") => Some("shell script"),
+        Some("py") => Some("Python script"),
+        Some("js" | "mjs" | "cjs") => Some("JavaScript file"),
+        Some("ts" | "mts" | "cts") => Some("TypeScript file"),
+        Some("rb") => Some("Ruby script"),
+        Some("pl") => Some("Perl script"),
+        Some("ps1") => Some("PowerShell script"),
+        Some("go") => Some("Go file"),
+        Some("rs") => Some("Rust file"),
+        Some("exe" | "dll" | "so" | "dylib") => Some("native binary"),
+        Some("wasm") => Some("WebAssembly module"),
+        None if rel.starts_with("bin/") => Some("executable"),
+        _ if rel.starts_with("bin/") => Some("executable"),
+        _ => None,
+    }
+}
+
+/// The kept files, grouped by folder and kind: each folder holding
+/// programs as one line (`scripts/: 37 shell scripts, 2 Python scripts`),
+/// then one line counting every file.
+fn group_files(kept: &[String]) -> Vec<String> {
+    let mut folders: BTreeMap<String, BTreeMap<&'static str, usize>> = BTreeMap::new();
+    for rel in kept {
+        if let Some(kind) = program_kind(rel) {
+            let folder = match rel.rsplit_once('/') {
+                Some((folder, _)) => format!("{folder}/"),
+                None => "./".to_string(),
+            };
+            *folders.entry(folder).or_default().entry(kind).or_default() += 1;
+        }
+    }
+    let mut lines: Vec<String> = folders
+        .iter()
+        .map(|(folder, kinds)| {
+            let mut kinds: Vec<(&&str, &usize)> = kinds.iter().collect();
+            kinds.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            let counts: Vec<String> = kinds
+                .iter()
+                .map(|(kind, n)| format!("{n} {kind}{}", if **n == 1 { "" } else { "s" }))
+                .collect();
+            format!("{folder}: {}", counts.join(", "))
+        })
+        .collect();
+    if !kept.is_empty() {
+        let programs: usize = folders.values().flat_map(|k| k.values()).sum();
+        lines.push(format!(
+            "{} file{} in all ({} of them programs): the model may read them, nothing runs them",
+            kept.len(),
+            if kept.len() == 1 { "" } else { "s" },
+            programs
+        ));
+    }
+    lines
+}
+
+/// LSP servers in `.lsp.json` and in the manifest's `lspServers`.
+fn refuse_lsp(root: &Path, manifest: &Value) -> Vec<String> {
+    let why = "not installed — capstan does not run language servers (they run with your full rights); the rest of the plugin is installed";
+    let mut lines = Vec::new();
+    let describe = |label: &str, servers: &Value| -> Option<String> {
+        let servers = servers.as_object()?;
+        let names: Vec<String> = servers
+            .iter()
+            .map(
+                |(name, server)| match server.get("command").and_then(Value::as_str) {
+                    Some(command) => format!("{name} (runs {command})"),
+                    None => name.clone(),
+                },
+            )
+            .collect();
+        (!names.is_empty()).then(|| {
+            format!(
+                "{label}: LSP server{} {} {why}",
+                if names.len() == 1 { "" } else { "s" },
+                names.join(", ")
+            )
+        })
+    };
+    if root.join(".lsp.json").is_file() {
+        match read_text(root, &root.join(".lsp.json"))
+            .ok()
+            .flatten()
+            .and_then(|t| serde_json::from_str::<Value>(&t).ok())
+        {
+            Some(v) => lines.extend(describe(".lsp.json", &v)),
+            None => lines.push(format!(".lsp.json: unreadable or not JSON; {why}")),
+        }
+    }
+    match manifest.get("lspServers") {
+        Some(servers @ Value::Object(_)) => {
+            lines.extend(describe("`lspServers`", servers));
+        }
+        Some(Value::String(path)) => lines.push(format!("`lspServers` ({path}): {why}")),
+        Some(Value::Array(paths)) => {
+            for path in paths.iter().filter_map(Value::as_str) {
+                lines.push(format!("`lspServers` ({path}): {why}"));
+            }
+        }
+        _ => {}
+    }
+    lines
 }
 
 /// The text of the package file `path` (inside `root`), read beneath the
@@ -480,29 +854,6 @@ fn file_name(path: &Path) -> String {
         .unwrap_or_default()
 }
 
-/// Copies a skill folder; symbolic links are skipped and listed.
-fn copy_tree(from: &Path, to: &Path, rel: &str, refused: &mut Vec<String>) -> Result<(), String> {
-    for entry in sorted_entries(from) {
-        let name = file_name(&entry);
-        let rel = format!("{rel}/{name}");
-        let meta = std::fs::symlink_metadata(&entry)
-            .map_err(|e| format!("cannot read {}: {e}", entry.display()))?;
-        if meta.file_type().is_symlink() {
-            refused.push(format!("{rel}: a symbolic link; not copied"));
-        } else if meta.is_dir() {
-            copy_tree(&entry, &to.join(&name), &rel, refused)?;
-        } else if meta.is_file() {
-            copy_file(&entry, &to.join(&name), &rel, refused)?;
-            if rel.split('/').nth(2) == Some("scripts") {
-                refused.push(format!(
-                    "{rel}: kept as a file the model can read, but never run — capstan has no shell; port it as a tool component"
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
 fn copy_file(from: &Path, to: &Path, rel: &str, refused: &mut Vec<String>) -> Result<(), String> {
     let meta = std::fs::symlink_metadata(from)
         .map_err(|e| format!("cannot read {}: {e}", from.display()))?;
@@ -553,15 +904,19 @@ mod tests {
     use super::*;
     use std::fs;
 
-    #[test]
-    fn imports_skills_and_commands_and_lists_the_rest() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("cc");
-        let w = |rel: &str, text: &str| {
+    fn writer(root: &Path) -> impl Fn(&str, &str) + '_ {
+        move |rel: &str, text: &str| {
             let p = root.join(rel);
             fs::create_dir_all(p.parent().unwrap()).unwrap();
             fs::write(p, text).unwrap();
-        };
+        }
+    }
+
+    #[test]
+    fn imports_the_whole_folder_and_lists_what_does_not_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("cc");
+        let w = writer(&root);
         w(
             CLAUDE_MANIFEST,
             r#"{"name":"cc-kit","version":"1.2.0","description":"Kit \"x\"","author":{"name":"Ada","email":"a@x.org"}}"#,
@@ -571,6 +926,7 @@ mod tests {
             "---\nname: review\ndescription: Reviews.\n---\nBody\n",
         );
         w("skills/review/reference.md", "ref");
+        w("skills/review/scripts/a.py", "print(1)");
         w(
             "commands/deploy.md",
             "---\ndescription: Deploys\n---\nDeploy $1\n",
@@ -584,28 +940,59 @@ mod tests {
             r#"{"mcpServers":{"github":{"command":"npx","args":["x"]}}}"#,
         );
         w("bin/tool", "#!/bin/sh\n");
+        for n in 0..37 {
+            w(&format!("scripts/s{n}.sh"), "#!/bin/sh\n");
+        }
+        w("scripts/x.py", "");
+        w("scripts/node_modules/dep/index.js", "");
+        w("scripts/__pycache__/x.pyc", "");
         w("agents/helper.md", "---\nname: helper\n---\n");
         #[cfg(unix)]
         std::os::unix::fs::symlink("/etc/passwd", root.join("skills/review/passwd")).unwrap();
         let staging = dir.path().join("staging");
         let imported = import(&root, &staging).unwrap();
         assert_eq!(imported.skills, ["review", "deploy"]);
+        assert_eq!(imported.items_found, 2);
+        assert!(imported.warnings.is_empty(), "{:?}", imported.warnings);
         let out = imported.root();
         assert!(out.join("skills/review/reference.md").is_file());
         assert!(out.join("commands/deploy.md").is_file());
-        assert!(!out.join("bin").exists() && !out.join("hooks").exists());
+        assert!(out.join("bin/tool").is_file() && out.join("hooks/hooks.json").is_file());
+        assert!(out.join("scripts/s36.sh").is_file());
+        assert!(!out.join("scripts/node_modules").exists());
+        assert!(!out.join("scripts/__pycache__").exists());
         assert!(!out.join("skills/review/passwd").exists());
         let manifest = crate::plugin::manifest::Manifest::load(out).unwrap();
         assert_eq!(manifest.name, "cc-kit");
         assert_eq!(manifest.version, "1.2.0");
         assert!(manifest.components.is_empty());
+        let selected = package::select(out, &manifest).unwrap();
+        assert!(
+            selected.contains(&"scripts/s0.sh".to_string()),
+            "{selected:?}"
+        );
+        assert!(selected.contains(&IMPORT_NOTES.to_string()));
+        let files = imported.files.join("\n");
+        assert!(
+            files.contains("scripts/: 37 shell scripts, 1 Python script"),
+            "{files}"
+        );
+        assert!(files.contains("bin/: 1 executable"), "{files}");
+        assert!(
+            files.contains("skills/review/scripts/: 1 Python script"),
+            "{files}"
+        );
+        assert!(!files.contains("s12.sh"), "{files}");
         let all = imported.refused.join("\n");
         assert!(all.contains("hooks/hooks.json: 2 command hooks (PreToolUse Write|Edit: ./scripts/check.sh; Stop: notify)"), "{all}");
         assert!(
             all.contains(".mcp.json: MCP server github (runs npx)"),
             "{all}"
         );
-        assert!(all.contains("bin/: executables tool"), "{all}");
+        assert!(
+            all.contains("skills/review/passwd: a symbolic link"),
+            "{all}"
+        );
         assert!(
             all.contains("agents/: sub-agent definitions helper.md"),
             "{all}"
@@ -617,13 +1004,93 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("only-hooks");
         fs::create_dir_all(root.join(".claude-plugin")).unwrap();
-        fs::write(root.join(CLAUDE_MANIFEST), r#"{"name":"only-hooks"}"#).unwrap();
+        fs::write(
+            root.join(CLAUDE_MANIFEST),
+            r#"{"name":"only-hooks","lspServers":{"gopls":{"command":"gopls"}}}"#,
+        )
+        .unwrap();
         fs::create_dir_all(root.join("bin")).unwrap();
         fs::write(root.join("bin/x"), "").unwrap();
         let err = import(&root, &dir.path().join("s")).unwrap_err();
         assert!(
-            err.contains("nothing capstan can install") && err.contains("bin/"),
+            err.contains("nothing capstan can install")
+                && err.contains("LSP server gopls (runs gopls)"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn listed_nested_and_misnamed_items_are_placed_or_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("kit");
+        let w = writer(&root);
+        w(
+            CLAUDE_MANIFEST,
+            r#"{"name":"kit","version":"soon","skills":["./extra/lint"],"commands":["./prompts/hello.md"],"lspServers":{"ra":{"command":"rust-analyzer"}}}"#,
+        );
+        w(
+            "skills/group/deep/SKILL.md",
+            "---\nname: deep\ndescription: D.\n---\nx",
+        );
+        w("skills/group/deep/ref.md", "r");
+        w("skills/broken/SKILL.md", "---\nname: [\n---\n");
+        w(
+            "extra/lint/SKILL.md",
+            "---\nname: lint\ndescription: L.\n---\nx",
+        );
+        w("prompts/hello.md", "Say hello");
+        w("commands/sub/x.md", "x");
+        let imported = import(&root, &dir.path().join("s")).unwrap();
+        let out = imported.root();
+        let mut names = imported.skills.clone();
+        names.sort();
+        assert_eq!(names, ["deep", "hello", "lint"], "{:?}", imported.warnings);
+        assert!(out.join("skills/lint/SKILL.md").is_file());
+        assert!(!out.join("extra/lint").exists());
+        assert!(out.join("skills/deep/ref.md").is_file());
+        assert!(!out.join("skills/group/deep").exists());
+        assert!(out.join("commands/hello.md").is_file());
+        assert!(!out.join("skills/broken").exists());
+        let warnings = imported.warnings.join("\n");
+        assert!(warnings.contains("skills/broken/SKILL.md:"), "{warnings}");
+        assert!(
+            warnings.contains("commands/sub/: commands in sub-folders"),
+            "{warnings}"
+        );
+        assert_eq!(imported.items_found, 5);
+        let refused = imported.refused.join("\n");
+        assert!(
+            refused.contains("version `soon` is not semver"),
+            "{refused}"
+        );
+        assert!(
+            refused.contains("`lspServers`: LSP server ra (runs rust-analyzer) not installed"),
+            "{refused}"
+        );
+    }
+
+    #[test]
+    fn a_marketplace_entry_defines_the_plugin() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("market");
+        let w = writer(&root);
+        w(
+            crate::plugin::claude_marketplace::MARKETPLACE_FILE,
+            r#"{"name":"m","plugins":[{"name":"docs","source":"./","strict":false,"description":"Docs","skills":["./skills/pdf","./skills/xlsx"]}]}"#,
+        );
+        for skill in ["pdf", "xlsx", "art"] {
+            w(
+                &format!("skills/{skill}/SKILL.md"),
+                &format!("---\nname: {skill}\ndescription: {skill}.\n---\nx"),
+            );
+        }
+        let market = Marketplace::load(&root).unwrap();
+        let imported =
+            import_from_marketplace(&market, &market.plugins[0], &dir.path().join("s")).unwrap();
+        assert_eq!(imported.skills, ["pdf", "xlsx"]);
+        assert!(!imported.root().join("skills/art").exists());
+        let manifest = crate::plugin::manifest::Manifest::load(imported.root()).unwrap();
+        assert_eq!(manifest.name, "docs");
+        assert_eq!(manifest.description, "Docs");
     }
 }

@@ -35,6 +35,7 @@ use std::io::{Read, Write};
 use std::path::{Component as PathPart, Path, PathBuf};
 
 use super::builtin::BUILTIN_PLUGINS;
+use super::claude_marketplace::{self, Marketplace};
 use super::inspect::{self, InspectError};
 use super::lock::{LockComponent, LockEntry, LockError, LockLimits, LockedLockfile, Lockfile};
 use super::manifest::{MANIFEST_FILE, Manifest, ManifestError};
@@ -42,7 +43,7 @@ use super::store::{
     FileHashes, MAX_PACKAGE_BYTES, MAX_PACKAGE_FILES, PluginStore, SIGNATURE_FILE, StoreError,
     copy_package, hash_files,
 };
-use super::{package, signature};
+use super::{claude_import, package, signature};
 use crate::audit::AuditLog;
 use crate::grants::{Capabilities, CapabilityDiff, CapabilityRef, CapabilityRefError, OwnFolders};
 use crate::home::Home;
@@ -331,6 +332,8 @@ pub struct Installer<'a> {
     own: OwnFolders,
     /// Where compile steps are reported.
     progress: &'a dyn InstallProgress,
+    /// The plugin to take from a Claude Code marketplace folder.
+    pick: Option<String>,
 }
 
 /// A package read and checked, not yet compiled nor in the store.
@@ -367,7 +370,16 @@ impl<'a> Installer<'a> {
                 .and_then(|settings| settings.model.api_key_env),
             own: sandbox.own_folders().clone(),
             progress,
+            pick: None,
         }
+    }
+
+    /// The same installer, taking plugin `plugin` when the source is a
+    /// Claude Code marketplace folder
+    /// ([`crate::plugin::claude_marketplace`]).
+    pub fn picking(mut self, plugin: Option<String>) -> Self {
+        self.pick = plugin;
+        self
     }
 
     /// The store.
@@ -807,13 +819,28 @@ impl<'a> Installer<'a> {
                 reason: "it is neither a folder nor a .tar.gz archive".to_string(),
             });
         };
-        let imported = if crate::plugin::claude_import::is_claude_plugin(&root) {
-            let imported = crate::plugin::claude_import::import(&root, &self.store.staging_dir())
-                .map_err(|reason| InstallError::Source {
-                path: source.to_path_buf(),
-                reason,
-            })?;
-            Some(imported)
+        let source_error = |reason| InstallError::Source {
+            path: source.to_path_buf(),
+            reason,
+        };
+        let mut shown_source = canonical.display().to_string();
+        let imported = if let Some(plugin) = &self.pick {
+            let market = Marketplace::load(&root).map_err(source_error)?;
+            let entry = market.entry(plugin).map_err(source_error)?;
+            shown_source = format!("{plugin}@{shown_source}");
+            Some(
+                claude_import::import_from_marketplace(&market, entry, &self.store.staging_dir())
+                    .map_err(source_error)?,
+            )
+        } else if claude_marketplace::is_marketplace_only(&root) {
+            let market = Marketplace::load(&root).map_err(source_error)?;
+            return Err(source_error(format!(
+                "it is a Claude Code marketplace with the plugins {}; pick one with `--plugin NAME` (or NAME@{}), or install them all with `--all`",
+                market.names().join(", "),
+                source.display()
+            )));
+        } else if claude_import::is_claude_plugin(&root) {
+            Some(claude_import::import(&root, &self.store.staging_dir()).map_err(source_error)?)
         } else {
             None
         };
@@ -892,7 +919,7 @@ impl<'a> Installer<'a> {
             imported,
             skill_files,
             root,
-            source: canonical.display().to_string(),
+            source: shown_source,
             manifest,
             files,
             digest,
@@ -1103,7 +1130,7 @@ fn describe_skills(prepared: &Prepared) -> String {
     let mut text = String::new();
     if !prepared.skill_files.is_empty() {
         text.push_str(&format!(
-            "  skills   {} (instructions for the model; they run no code)\n",
+            "  skills   {} (instructions for the model; they run no code; the model may read the plugin's files, read-only)\n",
             prepared.skill_files.join(", ")
         ));
     }
@@ -1112,6 +1139,20 @@ fn describe_skills(prepared: &Prepared) -> String {
             "  imported from a Claude Code plugin: {}\n",
             imported.skills.join(", ")
         ));
+        if !imported.files.is_empty() {
+            text.push_str(
+                "  files    kept in the plugin's folder, which the model may read (read-only); none is run:\n",
+            );
+            for line in &imported.files {
+                text.push_str(&format!("    {line}\n"));
+            }
+        }
+        if !imported.warnings.is_empty() {
+            text.push_str("  skipped  skills and commands not imported:\n");
+            for line in &imported.warnings {
+                text.push_str(&format!("    {line}\n"));
+            }
+        }
         if !imported.refused.is_empty() {
             text.push_str("  not installed:\n");
             for line in &imported.refused {

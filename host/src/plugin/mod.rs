@@ -10,6 +10,7 @@ pub mod availability;
 pub mod builtin;
 pub mod catalog;
 pub mod claude_import;
+pub mod claude_marketplace;
 pub mod hooks;
 pub mod inspect;
 pub mod install;
@@ -17,6 +18,7 @@ pub mod lock;
 pub mod manifest;
 pub mod package;
 pub mod provision;
+pub mod readable;
 pub mod signature;
 pub mod store;
 

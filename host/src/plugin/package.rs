@@ -221,7 +221,7 @@ pub fn select(root: &Path, manifest: &Manifest) -> Result<Vec<String>, StoreErro
     let filter = Filter::new(&manifest.package)?;
     let mut selected = Vec::new();
     let mut ignores = Vec::new();
-    walk(root, "", &filter, &mut ignores, &mut selected)?;
+    walk(root, "", &filter, &mut ignores, &mut selected, &mut None)?;
     let mut named = vec![MANIFEST_FILE.to_string()];
     named.extend(manifest.components.iter().map(|c| component_path(c)));
     for rel in named {
@@ -232,6 +232,30 @@ pub fn select(root: &Path, manifest: &Manifest) -> Result<Vec<String>, StoreErro
     selected.sort();
     selected.dedup();
     Ok(selected)
+}
+
+/// Every file of the folder `root` that a package could hold — the same
+/// rules as [`select`] with everything included: hidden files, build and
+/// dependency folders, virtual environments, compiled Python and what a
+/// `.gitignore` ignores are left out — as sorted relative paths, and
+/// apart the links and special files passed by (never followed).
+pub fn whole_folder(root: &Path) -> Result<(Vec<String>, Vec<String>), StoreError> {
+    let filter = Filter::new(&PackageFilter {
+        include: vec!["**".to_string()],
+        exclude: Vec::new(),
+    })?;
+    let mut selected = Vec::new();
+    let mut passed_by = Some(Vec::new());
+    walk(
+        root,
+        "",
+        &filter,
+        &mut Vec::new(),
+        &mut selected,
+        &mut passed_by,
+    )?;
+    selected.sort();
+    Ok((selected, passed_by.unwrap_or_default()))
 }
 
 /// Whether `root/rel` is a plain file reached through plain folders:
@@ -277,12 +301,15 @@ fn kind_of(kind: &std::fs::FileType) -> &'static str {
 }
 
 /// Visits `dir` (`rel` inside the package), adding the files to package.
+/// A link or special file where a package file would be is an error, or,
+/// when `passed_by` is given, listed there and left out.
 fn walk(
     dir: &Path,
     rel: &str,
     filter: &Filter,
     ignores: &mut Vec<IgnoreFile>,
     selected: &mut Vec<String>,
+    passed_by: &mut Option<Vec<String>>,
 ) -> Result<(), StoreError> {
     let io = |action, path: &Path| {
         let path = path.to_path_buf();
@@ -334,7 +361,7 @@ fn walk(
             return Ok(());
         }
         if kind.is_dir() {
-            return walk(&path, &child, filter, ignores, selected);
+            return walk(&path, &child, filter, ignores, selected, passed_by);
         }
         let wanted = child == MANIFEST_FILE
             || is_skill_file(&child)
@@ -343,6 +370,10 @@ fn walk(
             return Ok(());
         }
         if !kind.is_file() {
+            if let Some(passed_by) = passed_by {
+                passed_by.push(child);
+                return Ok(());
+            }
             return Err(StoreError::NotAPlainFile {
                 path,
                 kind: kind_of(&kind),

@@ -23,8 +23,13 @@ use std::path::Path;
 
 use super::catalog::{Catalog, CatalogError, InstalledPlugin};
 use crate::audit::{AuditError, AuditLog};
-use crate::grants::{GrantError, Grants, OwnFolders, PrepareError};
+use crate::grants::{FsGrant, GrantError, Grants, OwnFolders, PrepareError};
 use crate::sandbox::{CallOptions, EventSink, Limits};
+
+/// The built-in plugin whose calls also read installed plugins' files
+/// ([`super::readable`]): `fs`, so the model's `fs.read` opens the files a
+/// skill's text names.
+pub const READS_PLUGIN_FILES: &str = "fs";
 
 /// Why a plugin's calls cannot be given what they need.
 #[derive(Debug, thiserror::Error)]
@@ -99,8 +104,26 @@ impl Provision {
     ) -> Result<Self, ProvisionError> {
         match catalog.installed(plugin) {
             Some(installed) => Self::for_installed(installed, workspace, own, base, writes),
+            None if plugin == READS_PLUGIN_FILES && catalog.is_builtin(plugin) => {
+                Ok(Self::workspace_only(workspace, own, base, writes)?
+                    .reading(catalog.readable_plugin_folders(), own))
+            }
             None => Self::workspace_only(workspace, own, base, writes),
         }
+    }
+
+    /// The same, also reading `folders` (installed plugins' store folders,
+    /// read-only whatever the call may write). A folder that cannot be
+    /// granted is left out: the model then cannot read it, and nothing
+    /// else changes.
+    fn reading(mut self, folders: &[std::path::PathBuf], own: &OwnFolders) -> Self {
+        for folder in folders {
+            if let Ok(grant) = FsGrant::installed_files(folder, own) {
+                self.read.fs.push(grant.clone());
+                self.write.fs.push(grant);
+            }
+        }
+        self
     }
 
     /// What the calls of installed plugin `installed` get, once it passed

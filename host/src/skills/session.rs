@@ -316,14 +316,16 @@ impl Skills {
         let skill = self
             .find(name, |s| s.meta.model_invocable)
             .map_err(CallError::Failed)?;
+        // A skill only the user may run still has supporting files the
+        // model reads once the user ran it (`${CLAUDE_SKILL_DIR}/...`).
+        if let Some(resource) = field("resource")? {
+            return self.resource(sandbox, skill, resource).await;
+        }
         if !skill.meta.model_invocable {
             let call_name = self.set.call_name(skill);
             return Err(CallError::Denied(format!(
                 "skill `{call_name}` has disable-model-invocation set: only the user can run it, as /{call_name}. Do not try to load it; ask the user if it is needed."
             )));
-        }
-        if let Some(resource) = field("resource")? {
-            return self.resource(sandbox, skill, resource).await;
         }
         self.load(sandbox, skill, arguments, session_id, false)
             .await

@@ -17,7 +17,9 @@ const NUMBER_WIDTH: usize = 6;
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ReadInput {
-    /// The file to read, relative to the workspace (or absolute inside it).
+    /// The file to read, relative to the workspace (or absolute inside it,
+    /// or inside another folder granted read-only, such as an installed
+    /// plugin's files a skill names).
     path: String,
     /// The first line to show, counting from 1. Default: 1.
     #[schemars(range(min = 1))]
@@ -52,7 +54,7 @@ fn read(input: ReadInput, ctx: &Context) -> Result<String, ToolError> {
         None => 1,
     };
     let limit = input_field::at_least_one("limit", input.limit, DEFAULT_LIMIT)?;
-    let target = workspace_path::resolve(ctx, "path", &input.path)?;
+    let target = workspace_path::resolve_readable(ctx, "path", &input.path)?;
     let text = text_file::load_text(
         &target,
         &Refusals {

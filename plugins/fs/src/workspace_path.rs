@@ -27,6 +27,33 @@ pub fn resolve(ctx: &Context, field: &str, raw: &str) -> Result<InputPath, ToolE
     Ok(InputPath { path, shown })
 }
 
+/// [`resolve`], or, for an absolute path outside the workspace, the path
+/// itself when the call was granted the folder it is in (an installed
+/// plugin's files that a skill names, read-only): the sandbox holds only
+/// granted folders, so a path that exists there is one the call may read.
+/// A path with `..`, or one the sandbox does not hold, gets the
+/// workspace's refusal.
+pub fn resolve_readable(ctx: &Context, field: &str, raw: &str) -> Result<InputPath, ToolError> {
+    match resolve(ctx, field, raw) {
+        Err(ToolError::Denied(message)) => {
+            let path = std::path::Path::new(raw);
+            let plain = path.is_absolute()
+                && !path
+                    .components()
+                    .any(|c| matches!(c, std::path::Component::ParentDir));
+            if plain && std::fs::symlink_metadata(path).is_ok() {
+                Ok(InputPath {
+                    path: path.to_path_buf(),
+                    shown: raw.to_string(),
+                })
+            } else {
+                Err(ToolError::Denied(message))
+            }
+        }
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,5 +79,30 @@ mod tests {
         };
         let resolved = resolve(&ctx, "path", "src/../a.txt").ok();
         assert_eq!(resolved.map(|p| p.shown), Some("a.txt".to_string()));
+    }
+
+    #[test]
+    fn outside_the_workspace_only_a_plain_existing_absolute_path_is_tried() {
+        let ws = tempfile::tempdir().unwrap();
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(other.path().join("t.md"), "x").unwrap();
+        let ctx = Context {
+            workspace: Some(ws.path().to_path_buf()),
+            ..Context::default()
+        };
+        let file = other.path().join("t.md");
+        let found = resolve_readable(&ctx, "path", file.to_str().unwrap()).ok();
+        assert_eq!(found.map(|p| p.path), Some(file.clone()));
+        let missing = other.path().join("none.md");
+        let dotted = format!("{}/../t.md", other.path().display());
+        for refused in [missing.to_str().unwrap(), dotted.as_str(), "../t.md"] {
+            assert!(
+                matches!(
+                    resolve_readable(&ctx, "path", refused),
+                    Err(ToolError::Denied(_))
+                ),
+                "{refused}"
+            );
+        }
     }
 }
