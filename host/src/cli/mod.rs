@@ -2,12 +2,14 @@
 //! with `-p`), tools called directly, and saved sessions.
 
 mod audit;
+mod bang;
 mod change_preview;
 pub use crate::escape;
 mod exec;
 mod exit;
 pub mod live;
 mod mcp;
+mod mention;
 mod new;
 mod plugin;
 mod print;
@@ -15,8 +17,10 @@ pub mod provider;
 pub mod render;
 mod repl;
 mod session_list;
+mod session_picker;
 pub mod setup;
 mod skill;
+mod slash;
 mod tool;
 pub mod turn_keys;
 
