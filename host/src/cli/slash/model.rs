@@ -8,23 +8,25 @@ use crate::model::listing;
 
 /// Runs `/model [NAME|N]`.
 pub async fn run(session: &mut Session, argument: &str) {
-    let (models, note) = known_models(session).await;
-    if argument.is_empty() {
-        show(session, &models, note.as_deref());
-        return;
-    }
     let chosen = match argument.parse::<usize>() {
-        Ok(n) => match n.checked_sub(1).and_then(|i| models.get(i)) {
-            Some(model) => model.clone(),
-            None => {
-                eprintln!(
-                    "error: there is no model {n} in the list (1 to {}); /model lists them",
-                    models.len()
-                );
+        Err(_) if !argument.is_empty() => argument.to_string(),
+        number => {
+            let (models, note) = known_models(session).await;
+            let Ok(n) = number else {
+                show(session, &models, note.as_deref());
                 return;
+            };
+            match n.checked_sub(1).and_then(|i| models.get(i)) {
+                Some(model) => model.clone(),
+                None => {
+                    eprintln!(
+                        "error: there is no model {n} in the list (1 to {}); /model lists them",
+                        models.len()
+                    );
+                    return;
+                }
             }
-        },
-        Err(_) => argument.to_string(),
+        }
     };
     if chosen.chars().any(|c| c.is_whitespace() || c.is_control()) || chosen.len() > 200 {
         eprintln!(
@@ -42,21 +44,11 @@ pub async fn run(session: &mut Session, argument: &str) {
         .agent
         .set_model(&chosen, session.context_window_setting)
     {
-        Ok(()) => {
-            let unknown = if !models.is_empty() && !models.contains(&chosen) {
-                format!(
-                    " ({} does not list it; the next request says whether it exists)",
-                    session.agent.provider_name()
-                )
-            } else {
-                String::new()
-            };
-            eprintln!(
-                "model: {} from the next prompt on, instead of {}{unknown}",
-                escape::line(&chosen),
-                escape::line(&previous)
-            );
-        }
+        Ok(()) => eprintln!(
+            "model: {} from the next prompt on, instead of {}",
+            escape::line(&chosen),
+            escape::line(&previous)
+        ),
         Err(e) => eprintln!("error: {}", escape::message(&e.to_string())),
     }
 }
