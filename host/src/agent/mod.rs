@@ -527,6 +527,13 @@ impl Agent {
             model: model.to_string(),
             provider: self.parts.provider.name().to_string(),
         })?;
+        // The system prompt names the model the session talks to.
+        let config = &mut self.parts.config;
+        config.system = config.system.replacen(
+            &format!("\n- Model: {}\n", config.model),
+            &format!("\n- Model: {model}\n"),
+            1,
+        );
         self.parts.config.model = model.to_string();
         self.parts.config.context_window =
             context_window.unwrap_or_else(|| compact::context_window_for(model));

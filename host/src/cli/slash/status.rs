@@ -50,7 +50,7 @@ pub fn show(session: &Session) {
             .and_then(|lock| lock.plugins.get(plugin))
             .map_or_else(
                 || {
-                    "built in or loaded with --plugin: the workspace, as its manifest asks"
+                    "the workspace only: reads, and writes when allowed (built in or --plugin)"
                         .to_string()
                 },
                 |entry| capabilities_in_one_line(&entry.granted),
