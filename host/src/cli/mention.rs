@@ -397,4 +397,24 @@ mod tests {
         assert!(all[5].contains("protected"), "{}", all[5]);
         assert!(all[6].contains("binary"), "{}", all[6]);
     }
+
+    #[test]
+    fn a_link_leading_out_of_the_workspace_is_refused() {
+        let dir = workspace();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "outside\n").unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), ws.join("link")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), ws.join("dirlink")).unwrap();
+        let policy = Policy::new(Mode::Default, Vec::new());
+        for found in [
+            mentions("@link", &ws, &policy),
+            mentions("@dirlink", &ws, &policy),
+        ] {
+            match found.as_slice() {
+                [Mention::Refused(why)] => assert!(why.contains("leads outside"), "{why}"),
+                other => panic!("not refused: {other:?}"),
+            }
+        }
+    }
 }
