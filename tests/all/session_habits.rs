@@ -112,6 +112,8 @@ fn resume_without_an_id_picks_a_session_and_shows_its_recap() {
 /// switches to the chosen one; Esc cancels and changes nothing.
 #[test]
 fn slash_resume_switches_to_the_session_chosen_with_the_arrows() {
+    // An arrow key's bytes must arrive together, as a terminal sends them.
+    let _responsive = support::load::needs_a_responsive_machine();
     let env = Env::new();
     two_sessions(&env);
     let next = script(&env, "next.json", json!([{ "text": "Carrying on." }]));

@@ -53,6 +53,7 @@ use crate::agent::Interrupt;
   capstan -p \"rename foo to bar in src/\"   one task, then exit
   echo \"summarise README.md\" | capstan -p
   capstan --continue                       resume the latest session here
+  capstan --resume                         pick a session of this folder to resume
   capstan --model scripted:docs/demo/script.json   offline demo, no API key
 
 Models: ANTHROPIC_API_KEY selects Anthropic; OPENAI_BASE_URL (e.g.

@@ -26,7 +26,7 @@ Commands:
   /context         what fills the model's context window
   /init            have the model write an AGENTS.md for this project
   /mode [MODE]     show or set the permission mode: default, accept-edits, plan, bypass
-  /model [NAME]    show the model and the provider's models, or switch to one
+  /model [NAME|N]  show the model and the provider's models, or switch to one
   /permissions     the permission rules in force, numbered; /permissions remove N drops one
   /plugins         the plugins and their tools
   /resume [ID]     take up another saved session of this folder (picked from a list)
@@ -89,7 +89,10 @@ pub async fn run(mut args: SessionArgs, verbose: bool) -> Exit {
                 run_turn(&mut session, &mut frontend, &interrupt, &text, &mut typed).await;
             }
             Some(None) => {}
-            None => run_turn(&mut session, &mut frontend, &interrupt, &prompt, &mut typed).await,
+            None => {
+                attach_mentions(&mut session, &frontend, &prompt);
+                run_turn(&mut session, &mut frontend, &interrupt, &prompt, &mut typed).await;
+            }
         }
     }
     let mut exit = Exit::Success;
@@ -140,47 +143,17 @@ pub async fn run(mut args: SessionArgs, verbose: bool) -> Exit {
                 compact(&mut session, &mut frontend, &interrupt, focus, &mut typed).await;
                 continue;
             }
-            let (name, argument) = match command.split_once(char::is_whitespace) {
-                Some((name, rest)) => (name, rest.trim()),
-                None => (command, ""),
-            };
-            match name {
-                "model" => {
-                    slash::model::run(&mut session, argument).await;
-                    continue;
-                }
-                "context" => {
-                    slash::context::show(&session);
-                    continue;
-                }
-                "status" => {
-                    slash::status::show(&session);
-                    continue;
-                }
-                "resume" => {
-                    slash::resume::run(&mut session, &mut frontend, argument).await;
-                    continue;
-                }
-                "init" => {
-                    let confirm = |question: &str| {
-                        editor.readline(question).is_ok_and(|answer| {
-                            matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
-                        })
-                    };
-                    if let Some(plan) = slash::init::prepare(&session.workspace, confirm) {
-                        run_turn(
-                            &mut session,
-                            &mut frontend,
-                            &interrupt,
-                            &plan.prompt,
-                            &mut typed,
-                        )
-                        .await;
-                        plan.report();
-                    }
-                    continue;
-                }
-                _ => {}
+            if habit_command(
+                &mut session,
+                &mut frontend,
+                &interrupt,
+                &mut editor,
+                command,
+                &mut typed,
+            )
+            .await
+            {
+                continue;
             }
             match slash_command(&mut session, command) {
                 Flow::Continue => continue,
@@ -334,6 +307,40 @@ async fn run_turn(
         Err(error) => eprintln!("{}", style.red(&format!("error: {error}"))),
     }
     interrupt.clear();
+}
+
+/// The commands of `cli/slash/`; whether `command` was one.
+async fn habit_command(
+    session: &mut Session,
+    frontend: &mut TerminalFrontend,
+    interrupt: &Interrupt,
+    editor: &mut LineEditor,
+    command: &str,
+    typed: &mut Typeahead,
+) -> bool {
+    let (name, argument) = match command.split_once(char::is_whitespace) {
+        Some((name, rest)) => (name, rest.trim()),
+        None => (command, ""),
+    };
+    match name {
+        "model" => slash::model::run(session, argument).await,
+        "context" => slash::context::show(session),
+        "status" => slash::status::show(session),
+        "resume" => slash::resume::run(session, frontend, argument).await,
+        "init" => {
+            let confirm = |question: &str| {
+                editor.readline(question).is_ok_and(|answer| {
+                    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+                })
+            };
+            if let Some(plan) = slash::init::prepare(&session.workspace, confirm) {
+                run_turn(session, frontend, interrupt, &plan.prompt, typed).await;
+                plan.report();
+            }
+        }
+        _ => return false,
+    }
+    true
 }
 
 /// `--resume` without an id: the user picks the session.

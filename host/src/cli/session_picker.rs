@@ -32,8 +32,9 @@ enum PickerKey {
 }
 
 /// Lets the user pick one of the workspace's sessions other than
-/// `current`. `Ok(None)` when they cancel; an error when there is nothing
-/// to pick or no terminal to pick on.
+/// `current` and those where nothing was said. `Ok(None)` when they
+/// cancel; an error when there is nothing to pick or no terminal to pick
+/// on.
 pub fn pick(sessions: &Sessions, current: Option<&str>) -> Result<Option<String>, String> {
     let listing = sessions.list().map_err(|e| e.to_string())?;
     for problem in &listing.unreadable {
@@ -42,11 +43,11 @@ pub fn pick(sessions: &Sessions, current: Option<&str>) -> Result<Option<String>
     let rows: Vec<SessionSummary> = listing
         .sessions
         .into_iter()
-        .filter(|s| Some(s.id.as_str()) != current)
+        .filter(|s| Some(s.id.as_str()) != current && s.message_count > 0)
         .collect();
     if rows.is_empty() {
         return Err(format!(
-            "there are no other saved sessions for {}",
+            "no other saved session of {} has a conversation to resume",
             sessions.workspace().display()
         ));
     }
@@ -261,7 +262,13 @@ impl RawKeys {
     fn read(&self) -> Option<Vec<PickerKey>> {
         let mut stdin = std::io::stdin();
         let mut buffer = [0u8; 64];
-        let n = stdin.read(&mut buffer).ok().filter(|n| *n > 0)?;
+        let n = loop {
+            match stdin.read(&mut buffer) {
+                Ok(n) if n > 0 => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                _ => return None,
+            }
+        };
         let mut bytes = buffer[..n].to_vec();
         // A lone ESC may be the start of an arrow key's sequence.
         if bytes.last() == Some(&0x1b) || bytes.ends_with(b"\x1b[") || bytes.ends_with(b"\x1bO") {

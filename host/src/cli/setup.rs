@@ -346,7 +346,12 @@ fn resume_needs_an_id(sessions: &Sessions) -> String {
     let mut text = String::from(
         "--resume without an id picks a session in an interactive terminal; here, give the id (or a prefix of it). Recent sessions:",
     );
-    for session in listing.sessions.iter().take(SHOWN) {
+    for session in listing
+        .sessions
+        .iter()
+        .filter(|s| s.message_count > 0)
+        .take(SHOWN)
+    {
         text.push_str(&format!(
             "\n  {}  {:>4} msgs  {}",
             session.id,
