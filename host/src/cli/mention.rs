@@ -216,8 +216,8 @@ fn exists_or_outside(workspace: &Path, raw: &str) -> bool {
     !stays_inside(raw) || workspace.join(raw).symlink_metadata().is_ok()
 }
 
-/// The mention of `path`; `None` when it names nothing and is not outside
-/// the workspace (`@someone`).
+/// The mention of `path`; `None` when it names nothing, does not look
+/// like a path and is not outside the workspace (`@someone`).
 fn attach(path: &str, workspace: &Path, policy: &Policy) -> Option<Mention> {
     let refused = |why: String| Some(Mention::Refused(format!("@{path} not attached: {why}")));
     let rel = path.trim_end_matches('/');
@@ -288,6 +288,13 @@ fn attach(path: &str, workspace: &Path, policy: &Policy) -> Option<Mention> {
     }
     let read = match root.read(rel, FILE_CAP) {
         Ok(Some(read)) => read,
+        // A path-like word naming nothing is a typo worth a word; a bare
+        // one (`@someone`) is not a mention at all.
+        Ok(None) if path.contains(['/', '.']) => {
+            return refused(
+                "there is no such file in the workspace (Tab completes paths after @)".to_string(),
+            );
+        }
         Ok(None) => return None,
         Err(e) => return refused(e.to_string()),
     };
@@ -374,7 +381,7 @@ mod tests {
             )],
         );
         let found = mentions(
-            "look at @src/main.rs, @README.md. @src and @someone @../x @.env @.git/config @blob.bin",
+            "look at @src/main.rs, @README.md. @src and @someone @../x @.env @.git/config @blob.bin @src/typo.rs",
             &ws,
             &policy,
         );
@@ -383,7 +390,7 @@ mod tests {
             Mention::Refused(why) => why.clone(),
         };
         let all: Vec<String> = found.iter().map(text).collect();
-        assert_eq!(all.len(), 7, "{all:#?}");
+        assert_eq!(all.len(), 8, "{all:#?}");
         assert!(
             all[0].contains("attached @src/main.rs (1 lines)"),
             "{}",
@@ -396,6 +403,7 @@ mod tests {
         assert!(all[4].contains("denied by the rule"), "{}", all[4]);
         assert!(all[5].contains("protected"), "{}", all[5]);
         assert!(all[6].contains("binary"), "{}", all[6]);
+        assert!(all[7].contains("no such file"), "{}", all[7]);
     }
 
     #[test]
