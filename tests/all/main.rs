@@ -33,4 +33,5 @@ mod model_providers;
 mod net_escapes;
 mod plugin_install;
 mod sandbox_edges;
+mod session_habits;
 mod skills;

@@ -859,3 +859,28 @@ async fn openai_503_then_success_is_retried() {
     assert_eq!(retry_count(&events), 1);
     assert_eq!(received.lock().unwrap().len(), 2);
 }
+
+/// `/model` asks the provider's server which models it offers: an
+/// OpenAI-compatible server's `/v1/models` (with the key) and Anthropic's
+/// `/v1/models`; a failure says what went wrong.
+#[tokio::test]
+async fn providers_list_the_models_their_server_offers() {
+    use crate::support::mock_model::{MockModel, Reply as MockReply};
+    let list = json!({ "object": "list", "data": [{ "id": "small" }, { "id": "big" }] });
+    let server = MockModel::start(vec![
+        MockReply::status(200, list.to_string()),
+        MockReply::status(200, list.to_string()),
+        MockReply::status(401, r#"{"error": "no"}"#),
+    ]);
+    let openai = openai(&server.url(), Some("sk-list"), RetryPolicy::default());
+    assert_eq!(openai.list_models().await.unwrap(), ["big", "small"]);
+    let anthropic = anthropic(&server.url(), RetryPolicy::default());
+    assert_eq!(anthropic.list_models().await.unwrap(), ["big", "small"]);
+    let failed = openai.list_models().await.unwrap_err();
+    assert!(failed.contains("401"), "{failed}");
+    let received = server.received();
+    assert_eq!(received[0].path, "/v1/models");
+    assert_eq!(received[0].header("authorization"), Some("Bearer sk-list"));
+    assert!(received[1].path.starts_with("/v1/models"));
+    assert_eq!(received[1].header("x-api-key"), Some("test-key"));
+}

@@ -136,6 +136,10 @@ pub struct SessionCost {
     pub requests: u32,
     /// When the session started (in this run).
     pub started: Instant,
+    /// What the tokens used with earlier models of this session cost
+    /// (`None` once one of them had no known price), and how many of
+    /// [`Self::usage`] they were.
+    earlier: (Option<f64>, Usage),
 }
 
 impl SessionCost {
@@ -146,7 +150,24 @@ impl SessionCost {
             usage: Usage::default(),
             requests: 0,
             started: Instant::now(),
+            earlier: (Some(0.0), Usage::default()),
         }
+    }
+
+    /// Goes on with `model` (`/model`): the tokens so far stay priced at
+    /// the model that used them.
+    pub fn switch_model(&mut self, model: impl Into<String>) {
+        let model = model.into();
+        if model == self.model {
+            return;
+        }
+        let (earlier_usd, counted) = self.earlier;
+        let since = since(&self.usage, &counted);
+        let usd = earlier_usd
+            .zip(cost_usd(&self.model, &since))
+            .map(|(a, b)| a + b);
+        self.earlier = (usd, self.usage);
+        self.model = model;
     }
 
     /// Counts one answered request.
@@ -162,7 +183,9 @@ impl SessionCost {
 
     /// What the session cost so far, if the model's prices are known.
     pub fn cost_usd(&self) -> Option<f64> {
-        cost_usd(&self.model, &self.usage)
+        let (earlier_usd, counted) = self.earlier;
+        let now = cost_usd(&self.model, &since(&self.usage, &counted))?;
+        earlier_usd.map(|earlier| earlier + now)
     }
 
     /// A report for `/cost`, one item a line.
@@ -203,6 +226,20 @@ impl SessionCost {
         line("Wall time:", wall_time(elapsed));
         report.truncate(report.trim_end().len());
         report
+    }
+}
+
+/// The tokens of `total` not already in `counted`.
+fn since(total: &Usage, counted: &Usage) -> Usage {
+    Usage {
+        input_tokens: total.input_tokens.saturating_sub(counted.input_tokens),
+        output_tokens: total.output_tokens.saturating_sub(counted.output_tokens),
+        cache_read_tokens: total
+            .cache_read_tokens
+            .saturating_sub(counted.cache_read_tokens),
+        cache_write_tokens: total
+            .cache_write_tokens
+            .saturating_sub(counted.cache_write_tokens),
     }
 }
 
@@ -383,6 +420,21 @@ mod tests {
         );
         assert!(report.contains("Wall time:   1h 02m 03s"), "{report}");
         assert!(report.contains("Input:       0 tokens"), "{report}");
+    }
+
+    #[test]
+    fn tokens_keep_the_price_of_the_model_that_used_them() {
+        let mut session = SessionCost::new("claude-sonnet-4-5");
+        session.add(usage(1_000_000, 0, 0, 0));
+        let sonnet = session.cost_usd().unwrap();
+        session.switch_model("claude-opus-4-1");
+        session.add(usage(1_000_000, 0, 0, 0));
+        let opus = cost_usd("claude-opus-4-1", &usage(1_000_000, 0, 0, 0)).unwrap();
+        assert!((session.cost_usd().unwrap() - (sonnet + opus)).abs() < 1e-9);
+        assert_eq!(session.model, "claude-opus-4-1");
+        // Tokens of a model without a price make the total unknown.
+        session.switch_model("scripted");
+        assert_eq!(session.cost_usd(), None);
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub mod approval;
 pub mod compact;
 pub mod component_tool;
 pub mod context;
+pub mod context_use;
 pub mod cost;
 pub mod dispatch;
 pub mod exec_tool;
@@ -273,6 +274,9 @@ pub struct Agent {
     context_tokens: Option<u64>,
     /// Context from SessionStart hooks, given with the next prompt.
     hook_context: Vec<(String, String)>,
+    /// What the user added for the model outside a prompt (a `!command`'s
+    /// output, an `@file`), given with the next prompt.
+    user_context: Vec<String>,
 }
 
 /// Whom a sub-agent works for.
@@ -341,6 +345,7 @@ impl Agent {
             home,
             context_tokens: None,
             hook_context: Vec::new(),
+            user_context: Vec::new(),
         }
     }
 
@@ -442,6 +447,7 @@ impl Agent {
         self.messages.clear();
         self.context_tokens = None;
         self.hook_context.clear();
+        self.user_context.clear();
         self.transcript = transcript;
         self.cost = SessionCost::new(self.parts.config.model.clone());
         Ok(())
@@ -502,6 +508,58 @@ impl Agent {
     /// The provider's name.
     pub fn provider_name(&self) -> &str {
         self.parts.provider.name()
+    }
+
+    /// The provider, to ask it which models it knows.
+    pub fn provider(&self) -> &dyn Provider {
+        self.parts.provider.as_ref()
+    }
+
+    /// Talks to `model` (of the same provider) from the next request on,
+    /// with `context_window` tokens (`None`: the model family's), and
+    /// records the change so a resumed session goes on with it.
+    pub fn set_model(
+        &mut self,
+        model: &str,
+        context_window: Option<u64>,
+    ) -> Result<(), AgentError> {
+        self.record(Event::ModelChanged {
+            model: model.to_string(),
+            provider: self.parts.provider.name().to_string(),
+        })?;
+        // The system prompt names the model the session talks to.
+        let config = &mut self.parts.config;
+        config.system = config.system.replacen(
+            &format!("\n- Model: {}\n", config.model),
+            &format!("\n- Model: {model}\n"),
+            1,
+        );
+        self.parts.config.model = model.to_string();
+        self.parts.config.context_window =
+            context_window.unwrap_or_else(|| compact::context_window_for(model));
+        self.cost.switch_model(model);
+        Ok(())
+    }
+
+    /// Gives the model `text` with the next prompt, after it (what a
+    /// `!command` printed, a file the prompt mentions).
+    pub fn add_user_context(&mut self, text: String) {
+        self.user_context.push(text);
+    }
+
+    /// What waits to go with the next prompt ([`Self::add_user_context`]).
+    pub fn pending_user_context(&self) -> &[String] {
+        &self.user_context
+    }
+
+    /// The tokens the last request used, as the provider counted them.
+    pub fn context_tokens(&self) -> Option<u64> {
+        self.context_tokens
+    }
+
+    /// The tools offered to the model, as it sees them.
+    pub fn offered_tools(&self) -> Vec<crate::model::ToolDef> {
+        self.tool_defs()
     }
 
     /// What every hook payload says about the session.

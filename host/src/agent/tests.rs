@@ -1230,3 +1230,45 @@ async fn a_new_tool_source_is_one_handler_and_one_registration() {
         [("call_1_0".to_string(), None, true)]
     );
 }
+
+#[tokio::test]
+async fn a_model_switch_and_added_context_reach_the_next_request() {
+    let steps = vec![
+        Step::Answer("one", Vec::new()),
+        Step::Answer("two", Vec::new()),
+    ];
+    let mut s = setup(steps, Mode::Default).await;
+    s.agent.parts.config.system = "You are capstan.\n- Model: test-model\n- Date: x\n".into();
+    let home_dir = tempfile::tempdir().unwrap();
+    let home = Home::at(home_dir.path().to_path_buf(), home_dir.path().join("cache"));
+    let sessions = crate::session::Sessions::for_workspace(&home, s.ws.path()).unwrap();
+    let transcript = sessions.create("test-model", "test").unwrap();
+    let path = transcript.path().to_path_buf();
+    s.agent.set_transcript(transcript);
+    let (mut frontend, interrupt) = (TestFrontend::default(), Interrupt::new());
+    s.agent
+        .run_turn("first", &mut frontend, &interrupt)
+        .await
+        .unwrap();
+    s.agent.set_model("claude-opus-4-1", None).unwrap();
+    s.agent.add_user_context("The user ran `ls`: a.txt".into());
+    assert_eq!(s.agent.pending_user_context().len(), 1);
+    s.agent
+        .run_turn("second", &mut frontend, &interrupt)
+        .await
+        .unwrap();
+    assert!(s.agent.pending_user_context().is_empty());
+
+    let requests = s.model.requests();
+    assert_eq!(requests[0].model, "test-model");
+    assert_eq!(requests[1].model, "claude-opus-4-1");
+    assert!(requests[1].system.contains("- Model: claude-opus-4-1\n"));
+    assert!(!requests[1].system.contains("test-model"));
+    assert_eq!(s.agent.config().context_window, 200_000);
+    let last = requests[1].messages.last().unwrap();
+    assert_eq!(text_of(last), "secondThe user ran `ls`: a.txt");
+    // The transcript says so, and a load picks the new model up.
+    let loaded = crate::session::load::load(&path).unwrap();
+    assert_eq!(loaded.model.as_deref(), Some("claude-opus-4-1"));
+    assert_eq!(loaded.messages, s.agent.messages());
+}

@@ -151,7 +151,8 @@ impl Agent {
         }
         let mut context = std::mem::take(&mut self.hook_context);
         context.extend(submitted.context);
-        self.push_user_text(prompt, &context)?;
+        let added = std::mem::take(&mut self.user_context);
+        self.push_user_text(prompt, &context, &added)?;
         Ok(None)
     }
 
@@ -279,6 +280,7 @@ impl Agent {
         &mut self,
         text: &str,
         context: &[(String, String)],
+        added: &[String],
     ) -> Result<(), AgentError> {
         let mut blocks = vec![Block::Text {
             text: text.to_string(),
@@ -286,6 +288,7 @@ impl Agent {
         blocks.extend(context.iter().map(|(hook, text)| Block::Text {
             text: format!("Context from hook {hook}:\n{text}"),
         }));
+        blocks.extend(added.iter().map(|text| Block::Text { text: text.clone() }));
         let message = Message {
             role: Role::User,
             content: blocks.clone(),
@@ -341,6 +344,7 @@ impl Agent {
                 "A {} hook ({hook}) asked you not to stop yet: {text}",
                 event.name()
             ),
+            &[],
             &[],
         )?;
         Ok(true)

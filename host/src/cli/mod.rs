@@ -2,12 +2,14 @@
 //! with `-p`), tools called directly, and saved sessions.
 
 mod audit;
+mod bang;
 mod change_preview;
 pub use crate::escape;
 mod exec;
 mod exit;
 pub mod live;
 mod mcp;
+mod mention;
 mod new;
 mod plugin;
 mod plugin_marketplace;
@@ -16,8 +18,10 @@ pub mod provider;
 pub mod render;
 mod repl;
 mod session_list;
+mod session_picker;
 pub mod setup;
 mod skill;
+mod slash;
 mod tool;
 pub mod turn_keys;
 
@@ -50,6 +54,7 @@ use crate::agent::Interrupt;
   capstan -p \"rename foo to bar in src/\"   one task, then exit
   echo \"summarise README.md\" | capstan -p
   capstan --continue                       resume the latest session here
+  capstan --resume                         pick a session of this folder to resume
   capstan --model scripted:docs/demo/script.json   offline demo, no API key
 
 Models: ANTHROPIC_API_KEY selects Anthropic; OPENAI_BASE_URL (e.g.

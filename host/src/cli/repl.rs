@@ -7,8 +7,10 @@ use rustyline::error::ReadlineError;
 
 use super::Exit;
 use super::escape;
+use super::mention::{self, Mention, MentionHelper};
 use super::render::TerminalFrontend;
 use super::setup::{self, Session, SessionArgs};
+use super::slash;
 use super::turn_keys::{self, TurnKeys};
 use crate::agent::{Interrupt, TurnEnd};
 use crate::policy::{Layer, Mode, Rule, RuleKind};
@@ -21,16 +23,37 @@ Commands:
   /clear           start a new conversation (the old one stays saved)
   /cost            tokens and cost of this session
   /compact [FOCUS] replace the conversation by a summary of it (what to keep, optionally)
+  /context         what fills the model's context window
+  /init            have the model write an AGENTS.md for this project
   /mode [MODE]     show or set the permission mode: default, accept-edits, plan, bypass
+  /model [NAME|N]  show the model and the provider's models, or switch to one
   /permissions     the permission rules in force, numbered; /permissions remove N drops one
   /plugins         the plugins and their tools
+  /resume [ID]     take up another saved session of this folder (picked from a list)
+  /status          model, provider, mode, workspace, session, grants, cost
   /NAME [ARGS]     run a skill (listed below; `capstan skill list` shows all)
   /exit            leave (Ctrl-D works too)
+  !COMMAND         run COMMAND in the sandbox; the model sees it and its output next prompt
+  @PATH            attach a workspace file to the prompt (Tab completes the path)
 Keys: Ctrl-C or Esc stops a running turn (Ctrl-C twice quits); end a line with \\ to continue it.
 What you type while a turn runs waits for the next prompt.";
 
 /// Runs the interactive session.
-pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
+pub async fn run(mut args: SessionArgs, verbose: bool) -> Exit {
+    if args
+        .resume
+        .as_deref()
+        .is_some_and(|id| id.trim().is_empty())
+    {
+        match pick_at_start(&args) {
+            Ok(Some(id)) => args.resume = Some(id),
+            Ok(None) => {
+                eprintln!("(no session picked; nothing resumed)");
+                return Exit::Success;
+            }
+            Err(failure) => return failure.report(),
+        }
+    }
     let mut session = match setup::build(&args).await {
         Ok(session) => session,
         Err(failure) => return failure.report(),
@@ -41,8 +64,11 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
     let interrupt = Interrupt::new();
     super::watch_ctrl_c(interrupt.clone());
 
+    if session.resumed {
+        slash::resume::show_recap(&session);
+    }
     let sandbox = session.agent.toolbox().sandbox().clone();
-    let mut editor = match line_editor(move || sandbox.expect_calls()) {
+    let mut editor = match line_editor(&session.workspace, move || sandbox.expect_calls()) {
         Ok(editor) => editor,
         Err(e) => {
             eprintln!("error: cannot read from the terminal: {e}");
@@ -64,7 +90,10 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
                 run_turn(&mut session, &mut frontend, &interrupt, &text, &mut typed).await;
             }
             Some(None) => {}
-            None => run_turn(&mut session, &mut frontend, &interrupt, &prompt, &mut typed).await,
+            None => {
+                attach_mentions(&mut session, &frontend, &prompt);
+                run_turn(&mut session, &mut frontend, &interrupt, &prompt, &mut typed).await;
+            }
         }
     }
     let mut exit = Exit::Success;
@@ -100,6 +129,10 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
             continue;
         }
         let _ = editor.add_history_entry(trimmed);
+        if let Some(command) = trimmed.strip_prefix('!') {
+            run_command(&mut session, &mut frontend, &interrupt, command, &mut typed).await;
+            continue;
+        }
         if let Some(prompt) = skill_prompt(&session, trimmed).await {
             if let Some(prompt) = prompt {
                 run_turn(&mut session, &mut frontend, &interrupt, &prompt, &mut typed).await;
@@ -111,6 +144,18 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
                 compact(&mut session, &mut frontend, &interrupt, focus, &mut typed).await;
                 continue;
             }
+            if habit_command(
+                &mut session,
+                &mut frontend,
+                &interrupt,
+                &mut editor,
+                command,
+                &mut typed,
+            )
+            .await
+            {
+                continue;
+            }
             match slash_command(&mut session, command) {
                 Flow::Continue => continue,
                 Flow::Exit => break,
@@ -120,6 +165,7 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
                 }
             }
         }
+        attach_mentions(&mut session, &frontend, trimmed);
         run_turn(&mut session, &mut frontend, &interrupt, trimmed, &mut typed).await;
     }
     if let Some(parent) = history.parent() {
@@ -149,16 +195,20 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
 /// reads keys through [`TurnKeys`], never a second editor). A lone Esc does
 /// nothing at the prompt, and never joins the next key as Alt+key: an
 /// escape sequence's bytes arrive together, well within the timeout.
-/// Every other key at the prompt calls `on_key` first: the user is typing
-/// the next prompt, so plugins parked while the session idled are linked
-/// again while they type ([`crate::sandbox::Sandbox::expect_calls`]).
+/// Tab completes `@path` mentions. Every other key at the prompt calls
+/// `on_key` first: the user is typing the next prompt, so plugins parked
+/// while the session idled are linked again while they type
+/// ([`crate::sandbox::Sandbox::expect_calls`]).
 fn line_editor(
+    workspace: &std::path::Path,
     on_key: impl Fn() + Send + Sync + 'static,
-) -> rustyline::Result<rustyline::DefaultEditor> {
+) -> rustyline::Result<LineEditor> {
     let config = rustyline::Config::builder()
         .keyseq_timeout(Some(ESCAPE_TIMEOUT_MS))
+        .completion_type(rustyline::CompletionType::List)
         .build();
-    let mut editor = rustyline::DefaultEditor::with_config(config)?;
+    let mut editor = LineEditor::with_config(config)?;
+    editor.set_helper(Some(MentionHelper::new(workspace.to_path_buf())));
     editor.bind_sequence(
         rustyline::KeyEvent(rustyline::KeyCode::Esc, rustyline::Modifiers::NONE),
         rustyline::Cmd::Noop,
@@ -185,6 +235,9 @@ impl<F: Fn() + Send + Sync> rustyline::ConditionalEventHandler for OnKey<F> {
         None
     }
 }
+
+/// The prompt's line editor.
+type LineEditor = rustyline::Editor<MentionHelper, rustyline::history::DefaultHistory>;
 
 /// How long the prompt waits after an ESC for the rest of a key's escape
 /// sequence.
@@ -227,10 +280,7 @@ async fn with_turn_keys<T>(
 /// Reads one prompt, its line starting with `initial` (type-ahead); a line
 /// ending in `\` continues on the next. Ctrl-C at the prompt clears the
 /// line (`Ok(None)`).
-fn read_prompt(
-    editor: &mut rustyline::DefaultEditor,
-    initial: &str,
-) -> Result<Option<String>, ReadlineError> {
+fn read_prompt(editor: &mut LineEditor, initial: &str) -> Result<Option<String>, ReadlineError> {
     let mut text = String::new();
     let mut prompt = "> ";
     let mut initial = initial;
@@ -286,6 +336,93 @@ async fn run_turn(
     interrupt.clear();
 }
 
+/// The commands of `cli/slash/`; whether `command` was one.
+async fn habit_command(
+    session: &mut Session,
+    frontend: &mut TerminalFrontend,
+    interrupt: &Interrupt,
+    editor: &mut LineEditor,
+    command: &str,
+    typed: &mut Typeahead,
+) -> bool {
+    let (name, argument) = match command.split_once(char::is_whitespace) {
+        Some((name, rest)) => (name, rest.trim()),
+        None => (command, ""),
+    };
+    match name {
+        "model" => slash::model::run(session, argument).await,
+        "context" => slash::context::show(session),
+        "status" => slash::status::show(session),
+        "resume" => slash::resume::run(session, frontend, argument).await,
+        "init" => {
+            let confirm = |question: &str| {
+                editor.readline(question).is_ok_and(|answer| {
+                    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+                })
+            };
+            if let Some(plan) = slash::init::prepare(&session.workspace, confirm) {
+                run_turn(session, frontend, interrupt, &plan.prompt, typed).await;
+                plan.report();
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
+/// `--resume` without an id: the user picks the session.
+fn pick_at_start(args: &SessionArgs) -> Result<Option<String>, super::Failure> {
+    let workspace = match &args.workspace {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().map_err(|e| {
+            super::Failure::new(
+                Exit::Error,
+                format!("cannot tell the current folder ({e}); pass --workspace DIR"),
+            )
+        })?,
+    };
+    let home = crate::home::Home::from_env().map_err(|e| super::Failure::new(Exit::Error, e))?;
+    let sessions = Sessions::for_workspace(&home, &workspace)
+        .map_err(|e| super::Failure::new(Exit::Usage, e))?;
+    super::session_picker::pick(&sessions, None)
+        .map_err(|why| super::Failure::new(Exit::Usage, why))
+}
+
+/// Attaches the files `prompt` mentions (`@path`) to it, saying which,
+/// and why any could not be.
+fn attach_mentions(session: &mut Session, frontend: &TerminalFrontend, prompt: &str) {
+    if !prompt.contains('@') {
+        return;
+    }
+    let style = frontend.err_style();
+    for mention in mention::mentions(prompt, &session.workspace, session.agent.policy()) {
+        match mention {
+            Mention::Attached { context, shown } => {
+                eprintln!("{}", style.dim(&escape::line(&shown)));
+                session.agent.add_user_context(context);
+            }
+            Mention::Refused(why) => eprintln!("{}", style.yellow(&escape::line(&why))),
+        }
+    }
+}
+
+/// `!command`: runs it in the sandbox with the keyboard in turn mode
+/// (Ctrl-C and Esc kill it).
+async fn run_command(
+    session: &mut Session,
+    frontend: &mut TerminalFrontend,
+    interrupt: &Interrupt,
+    command: &str,
+    typed: &mut Typeahead,
+) {
+    interrupt.clear();
+    with_turn_keys(frontend, interrupt, typed, async |_| {
+        super::bang::run(session, command, interrupt).await;
+    })
+    .await;
+    interrupt.clear();
+}
+
 /// The focus of a `/compact [FOCUS]` command (empty when none), or `None`
 /// for another command.
 fn compact_focus(command: &str) -> Option<&str> {
@@ -328,6 +465,11 @@ const BUILTIN_COMMANDS: &[&str] = &[
     "mode",
     "permissions",
     "plugins",
+    "model",
+    "context",
+    "status",
+    "init",
+    "resume",
 ];
 
 /// For `/name arguments` naming a skill the user can run: the skill's

@@ -68,8 +68,9 @@ pub struct SessionArgs {
     #[arg(short = 'c', long = "continue", conflicts_with = "resume")]
     pub continue_session: bool,
 
-    /// Resume the session with this id (or a unique prefix of it).
-    #[arg(short = 'r', long, value_name = "ID")]
+    /// Resume the session with this id (or a unique prefix of it); without
+    /// an id, pick one from a list of this folder's sessions.
+    #[arg(short = 'r', long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
     pub resume: Option<String>,
 
     /// The folder the tools may see [default: the current folder].
@@ -119,6 +120,10 @@ pub struct Session {
     /// Where what calls report as they run goes (a command's output,
     /// plugins' log lines and progress): the front end sets it.
     pub call_events: super::live::EventRoute,
+    /// The skills listing at the end of the system prompt.
+    pub skills_prompt: String,
+    /// The model's context window given in the settings, if one is.
+    pub context_window_setting: Option<u64>,
 }
 
 /// Builds the session for `args`.
@@ -232,6 +237,12 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
                 .map_err(|e| Failure::new(Exit::Usage, e))?
                 .id,
         )
+    } else if args
+        .resume
+        .as_deref()
+        .is_some_and(|id| id.trim().is_empty())
+    {
+        return Err(Failure::new(Exit::Usage, resume_needs_an_id(&sessions)));
     } else if let Some(prefix) = &args.resume {
         Some(
             sessions
@@ -250,8 +261,19 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
             for warning in &loaded.warnings {
                 notices.push(format!("session {id}: {warning}"));
             }
+            let recorded_model = loaded.model.clone().filter(|model| {
+                args.model.model.is_none()
+                    && loaded.provider.as_deref() == Some(provider_name.as_str())
+                    && *model != choice.model
+            });
             agent.restore(loaded.messages, loaded.usage);
             agent.set_transcript(transcript);
+            // A model switched to with /model stays the session's.
+            if let Some(model) = recorded_model {
+                agent
+                    .set_model(&model, settings.model.context_window)
+                    .map_err(|e| Failure::new(Exit::Error, e.to_string()))?;
+            }
         }
         None => {
             let transcript = sessions
@@ -302,7 +324,42 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         instruction_files: instructions.files.iter().map(|f| f.path.clone()).collect(),
         setup_ms: super::since_start().as_secs_f64() * 1e3,
         call_events,
+        skills_prompt: skill_listing.text,
+        context_window_setting: settings.model.context_window,
     })
+}
+
+/// Why `--resume` without an id cannot pick here (nobody to ask), with the
+/// ids to choose from.
+fn resume_needs_an_id(sessions: &Sessions) -> String {
+    const SHOWN: usize = 10;
+    let listing = match sessions.list() {
+        Ok(listing) => listing,
+        Err(e) => return format!("--resume needs a session id here: {e}"),
+    };
+    if listing.sessions.is_empty() {
+        return format!(
+            "--resume needs a session id, and {} has no saved sessions",
+            sessions.workspace().display()
+        );
+    }
+    let mut text = String::from(
+        "--resume without an id picks a session in an interactive terminal; here, give the id (or a prefix of it). Recent sessions:",
+    );
+    for session in listing
+        .sessions
+        .iter()
+        .filter(|s| s.message_count > 0)
+        .take(SHOWN)
+    {
+        text.push_str(&format!(
+            "\n  {}  {:>4} msgs  {}",
+            session.id,
+            session.message_count,
+            crate::escape::line(session.first_prompt.as_deref().unwrap_or("(no prompt)"))
+        ));
+    }
+    text
 }
 
 /// The policy from the settings plus the command line's mode and rules.

@@ -152,6 +152,25 @@ impl Provider for AnthropicProvider {
         NAME
     }
 
+    fn base_url(&self) -> Option<&str> {
+        Some(&self.config.base_url)
+    }
+
+    fn list_models(&self) -> super::listing::ModelListFuture<'_> {
+        Box::pin(async move {
+            let url = format!(
+                "{}/v1/models?limit=100",
+                self.config.base_url.trim_end_matches('/')
+            );
+            let request = self
+                .client
+                .get(&url)
+                .header("x-api-key", &self.config.api_key)
+                .header("anthropic-version", "2023-06-01");
+            super::listing::fetch_ids(request, &url).await
+        })
+    }
+
     fn stream<'a>(&'a self, request: &'a Request, events: EventSink<'a>) -> ModelFuture<'a> {
         Box::pin(stream_with_retries(
             &self.config.retry,

@@ -7,6 +7,7 @@
 //! arrives.
 
 pub mod anthropic;
+pub mod listing;
 pub mod openai;
 pub mod retry;
 pub mod scripted;
@@ -343,6 +344,18 @@ pub trait Provider: Send + Sync {
     /// at the end. Transient failures are retried inside, reported as
     /// [`StreamEvent::Retrying`].
     fn stream<'a>(&'a self, request: &'a Request, events: EventSink<'a>) -> ModelFuture<'a>;
+
+    /// The API's base URL, for `/status`; `None` for a model that is not
+    /// behind one.
+    fn base_url(&self) -> Option<&str> {
+        None
+    }
+
+    /// The models the provider offers, as its server lists them (see
+    /// [`listing`]); empty when it has no list.
+    fn list_models(&self) -> listing::ModelListFuture<'_> {
+        Box::pin(std::future::ready(Ok(Vec::new())))
+    }
 }
 
 #[cfg(test)]

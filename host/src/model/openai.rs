@@ -169,6 +169,21 @@ impl Provider for OpenAiProvider {
         NAME
     }
 
+    fn base_url(&self) -> Option<&str> {
+        Some(&self.config.base_url)
+    }
+
+    fn list_models(&self) -> super::listing::ModelListFuture<'_> {
+        Box::pin(async move {
+            let url = format!("{}/models", self.config.base_url.trim_end_matches('/'));
+            let mut request = self.client.get(&url);
+            if let Some(key) = &self.config.api_key {
+                request = request.bearer_auth(key);
+            }
+            super::listing::fetch_ids(request, &url).await
+        })
+    }
+
     fn stream<'a>(&'a self, request: &'a Request, events: EventSink<'a>) -> ModelFuture<'a> {
         Box::pin(stream_with_retries(
             &self.config.retry,

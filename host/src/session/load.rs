@@ -103,7 +103,7 @@ pub struct LoadedSession {
     pub path: PathBuf,
     /// The session's id (the file's name without `.jsonl`).
     pub id: String,
-    /// The model named by the latest start or resume record.
+    /// The model named by the latest start, resume or model change record.
     pub model: Option<String>,
     /// The provider named by the latest start or resume record.
     pub provider: Option<String>,
@@ -231,6 +231,10 @@ pub fn load(path: &Path) -> Result<LoadedSession, SessionError> {
                 session.model = Some(model);
                 session.provider = Some(provider);
                 session.ended = false;
+            }
+            Event::ModelChanged { model, provider } => {
+                session.model = Some(model);
+                session.provider = Some(provider);
             }
             Event::User { message }
             | Event::Assistant { message, .. }

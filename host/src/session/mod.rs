@@ -10,9 +10,11 @@
 //! - [`transcript`]: writing a transcript, new or resumed;
 //! - [`load`]: reading one back into a conversation the model APIs accept;
 //! - [`catalog`]: listing a workspace's sessions and finding one by id prefix.
+//! - [`recap`]: what a resumed session shows of what happened.
 
 pub mod catalog;
 pub mod load;
+pub mod recap;
 pub mod record;
 pub mod transcript;
 

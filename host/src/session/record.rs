@@ -47,6 +47,14 @@ pub enum Event {
         /// The capstan version now writing.
         capstan_version: String,
     },
+    /// The user switched the model (`/model`); the session goes on with
+    /// it, resumed too.
+    ModelChanged {
+        /// The model's id.
+        model: String,
+        /// The provider's name.
+        provider: String,
+    },
     /// The user said something.
     User {
         /// The message.

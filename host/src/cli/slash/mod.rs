@@ -1,0 +1,9 @@
+//! Slash commands of the interactive session that have more to them than a
+//! line of dispatch: `/model`, `/context`, `/status`, `/init` and
+//! `/resume`, one module each.
+
+pub mod context;
+pub mod init;
+pub mod model;
+pub mod resume;
+pub mod status;
