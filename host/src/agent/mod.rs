@@ -28,6 +28,7 @@ pub mod compact;
 pub mod component_tool;
 pub mod context;
 pub mod cost;
+pub mod custom_agents;
 pub mod dispatch;
 pub mod exec_tool;
 pub mod interrupt;
@@ -62,7 +63,7 @@ pub use interrupt::Interrupt;
 pub use profile::{AgentProfile, ToolAllowance};
 pub use session_parts::SessionParts;
 pub use tool::{
-    AgentTool, CallNeeds, CallWants, SessionEvents, ToolCall, ToolHandler, ToolOutcome,
+    AgentTool, CallNeeds, CallWants, Reach, SessionEvents, ToolCall, ToolHandler, ToolOutcome,
 };
 pub use toolbox::{Toolbox, ToolboxError};
 

@@ -6,10 +6,13 @@
 //! markdown commands (`commands/NAME.md`, which become skills the user can
 //! run as `/NAME`) — into a capstan package with a generated `plugin.toml`
 //! and no components, which is then hashed, locked and consented to like
-//! any plugin. Everything that would run native code with the user's
-//! rights is refused and listed with the reason and the capstan
-//! alternative: command hooks, MCP servers, `bin/` executables; sub-agent
-//! definitions are listed as not supported.
+//! any plugin. Sub-agents (`agents/NAME.md`) come along, for the `task`
+//! tool; command hooks (`hooks/hooks.json`, or `hooks` in `plugin.json`)
+//! come along with the `hooks/` and `scripts/` folders they run, and run in
+//! the OS sandbox ([`crate::hooks::command`]): the consent text says what
+//! each may reach. Everything else that would run native code with the
+//! user's rights is refused and listed with the reason and the capstan
+//! alternative: MCP servers, `bin/` executables.
 
 use std::path::{Path, PathBuf};
 
@@ -49,6 +52,11 @@ pub struct Imported {
     /// What was refused or skipped, one line each, with the reason and
     /// the capstan alternative.
     pub refused: Vec<String>,
+    /// The sub-agents imported: one line each, with the tools they get.
+    pub agents: Vec<String>,
+    /// The command hooks imported: one line each, saying what they may
+    /// reach.
+    pub hooks: Vec<String>,
 }
 
 impl Imported {
@@ -173,7 +181,8 @@ pub fn import(root: &Path, staging: &Path) -> Result<Imported, String> {
         }
     }
 
-    refused.extend(refuse_hooks(root, &manifest));
+    let agents = import_agents(root, out, &mut refused)?;
+    let hooks = import_hooks(root, out, &manifest, &mut refused)?;
     refused.extend(refuse_mcp(root, &manifest));
     refused.extend(refuse_folder(
         root,
@@ -181,18 +190,13 @@ pub fn import(root: &Path, staging: &Path) -> Result<Imported, String> {
         "executables",
         "not installed — capstan never runs native programs; port them as tool components (see docs/plugins.md)",
     ));
-    refused.extend(refuse_folder(
-        root,
-        "agents",
-        "sub-agent definitions",
-        "not installed — capstan does not support sub-agents defined by plugins yet",
-    ));
     let known = [
         ".claude-plugin",
         "skills",
         "commands",
         "agents",
         "hooks",
+        "scripts",
         ".mcp.json",
         "bin",
     ];
@@ -224,9 +228,9 @@ pub fn import(root: &Path, staging: &Path) -> Result<Imported, String> {
         }
     }
 
-    if skills.is_empty() {
+    if skills.is_empty() && agents.is_empty() && hooks.is_empty() {
         let mut message = format!(
-            "{} is a Claude Code plugin with nothing capstan can install: it has no skills/ or commands/",
+            "{} is a Claude Code plugin with nothing capstan can install: it has no skills/, commands/, agents/ or command hooks",
             root.display()
         );
         for line in &refused {
@@ -270,6 +274,8 @@ pub fn import(root: &Path, staging: &Path) -> Result<Imported, String> {
         dir,
         skills,
         refused,
+        agents,
+        hooks,
     })
 }
 
@@ -316,11 +322,87 @@ fn read_manifest(root: &Path) -> Result<Value, String> {
     Ok(value)
 }
 
-/// Command hooks in `hooks/hooks.json` and in the manifest's `hooks`.
-fn refuse_hooks(root: &Path, manifest: &Value) -> Vec<String> {
+/// The sub-agents of `agents/*.md`, copied into `out` when they parse;
+/// one line each for the consent text.
+fn import_agents(
+    root: &Path,
+    out: &Path,
+    refused: &mut Vec<String>,
+) -> Result<Vec<String>, String> {
     let mut lines = Vec::new();
+    for file in sorted_entries(&root.join("agents")) {
+        let name = file_name(&file);
+        let rel = format!("agents/{name}");
+        let Some(stem) = name.strip_suffix(".md") else {
+            continue;
+        };
+        if file.is_dir() || file.is_symlink() {
+            refused.push(format!("{rel}: not a regular file; not copied"));
+            continue;
+        }
+        let text = read_text(root, &file).ok().flatten().unwrap_or_default();
+        match front_matter::parse_agent(&text, stem) {
+            Ok(agent) => {
+                copy_file(&file, &out.join(&rel), &rel, refused)?;
+                lines.push(describe_agent(&rel, &agent));
+            }
+            Err(e) => refused.push(format!("{rel}:{}: {}; skipped", e.line, e.message)),
+        }
+    }
+    Ok(lines)
+}
+
+/// A sub-agent in plain words for the consent text: its tools, and what
+/// its calls' sandboxes may reach.
+fn describe_agent(rel: &str, agent: &front_matter::AgentFile) -> String {
+    let Some(tools) = &agent.tools else {
+        return format!(
+            "{rel}: sub-agent `{}`: lists no tools, so it gets the session's (never more than yours)",
+            agent.name
+        );
+    };
+    let base = |tool: &str| tool.split('(').next().unwrap_or(tool).trim().to_string();
+    let writes = tools.iter().any(|t| {
+        matches!(
+            base(t).as_str(),
+            "Write" | "Edit" | "MultiEdit" | "NotebookEdit"
+        )
+    });
+    let net = tools
+        .iter()
+        .any(|t| matches!(base(t).as_str(), "WebFetch" | "WebSearch"));
+    format!(
+        "{rel}: sub-agent `{}`: tools {}; {}; {}",
+        agent.name,
+        if tools.is_empty() {
+            "none".to_string()
+        } else {
+            tools.join(", ")
+        },
+        if writes {
+            "may write the workspace when your permission mode lets it"
+        } else {
+            "the workspace is read-only for it, commands included"
+        },
+        if net {
+            "may reach the network it is granted"
+        } else {
+            "no network"
+        }
+    )
+}
+
+/// Command hooks in `hooks/hooks.json` and in the manifest's `hooks`: the
+/// `hooks/` and `scripts/` folders are copied (the commands run what they
+/// hold), and each hook is described for the consent text.
+fn import_hooks(
+    root: &Path,
+    out: &Path,
+    manifest: &Value,
+    refused: &mut Vec<String>,
+) -> Result<Vec<String>, String> {
     let mut sources: Vec<(String, Value)> = Vec::new();
-    let file = root.join("hooks/hooks.json");
+    let file = root.join(crate::plugin::command_hooks::HOOKS_FILE);
     if file.is_file() {
         match read_text(root, &file)
             .ok()
@@ -328,79 +410,38 @@ fn refuse_hooks(root: &Path, manifest: &Value) -> Vec<String> {
             .and_then(|t| serde_json::from_str::<Value>(&t).ok())
         {
             Some(v) => sources.push(("hooks/hooks.json".to_string(), v)),
-            None => lines.push(
-                "hooks/hooks.json: unreadable or not JSON; no hooks installed — capstan runs hooks as sandboxed components; see docs/hooks.md".to_string(),
-            ),
+            None => refused
+                .push("hooks/hooks.json: unreadable or not JSON; no hooks installed".to_string()),
         }
     }
     match manifest.get("hooks") {
-        Some(Value::Object(_)) => {
-            sources.push((format!("{CLAUDE_MANIFEST} `hooks`"), manifest["hooks"].clone()));
+        Some(hooks @ Value::Object(_)) => {
+            sources.push((format!("{CLAUDE_MANIFEST} `hooks`"), hooks.clone()));
         }
-        Some(Value::String(path)) => lines.push(format!(
-            "{CLAUDE_MANIFEST} `hooks` ({path}): not installed — capstan runs hooks as sandboxed components; see docs/hooks.md"
+        Some(Value::String(path)) => refused.push(format!(
+            "{CLAUDE_MANIFEST} `hooks` ({path}): hooks in another file are not installed; move them to hooks/hooks.json"
         )),
         _ => {}
     }
-    for (label, value) in sources {
-        let events = value.get("hooks").unwrap_or(&value);
-        let mut commands = Vec::new();
-        if let Some(events) = events.as_object() {
-            for (event, groups) in events {
-                for group in groups.as_array().into_iter().flatten() {
-                    let matcher = group.get("matcher").and_then(Value::as_str).unwrap_or("");
-                    for hook in group
-                        .get("hooks")
-                        .and_then(Value::as_array)
-                        .into_iter()
-                        .flatten()
-                    {
-                        let what = hook
-                            .get("command")
-                            .or_else(|| hook.get("prompt"))
-                            .and_then(Value::as_str)
-                            .unwrap_or("?");
-                        let kind = hook
-                            .get("type")
-                            .and_then(Value::as_str)
-                            .unwrap_or("command");
-                        let on = if matcher.is_empty() {
-                            event.clone()
-                        } else {
-                            format!("{event} {matcher}")
-                        };
-                        let shown = if kind == "command" {
-                            format!("{on}: {what}")
-                        } else {
-                            format!("{on}: {kind} {what}")
-                        };
-                        commands.push((kind.to_string(), shown));
-                    }
-                }
-            }
-        }
-        if commands.is_empty() {
-            continue;
-        }
-        let mut kinds: Vec<(String, usize)> = Vec::new();
-        for (kind, _) in &commands {
-            match kinds.iter_mut().find(|(k, _)| k == kind) {
-                Some((_, n)) => *n += 1,
-                None => kinds.push((kind.clone(), 1)),
-            }
-        }
-        let counts: Vec<String> = kinds
-            .iter()
-            .map(|(kind, n)| format!("{n} {kind} hook{}", if *n == 1 { "" } else { "s" }))
-            .collect();
-        let shown: Vec<&str> = commands.iter().map(|(_, s)| s.as_str()).collect();
-        lines.push(format!(
-            "{label}: {} ({}) not installed — capstan runs hooks as sandboxed components with typed decisions, never shell commands; see docs/hooks.md",
-            counts.join(" and "),
-            shown.join("; ")
-        ));
+    let mut lines = Vec::new();
+    for (label, value) in &sources {
+        let (specs, problems) = crate::hooks::command::parse_hooks(value);
+        refused.extend(problems.into_iter().map(|p| format!("{label}: {p}")));
+        lines.extend(
+            specs
+                .iter()
+                .map(|spec| format!("{label}: {}", spec.describe())),
+        );
     }
-    lines
+    if !lines.is_empty() {
+        for folder in ["hooks", "scripts"] {
+            let from = root.join(folder);
+            if from.is_dir() && !from.is_symlink() {
+                copy_tree(&from, &out.join(folder), folder, refused)?;
+            }
+        }
+    }
+    Ok(lines)
 }
 
 /// MCP servers in `.mcp.json` and in the manifest's `mcpServers`.
@@ -493,11 +534,6 @@ fn copy_tree(from: &Path, to: &Path, rel: &str, refused: &mut Vec<String>) -> Re
             copy_tree(&entry, &to.join(&name), &rel, refused)?;
         } else if meta.is_file() {
             copy_file(&entry, &to.join(&name), &rel, refused)?;
-            if rel.split('/').nth(2) == Some("scripts") {
-                refused.push(format!(
-                    "{rel}: kept as a file the model can read, but never run — capstan has no shell; port it as a tool component"
-                ));
-            }
         }
     }
     Ok(())
@@ -526,7 +562,9 @@ fn copy_file(from: &Path, to: &Path, rel: &str, refused: &mut Vec<String>) -> Re
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
-    std::fs::write(to, bytes).map_err(|e| format!("cannot write {}: {e}", to.display()))
+    std::fs::write(to, bytes).map_err(|e| format!("cannot write {}: {e}", to.display()))?;
+    crate::plugin::store::keep_executable(from, to)
+        .map_err(|e| format!("cannot set the mode of {}: {e}", to.display()))
 }
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
@@ -584,7 +622,12 @@ mod tests {
             r#"{"mcpServers":{"github":{"command":"npx","args":["x"]}}}"#,
         );
         w("bin/tool", "#!/bin/sh\n");
-        w("agents/helper.md", "---\nname: helper\n---\n");
+        w(
+            "agents/helper.md",
+            "---\nname: helper\ndescription: Helps.\ntools: Read, Grep\n---\nYou help.\n",
+        );
+        w("agents/nameless.md", "no front matter, no description\n");
+        w("scripts/check.sh", "#!/bin/sh\nexit 0\n");
         #[cfg(unix)]
         std::os::unix::fs::symlink("/etc/passwd", root.join("skills/review/passwd")).unwrap();
         let staging = dir.path().join("staging");
@@ -593,21 +636,36 @@ mod tests {
         let out = imported.root();
         assert!(out.join("skills/review/reference.md").is_file());
         assert!(out.join("commands/deploy.md").is_file());
-        assert!(!out.join("bin").exists() && !out.join("hooks").exists());
+        assert!(!out.join("bin").exists());
+        assert!(out.join("hooks/hooks.json").is_file() && out.join("scripts/check.sh").is_file());
+        assert!(out.join("agents/helper.md").is_file() && !out.join("agents/nameless.md").exists());
+        assert_eq!(imported.agents.len(), 1);
+        assert!(
+            imported.agents[0].contains("sub-agent `helper`: tools Read, Grep; the workspace is read-only for it, commands included; no network"),
+            "{:?}",
+            imported.agents
+        );
+        assert_eq!(imported.hooks.len(), 2);
+        assert!(
+            imported.hooks[0].starts_with("hooks/hooks.json: PreToolUse for Write, Edit:")
+                && imported.hooks[0].contains("runs `./scripts/check.sh` in the OS sandbox")
+                && imported.hooks[0].contains("no network"),
+            "{:?}",
+            imported.hooks
+        );
         assert!(!out.join("skills/review/passwd").exists());
         let manifest = crate::plugin::manifest::Manifest::load(out).unwrap();
         assert_eq!(manifest.name, "cc-kit");
         assert_eq!(manifest.version, "1.2.0");
         assert!(manifest.components.is_empty());
         let all = imported.refused.join("\n");
-        assert!(all.contains("hooks/hooks.json: 2 command hooks (PreToolUse Write|Edit: ./scripts/check.sh; Stop: notify)"), "{all}");
         assert!(
             all.contains(".mcp.json: MCP server github (runs npx)"),
             "{all}"
         );
         assert!(all.contains("bin/: executables tool"), "{all}");
         assert!(
-            all.contains("agents/: sub-agent definitions helper.md"),
+            all.contains("agents/nameless.md:1: the agent has no description"),
             "{all}"
         );
     }

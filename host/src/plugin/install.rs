@@ -1112,6 +1112,12 @@ fn describe_skills(prepared: &Prepared) -> String {
             "  imported from a Claude Code plugin: {}\n",
             imported.skills.join(", ")
         ));
+        for line in &imported.agents {
+            text.push_str(&format!("  agent    {line}\n"));
+        }
+        for line in &imported.hooks {
+            text.push_str(&format!("  command hook  {line}\n"));
+        }
         if !imported.refused.is_empty() {
             text.push_str("  not installed:\n");
             for line in &imported.refused {

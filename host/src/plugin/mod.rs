@@ -10,6 +10,7 @@ pub mod availability;
 pub mod builtin;
 pub mod catalog;
 pub mod claude_import;
+pub mod command_hooks;
 pub mod hooks;
 pub mod inspect;
 pub mod install;
