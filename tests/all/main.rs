@@ -15,6 +15,7 @@ mod support;
 
 mod agent_session;
 mod audit;
+mod claude_agents;
 mod cli;
 mod escapes;
 mod exec_grants;

@@ -257,6 +257,16 @@ pub fn import(root: &Path, staging: &Path) -> Result<Imported, String> {
         toml.push_str(&format!("authors = [{}]\n", toml_string(&author)));
     }
     toml.push_str("components = []\n");
+    // Agents and command hooks (with the scripts they run) are packaged
+    // like skills: copied into the store, hashed and locked.
+    let include: Vec<String> = ["agents", "hooks", "scripts"]
+        .iter()
+        .filter(|folder| out.join(folder).is_dir())
+        .map(|folder| toml_string(folder))
+        .collect();
+    if !include.is_empty() {
+        toml.push_str(&format!("\n[package]\ninclude = [{}]\n", include.join(", ")));
+    }
     write(&out.join(MANIFEST_FILE), &toml)?;
     let mut notes = format!(
         "# Imported from a Claude Code plugin\n\nSource: {}\n\nSkills imported: {}\n",
@@ -414,9 +424,11 @@ fn import_hooks(
                 .push("hooks/hooks.json: unreadable or not JSON; no hooks installed".to_string()),
         }
     }
+    let mut inline = None;
     match manifest.get("hooks") {
         Some(hooks @ Value::Object(_)) => {
             sources.push((format!("{CLAUDE_MANIFEST} `hooks`"), hooks.clone()));
+            inline = Some(hooks.clone());
         }
         Some(Value::String(path)) => refused.push(format!(
             "{CLAUDE_MANIFEST} `hooks` ({path}): hooks in another file are not installed; move them to hooks/hooks.json"
@@ -439,6 +451,16 @@ fn import_hooks(
             if from.is_dir() && !from.is_symlink() {
                 copy_tree(&from, &out.join(folder), folder, refused)?;
             }
+        }
+        // The manifest is not packaged (a hidden folder): its hooks are
+        // kept in a file of their own.
+        if let Some(hooks) = inline {
+            let path = out.join(crate::plugin::command_hooks::MANIFEST_HOOKS_FILE);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            }
+            write(&path, &hooks.to_string())?;
         }
     }
     Ok(lines)

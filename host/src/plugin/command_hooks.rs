@@ -1,6 +1,7 @@
 //! The Claude Code command hooks of a session: those of installed plugins
-//! (`hooks/hooks.json`, or the `hooks` of `.claude-plugin/plugin.json`,
-//! read through the lock so a changed file is refused) and those of Claude
+//! (`hooks/hooks.json`, and the `hooks` of `.claude-plugin/plugin.json`,
+//! which the import keeps in [`MANIFEST_HOOKS_FILE`]; read through the lock
+//! so a changed file is refused) and those of Claude
 //! Code's settings files (`.claude/settings.json` and
 //! `.claude/settings.local.json` of the project, `~/.claude/settings.json`).
 //! Each runs in the OS sandbox as [`crate::hooks::command`] describes.
@@ -14,13 +15,16 @@ use crate::exec::ExecGrants;
 use crate::home::Home;
 use crate::hooks::Hook;
 use crate::hooks::command::{CommandHook, parse_hooks};
-use crate::plugin::claude_import::CLAUDE_MANIFEST;
 use crate::plugin::lock::Lockfile;
 use crate::plugin::store::PluginStore;
 use crate::untrusted_folder::UntrustedFolder;
 
 /// The file of a Claude Code plugin that holds its hooks.
 pub const HOOKS_FILE: &str = "hooks/hooks.json";
+
+/// The file of an imported Claude Code plugin that holds the hooks its
+/// `plugin.json` defined (the manifest itself is not packaged).
+pub const MANIFEST_HOOKS_FILE: &str = "hooks/from-plugin-json.json";
 
 /// The largest settings or hooks file read.
 const MAX_FILE: usize = 1 << 20;
@@ -51,7 +55,7 @@ pub fn load(
     if let Ok(lock) = Lockfile::load(&store.lock_path()) {
         for (plugin, entry) in &lock.plugins {
             let root = entry.dir(store.root());
-            for rel in [HOOKS_FILE, CLAUDE_MANIFEST] {
+            for rel in [HOOKS_FILE, MANIFEST_HOOKS_FILE] {
                 let Some(expected) = entry.files.get(rel) else {
                     continue;
                 };
@@ -73,13 +77,11 @@ pub fn load(
                         continue;
                     }
                 };
-                let hooks = match (rel, value) {
-                    (HOOKS_FILE, Some(value)) => value,
-                    (_, Some(manifest)) => match manifest.get("hooks") {
-                        Some(hooks @ Value::Object(_)) => hooks.clone(),
-                        _ => continue,
-                    },
-                    (_, None) => continue,
+                let Some(hooks) = value else {
+                    found.notices.push(format!(
+                        "warning: the hooks of plugin {plugin} were left out: {rel} is not valid JSON"
+                    ));
+                    continue;
                 };
                 let label = format!("{plugin}/{rel}");
                 found.add(&label, &hooks, grants, Some(&root), plugin, session_id);

@@ -864,7 +864,14 @@ impl<'a> Installer<'a> {
             .filter(|rel| crate::plugin::package::skill_file_in_plugin(rel).is_some())
             .cloned()
             .collect();
-        if manifest.components.is_empty() && skill_files.is_empty() {
+        // A Claude Code plugin's import refused it already if it brought
+        // nothing: its agents or command hooks alone are something.
+        let claude_parts = files
+            .0
+            .keys()
+            .any(|rel| rel.starts_with("agents/") || rel == crate::plugin::command_hooks::HOOKS_FILE)
+            || files.0.contains_key(crate::plugin::claude_import::IMPORT_NOTES);
+        if manifest.components.is_empty() && skill_files.is_empty() && !claude_parts {
             return Err(InstallError::Source {
                 path: source.to_path_buf(),
                 reason: format!(
@@ -1108,10 +1115,12 @@ fn describe_skills(prepared: &Prepared) -> String {
         ));
     }
     if let Some(imported) = &prepared.imported {
-        text.push_str(&format!(
-            "  imported from a Claude Code plugin: {}\n",
-            imported.skills.join(", ")
-        ));
+        if !imported.skills.is_empty() {
+            text.push_str(&format!(
+                "  imported from a Claude Code plugin: {}\n",
+                imported.skills.join(", ")
+            ));
+        }
         for line in &imported.agents {
             text.push_str(&format!("  agent    {line}\n"));
         }
