@@ -4,6 +4,8 @@
 //! and a skill's `` !`cmd` `` run in the OS sandbox, their answers read as
 //! Claude Code documents them.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -111,7 +113,10 @@ fn a_read_only_agent_is_refused_writes_by_fs_write_and_by_exec() {
         "{offered:?}"
     );
     let write = mock.result_of("toolu_write");
-    assert!(write.contains("There is no tool called `fs__write`"), "{write}");
+    assert!(
+        write.contains("There is no tool called `fs__write`"),
+        "{write}"
+    );
     let exec = mock.result_of("toolu_exec");
     assert!(
         exec.contains("the command ran without the right to write the workspace"),
@@ -187,12 +192,18 @@ fn the_task_tool_lists_and_starts_a_named_agent_with_its_prompt_and_model() {
     let sub = &received[1].body;
     assert_eq!(sub["model"], "claude-haiku-4-5");
     let system = sub["system"].to_string();
-    assert!(system.contains("You are a meticulous reviewer."), "{system}");
+    assert!(
+        system.contains("You are a meticulous reviewer."),
+        "{system}"
+    );
     assert!(!system.contains("You are a sub-agent"), "{system}");
     assert_eq!(tool_names(sub), ["fs__read"]);
     assert_eq!(received[0].body["model"], "claude-sonnet-4-5");
     let answer = mock.result_of("toolu_task");
-    assert!(answer.contains("notes.txt:1 says where the key is."), "{answer}");
+    assert!(
+        answer.contains("notes.txt:1 says where the key is."),
+        "{answer}"
+    );
 
     // An unknown agent is an error naming the ones there are.
     let mock = MockModel::start(vec![
@@ -315,7 +326,7 @@ fn a_json_output_hook_denies_or_allows() {
     };
 
     let env = Env::new();
-    env.write(".claude/settings.json", &answer("deny"));
+    env.write(".claude/settings.json", answer("deny"));
     let (result, notices) = run(&env);
     assert!(result.contains("the hook says deny"), "{result}");
     assert!(!env.ws.path().join("out.txt").exists());
@@ -325,7 +336,7 @@ fn a_json_output_hook_denies_or_allows() {
     );
 
     let env = Env::new();
-    env.write(".claude/settings.json", &answer("allow"));
+    env.write(".claude/settings.json", answer("allow"));
     let (result, _) = run(&env);
     assert!(!result.contains("the hook says"), "{result}");
     assert_eq!(env.read("out.txt"), "written");

@@ -2,10 +2,10 @@
 //! folders from every source, listing them, settling clashes, putting
 //! them in the system prompt within a budget, loading them through the
 //! `skill` tool in sessions against the mock model server (arguments,
-//! supporting files, `allowed-tools`, inline shell that must not run,
+//! supporting files, `allowed-tools`, inline shell run read-only in the sandbox,
 //! `disable-model-invocation`, `user-invocable`, `/name args`), a skill
 //! component installed and loaded, and a Claude Code plugin folder imported
-//! with its native parts refused.
+//! with its agents and hooks sandboxed and its other native parts refused.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -448,8 +448,10 @@ fn allowed_tools_never_widen_what_the_policy_allows() {
     assert!(!env.ws.path().join("out.txt").exists());
 }
 
+/// A skill's inline shell runs in the sandbox, read-only: a write into the
+/// workspace is refused, and the text says what the command lacked.
 #[test]
-fn inline_shell_in_a_skill_is_never_run() {
+fn inline_shell_in_a_skill_runs_read_only() {
     let env = Env::new();
     let marker = env.ws.path().join("marker");
     let marker2 = env.ws.path().join("marker2");
@@ -474,9 +476,9 @@ fn inline_shell_in_a_skill_is_never_run() {
     let output = run(&mut session(&env, &mock, "go"));
     assert_exit(&output, 0);
     let (loaded, _) = tool_result(&mock.received()[1], "t1");
-    assert!(loaded.contains("NOT executed"), "{loaded}");
     assert!(
-        loaded.contains(&format!("touch {}", marker.display())),
+        loaded.contains("Read-only file system")
+            && loaded.contains("it lacked: write the workspace"),
         "{loaded}"
     );
     assert!(
@@ -484,12 +486,12 @@ fn inline_shell_in_a_skill_is_never_run() {
         "a skill's inline shell ran"
     );
 
-    // Run by the user as /shelly: the same note, nothing run.
+    // Run by the user as /shelly: the same.
     let mock = MockModel::start(vec![Reply::sse(Answer::text("ok").anthropic())]);
     let output = run(&mut session(&env, &mock, "/shelly"));
     assert_exit(&output, 0);
     let text = first_user_text(&mock.received()[0]);
-    assert!(text.contains("NOT executed"), "{text}");
+    assert!(text.contains("Read-only file system"), "{text}");
     assert!(
         !marker.exists() && !marker2.exists(),
         "a skill's inline shell ran"
@@ -694,13 +696,12 @@ fn a_claude_code_plugin_folder_is_imported_with_its_native_parts_refused() {
         "review-kit 1.4.2",
         "skills   commands/deploy.md, skills/changelog/SKILL.md, skills/code-review/SKILL.md",
         "not installed:",
-        "hooks/hooks.json: 2 command hooks (PostToolUse Write|Edit: ${CLAUDE_PLUGIN_ROOT}/scripts/format.sh; PreToolUse Write|Edit: ${CLAUDE_PLUGIN_ROOT}/scripts/check.sh) not installed",
-        "see docs/hooks.md",
+        "command hook  hooks/hooks.json: PreToolUse for Write, Edit: ",
+        "runs `${CLAUDE_PLUGIN_ROOT}/scripts/check.sh` in the OS sandbox: reads the workspace and the plugin's folder (read-only), no network",
+        "command hook  hooks/hooks.json: PostToolUse for Write, Edit: ",
         ".mcp.json: MCP servers docs (https://mcp.example.com/docs), tracker (runs ${CLAUDE_PLUGIN_ROOT}/bin/tracker-server) not installed",
         "bin/: executables tracker-server not installed",
-        "agents/: sub-agent definitions security-reviewer.md not installed",
-        "skills/code-review/scripts/lint.py: kept as a file the model can read, but never run",
-        "scripts/: not imported",
+        "agent    agents/security-reviewer.md: sub-agent `security-reviewer`: tools Read, Grep; the workspace is read-only for it, commands included; no network",
     ] {
         assert!(err.contains(expected), "missing {expected:?} in:\n{err}");
     }
@@ -718,12 +719,18 @@ fn a_claude_code_plugin_folder_is_imported_with_its_native_parts_refused() {
         "{info}"
     );
     assert!(info.contains("bin/: executables tracker-server"), "{info}");
-    for native in [
-        "  bin/tracker-server\n",
-        "  hooks/hooks.json\n",
-        "  .mcp.json\n",
-    ] {
+    for native in ["  bin/tracker-server\n", "  .mcp.json\n"] {
         assert!(!info.contains(native), "{native:?} was stored:\n{info}");
+    }
+    for sandboxed in [
+        "  hooks/hooks.json\n",
+        "  scripts/check.sh\n",
+        "  agents/security-reviewer.md\n",
+    ] {
+        assert!(
+            info.contains(sandboxed),
+            "{sandboxed:?} was not stored:\n{info}"
+        );
     }
     assert!(
         info.contains("skills/code-review/references/checklist.md"),
@@ -740,8 +747,9 @@ fn a_claude_code_plugin_folder_is_imported_with_its_native_parts_refused() {
     assert_eq!(deploy["user_invocable"], true);
     assert_eq!(deploy["argument_hint"], "<environment>");
 
-    // In a session the skill loads from the store, its inline shell is
-    // not run, and its checklist comes through the skill tool.
+    // In a session the skill loads from the store, its inline shell runs
+    // in the sandbox (the workspace is no git repository, so git fails and
+    // the text says so), and its checklist comes through the skill tool.
     let mock = MockModel::start(vec![
         Reply::sse(
             Answer::text("")
@@ -770,7 +778,9 @@ fn a_claude_code_plugin_folder_is_imported_with_its_native_parts_refused() {
     assert!(!is_error, "{loaded}");
     assert!(loaded.contains("Review feature-x."), "{loaded}");
     assert!(
-        loaded.contains("NOT executed") && loaded.contains("git diff --stat"),
+        !loaded.contains("NOT executed")
+            && !loaded.contains("!`git")
+            && loaded.contains("inline commands run in capstan's sandbox"),
         "{loaded}"
     );
     let (checklist, is_error) = tool_result(&received[2], "t2");
@@ -823,7 +833,7 @@ fn a_claude_code_plugin_installs_from_a_tar_gz_too() {
         .arg(&archive)
         .arg("--yes"));
     assert_exit(&output, 0);
-    assert!(stderr(&output).contains("hooks/hooks.json: 2 command hooks"));
+    assert!(stderr(&output).contains("command hook  hooks/hooks.json: PreToolUse for Write, Edit"));
     let list = skill_list_json(&env);
     assert!(list["skills"].to_string().contains("code-review"));
 }

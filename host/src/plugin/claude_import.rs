@@ -265,7 +265,10 @@ pub fn import(root: &Path, staging: &Path) -> Result<Imported, String> {
         .map(|folder| toml_string(folder))
         .collect();
     if !include.is_empty() {
-        toml.push_str(&format!("\n[package]\ninclude = [{}]\n", include.join(", ")));
+        toml.push_str(&format!(
+            "\n[package]\ninclude = [{}]\n",
+            include.join(", ")
+        ));
     }
     write(&out.join(MANIFEST_FILE), &toml)?;
     let mut notes = format!(

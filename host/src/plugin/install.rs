@@ -866,11 +866,11 @@ impl<'a> Installer<'a> {
             .collect();
         // A Claude Code plugin's import refused it already if it brought
         // nothing: its agents or command hooks alone are something.
-        let claude_parts = files
+        let claude_parts = files.0.keys().any(|rel| {
+            rel.starts_with("agents/") || rel == crate::plugin::command_hooks::HOOKS_FILE
+        }) || files
             .0
-            .keys()
-            .any(|rel| rel.starts_with("agents/") || rel == crate::plugin::command_hooks::HOOKS_FILE)
-            || files.0.contains_key(crate::plugin::claude_import::IMPORT_NOTES);
+            .contains_key(crate::plugin::claude_import::IMPORT_NOTES);
         if manifest.components.is_empty() && skill_files.is_empty() && !claude_parts {
             return Err(InstallError::Source {
                 path: source.to_path_buf(),
