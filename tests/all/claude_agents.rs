@@ -347,6 +347,40 @@ fn a_json_output_hook_denies_or_allows() {
     assert!(!env.ws.path().join("out.txt").exists(), "{result}");
 }
 
+/// Command hooks fail closed on a blocking event: one that runs out of
+/// time and one killed by a signal both deny the call, naming why, even in
+/// a mode that would let it run.
+#[test]
+fn a_command_hook_that_times_out_or_crashes_on_a_blocking_event_denies() {
+    let env = Env::new();
+    env.write(
+        ".claude/settings.json",
+        r#"{"hooks": {"PreToolUse": [{"matcher": "Write", "hooks": [
+            {"type": "command", "command": "sleep 30", "timeout": 1},
+            {"type": "command", "command": "bash -c 'kill -9 $$'; exit $?"}
+        ]}]}}"#,
+    );
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("")
+                .call(
+                    "toolu_w",
+                    "fs__write",
+                    json!({"path": "out.txt", "content": "x"}),
+                )
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("Blocked.").anthropic()),
+    ]);
+    let output = session(&env, &mock, "write", &["--permission-mode", "bypass"]);
+    assert_exit(&output, 0);
+    let denied = mock.result_of("toolu_w");
+    assert!(denied.contains("hooks fail closed"), "{denied}");
+    assert!(denied.contains("did not answer within 1000 ms"), "{denied}");
+    assert!(denied.contains("exit code 137"), "{denied}");
+    assert!(!env.ws.path().join("out.txt").exists());
+}
+
 /// A hook script that tries to read `~/.ssh` and to reach the network is
 /// refused both, and says so: its stderr (exit code 2) reaches the model,
 /// and the audit log holds the proxy's refusal.

@@ -695,6 +695,7 @@ fn a_claude_code_plugin_folder_is_imported_with_its_native_parts_refused() {
     for expected in [
         "review-kit 1.4.2",
         "skills   commands/deploy.md, skills/changelog/SKILL.md, skills/code-review/SKILL.md",
+        "inline commands in skills/code-review/SKILL.md run when the skill loads, in the OS sandbox",
         "not installed:",
         "command hook  hooks/hooks.json: PreToolUse for Write, Edit: ",
         "runs `${CLAUDE_PLUGIN_ROOT}/scripts/check.sh` in the OS sandbox: reads the workspace and the plugin's folder (read-only), no network",

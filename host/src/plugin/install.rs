@@ -1109,10 +1109,30 @@ fn describe_hooks(reach: &HookReach) -> String {
 fn describe_skills(prepared: &Prepared) -> String {
     let mut text = String::new();
     if !prepared.skill_files.is_empty() {
+        let inline: Vec<&str> = prepared
+            .skill_files
+            .iter()
+            .filter(|rel| {
+                std::fs::read_to_string(prepared.root.join(rel))
+                    .is_ok_and(|text| text.contains("!`") || text.contains("```!"))
+            })
+            .map(String::as_str)
+            .collect();
         text.push_str(&format!(
-            "  skills   {} (instructions for the model; they run no code)\n",
-            prepared.skill_files.join(", ")
+            "  skills   {} (instructions for the model{})\n",
+            prepared.skill_files.join(", "),
+            if inline.is_empty() {
+                "; they run no code"
+            } else {
+                ""
+            }
         ));
+        if !inline.is_empty() {
+            text.push_str(&format!(
+                "  inline commands in {} run when the skill loads, in the OS sandbox: they read the workspace and the skill's folder (read-only), no network, no secrets or environment variables beyond PATH, HOME, LANG, TERM, TMPDIR\n",
+                inline.join(", ")
+            ));
+        }
     }
     if let Some(imported) = &prepared.imported {
         if !imported.skills.is_empty() {
