@@ -57,10 +57,17 @@ fn tool_names(request: &Value) -> Vec<String> {
 /// An agent whose tools only read cannot write: `fs.write` is not offered
 /// (the call is refused as an unknown tool), and its command asking for a
 /// writable workspace runs with the workspace read-only, so the kernel
-/// refuses the write — even in bypass mode, where the policy would allow
-/// both.
+/// refuses the write — in bypass mode, where the policy would allow both,
+/// and in the default mode, where the read-only command runs without a
+/// question nobody could answer.
 #[test]
 fn a_read_only_agent_is_refused_writes_by_fs_write_and_by_exec() {
+    for mode in ["bypass", "default"] {
+        read_only_agent_in(mode);
+    }
+}
+
+fn read_only_agent_in(mode: &str) {
     let env = Env::new();
     env.write("notes.txt", "keep me\n");
     env.write(
@@ -89,6 +96,11 @@ fn a_read_only_agent_is_refused_writes_by_fs_write_and_by_exec() {
                     "exec__run",
                     json!({"command": "echo x > out.txt; echo x >> notes.txt", "write": true}),
                 )
+                .call(
+                    "toolu_net",
+                    "exec__run",
+                    json!({"command": "curl -s --max-time 10 https://example.com; echo curl=$?", "net": ["https://example.com"]}),
+                )
                 .anthropic(),
         ),
         Reply::sse(Answer::text("I could not write.").anthropic()),
@@ -98,7 +110,7 @@ fn a_read_only_agent_is_refused_writes_by_fs_write_and_by_exec() {
         &env,
         &mock,
         "write out.txt through the reader",
-        &["--permission-mode", "bypass"],
+        &["--permission-mode", mode],
     );
     assert_exit(&output, 0);
     let received = mock.received();
@@ -119,19 +131,38 @@ fn a_read_only_agent_is_refused_writes_by_fs_write_and_by_exec() {
     );
     let exec = mock.result_of("toolu_exec");
     assert!(
-        exec.contains("the command ran without the right to write the workspace"),
+        exec.contains("The command ran without the right to write the workspace"),
         "{exec}"
     );
     assert!(exec.contains("Read-only file system"), "{exec}");
     assert!(!env.ws.path().join("out.txt").exists());
     assert_eq!(env.read("notes.txt"), "keep me\n");
-    // The command was recorded as run read-only.
-    let runs: Vec<Value> = audit_records(&env)
-        .into_iter()
+    // Listing no network tool, it has no network, whatever it asks.
+    let net = mock.result_of("toolu_net");
+    assert!(
+        net.contains(
+            "The command ran without the right to reach the network (this agent has no network)"
+        ),
+        "{net}"
+    );
+    assert!(
+        !net.contains("Example Domain") && !net.contains("curl=0"),
+        "{net}"
+    );
+    // The commands were recorded as run read-only, and the proxy's refusal.
+    let records = audit_records(&env);
+    let runs: Vec<&Value> = records
+        .iter()
         .filter(|r| r["kind"] == "command_run")
         .collect();
-    assert_eq!(runs.len(), 1, "{runs:#?}");
-    assert_eq!(runs[0]["write"], false, "{runs:#?}");
+    assert_eq!(runs.len(), 2, "{runs:#?}");
+    assert!(runs.iter().all(|r| r["write"] == false), "{runs:#?}");
+    assert!(
+        records
+            .iter()
+            .any(|r| r["kind"] == "http_refused" && r["url"] == "https://example.com"),
+        "{records:#?}"
+    );
 }
 
 /// The task tool lists the custom agents (name and description) and starts

@@ -218,8 +218,9 @@ pub fn tool_names(listed: &[String]) -> (Vec<String>, Vec<String>) {
     (names, unknown)
 }
 
-/// Whether `tool` runs native commands, whose writing is decided per call
-/// ([`Reach`]) rather than by their hints.
+/// Whether `tool` runs native commands, whose writing and network are
+/// decided per call ([`Reach`]) rather than by their hints: `Bash` alone
+/// gives neither.
 fn runs_commands(tool: &AgentTool) -> bool {
     tool.name.starts_with("exec.")
 }
@@ -263,7 +264,9 @@ pub fn profile(
                 write: offered
                     .iter()
                     .any(|t| !t.spec.read_only && !runs_commands(t)),
-                net: offered.iter().any(|t| t.spec.open_world),
+                net: offered
+                    .iter()
+                    .any(|t| t.spec.open_world && !runs_commands(t)),
             };
             (allowance, reach)
         }
