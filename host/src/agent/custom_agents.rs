@@ -343,6 +343,7 @@ pub fn pick_model(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sandbox::ToolSpec;
 
     #[test]
     fn claude_code_tool_names_map_onto_capstan_tools() {
@@ -356,6 +357,105 @@ mod tests {
             ["fs.read", "fs.grep", "fs.glob", "exec.run", "git.*"]
         );
         assert_eq!(unknown, ["Frob"]);
+    }
+
+    struct Fake(ToolSpec);
+
+    impl crate::agent::tool::ToolHandler for Fake {
+        fn name(&self) -> &str {
+            &self.0.name
+        }
+
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+
+        fn call<'a>(
+            &'a self,
+            _call: crate::agent::tool::ToolCall<'a>,
+        ) -> futures_util::future::LocalBoxFuture<'a, crate::agent::tool::ToolOutcome> {
+            Box::pin(async { crate::agent::tool::ToolOutcome::from(Ok(String::new())) })
+        }
+    }
+
+    fn tool(name: &str, read_only: bool, open_world: bool) -> AgentTool {
+        AgentTool::new(std::sync::Arc::new(Fake(ToolSpec {
+            name: name.to_string(),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+            read_only,
+            destructive: false,
+            idempotent: false,
+            open_world,
+        })))
+    }
+
+    fn agent(tools: Option<&[&str]>) -> CustomAgent {
+        CustomAgent {
+            file: AgentFile {
+                name: "a".into(),
+                description: "d".into(),
+                tools: tools.map(|t| t.iter().map(|s| s.to_string()).collect()),
+                model: None,
+                body: "You are a.".into(),
+            },
+            source: "project".into(),
+        }
+    }
+
+    #[test]
+    fn an_agents_reach_follows_the_tools_it_lists() {
+        let tools = [
+            tool("fs.read", true, false),
+            tool("fs.write", false, false),
+            tool("exec.run", false, true),
+            tool("web.fetch", true, true),
+            tool("task", true, false),
+        ];
+        let reach = |listed: Option<&[&str]>| {
+            profile(&agent(listed), &tools, "anthropic", "m", Path::new("/ws"))
+                .0
+                .reach
+        };
+        let none = Reach {
+            write: false,
+            net: false,
+        };
+        assert_eq!(reach(Some(&["Read", "Bash"])), none);
+        assert_eq!(
+            reach(Some(&["Read", "Write"])),
+            Reach {
+                write: true,
+                net: false
+            }
+        );
+        assert_eq!(
+            reach(Some(&["WebFetch"])),
+            Reach {
+                write: false,
+                net: true
+            }
+        );
+        assert_eq!(reach(None), Reach::FULL);
+        let (read_only, notes) = profile(
+            &agent(Some(&["Read", "Task", "Frob"])),
+            &tools,
+            "anthropic",
+            "m",
+            Path::new("/ws"),
+        );
+        let offered: Vec<&str> = tools
+            .iter()
+            .filter(|t| read_only.tools.allows(t))
+            .map(|t| t.name.as_str())
+            .collect();
+        assert_eq!(offered, ["fs.read"]);
+        assert!(notes[0].contains("Frob"), "{notes:?}");
+        let system = read_only.system.unwrap();
+        assert!(system.starts_with("You are a."), "{system}");
+        assert!(system.contains("The workspace is read-only for you. You have no network."));
+        let (all, _) = profile(&agent(None), &tools, "anthropic", "m", Path::new("/ws"));
+        assert!(!all.tools.allows(&tools[4]) && all.tools.allows(&tools[1]));
     }
 
     #[test]

@@ -63,7 +63,8 @@ pub fn tool_spec(agents: &CustomAgents) -> ToolSpec {
     if !agents.agents.is_empty() {
         description.push_str(&format!(
             "\n\nWith `subagent_type` it starts one of these agents instead, with its own \
-             instructions and tools (`{GENERAL}` is the default above):"
+             instructions and exactly the tools they list, which may include changing files \
+             (`{GENERAL}` is the default above):"
         ));
         for agent in &agents.agents {
             description.push_str(&format!(
