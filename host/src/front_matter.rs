@@ -551,6 +551,79 @@ pub fn clip(text: String, limit: usize) -> String {
     cut
 }
 
+/// A sub-agent definition (Claude Code's `agents/NAME.md`): its front
+/// matter's `name`, `description`, `tools` and `model`, and its body, the
+/// agent's system prompt.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AgentFile {
+    /// `name`, or the file's name without `.md`.
+    pub name: String,
+    /// `description`: when to use the agent.
+    pub description: String,
+    /// `tools`, as written (Claude Code names such as `Read, Grep`);
+    /// `None` when absent (the agent inherits the session's tools).
+    pub tools: Option<Vec<String>>,
+    /// `model`: an alias (`sonnet`, `opus`, `haiku`, `inherit`) or a name.
+    pub model: Option<String>,
+    /// The system prompt.
+    pub body: String,
+}
+
+/// Parses an agent definition named `file_name` (the name when the front
+/// matter gives none). The name follows the skill rule (lowercase letters,
+/// digits, `-`); a description is required, as in Claude Code.
+pub fn parse_agent(text: &str, file_name: &str) -> Result<AgentFile, FrontMatterError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let (yaml, body, _) = split(text)?;
+    let mut agent = AgentFile {
+        name: file_name.to_string(),
+        body: body.trim().to_string(),
+        ..AgentFile::default()
+    };
+    let yaml = yaml.unwrap_or_default();
+    check_alias_expansion(yaml)?;
+    let docs = YamlLoader::load_from_str(yaml).map_err(|e| {
+        FrontMatterError::at(
+            e.marker().line().max(1) + 1,
+            format!("invalid YAML in the front matter: {}", e.info()),
+        )
+    })?;
+    if let Some(Yaml::Hash(fields)) = docs.into_iter().next() {
+        for (key, value) in fields {
+            let Some(key) = key.as_str().map(str::to_string) else {
+                continue;
+            };
+            let line = key_line(yaml, &key);
+            match key.as_str() {
+                "name" => agent.name = string(&key, value, line)?,
+                "description" => agent.description = collapse(&string(&key, value, line)?),
+                "tools" => agent.tools = Some(tool_list(&key, value, line)?),
+                "model" => {
+                    agent.model = Some(scalar_text(&key, value, line)?).filter(|m| !m.is_empty());
+                }
+                _ => {}
+            }
+        }
+    }
+    if !valid_name(&agent.name) {
+        return Err(FrontMatterError::at(
+            1,
+            format!(
+                "`{}` cannot be an agent name: use 1 to {MAX_NAME} lowercase letters, digits and `-` (set `name:` in the front matter)",
+                agent.name
+            ),
+        ));
+    }
+    if agent.description.is_empty() {
+        return Err(FrontMatterError::at(
+            1,
+            "the agent has no description: add `description:` saying when to use it",
+        ));
+    }
+    agent.description = clip(agent.description, MAX_DESCRIPTION);
+    Ok(agent)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

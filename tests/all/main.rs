@@ -17,6 +17,7 @@ mod agent_session;
 mod audit;
 mod claude_plugins;
 mod claude_skills;
+mod claude_agents;
 mod cli;
 mod escapes;
 mod exec_grants;

@@ -2,10 +2,10 @@
 //! folders from every source, listing them, settling clashes, putting
 //! them in the system prompt within a budget, loading them through the
 //! `skill` tool in sessions against the mock model server (arguments,
-//! supporting files, `allowed-tools`, inline shell that must not run,
+//! supporting files, `allowed-tools`, inline shell run read-only in the sandbox,
 //! `disable-model-invocation`, `user-invocable`, `/name args`), a skill
 //! component installed and loaded, and a Claude Code plugin folder imported
-//! with its native parts refused.
+//! with its agents and hooks sandboxed and its other native parts refused.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -480,8 +480,10 @@ fn allowed_tools_never_pass_a_deny_rule_or_plan_mode() {
     assert!(!env.ws.path().join("out.txt").exists());
 }
 
+/// A skill's inline shell runs in the sandbox, read-only: a write into the
+/// workspace is refused, and the text says what the command lacked.
 #[test]
-fn inline_shell_in_a_skill_is_never_run() {
+fn inline_shell_in_a_skill_runs_read_only() {
     let env = Env::new();
     let marker = env.ws.path().join("marker");
     let marker2 = env.ws.path().join("marker2");
@@ -506,9 +508,9 @@ fn inline_shell_in_a_skill_is_never_run() {
     let output = run(&mut session(&env, &mock, "go"));
     assert_exit(&output, 0);
     let (loaded, _) = tool_result(&mock.received()[1], "t1");
-    assert!(loaded.contains("NOT executed"), "{loaded}");
     assert!(
-        loaded.contains(&format!("touch {}", marker.display())),
+        loaded.contains("Read-only file system")
+            && loaded.contains("it lacked: write the workspace"),
         "{loaded}"
     );
     assert!(
@@ -516,12 +518,12 @@ fn inline_shell_in_a_skill_is_never_run() {
         "a skill's inline shell ran"
     );
 
-    // Run by the user as /shelly: the same note, nothing run.
+    // Run by the user as /shelly: the same.
     let mock = MockModel::start(vec![Reply::sse(Answer::text("ok").anthropic())]);
     let output = run(&mut session(&env, &mock, "/shelly"));
     assert_exit(&output, 0);
     let text = first_user_text(&mock.received()[0]);
-    assert!(text.contains("NOT executed"), "{text}");
+    assert!(text.contains("Read-only file system"), "{text}");
     assert!(
         !marker.exists() && !marker2.exists(),
         "a skill's inline shell ran"
@@ -726,12 +728,14 @@ fn a_claude_code_plugin_folder_is_imported_with_its_native_parts_refused() {
     for expected in [
         "review-kit 1.4.2",
         "skills   commands/deploy.md, skills/changelog/SKILL.md, skills/code-review/SKILL.md",
+        "inline commands in skills/code-review/SKILL.md run when the skill loads, in the OS sandbox",
         "not installed:",
-        "hooks/hooks.json: 2 command hooks (PostToolUse Write|Edit: ${CLAUDE_PLUGIN_ROOT}/scripts/format.sh; PreToolUse Write|Edit: ${CLAUDE_PLUGIN_ROOT}/scripts/check.sh) not installed",
-        "see docs/hooks.md",
+        "command hook  hooks/hooks.json: PreToolUse for Write, Edit: ",
+        "runs `${CLAUDE_PLUGIN_ROOT}/scripts/check.sh` in the OS sandbox: reads the workspace and the plugin's folder (read-only), no network",
+        "command hook  hooks/hooks.json: PostToolUse for Write, Edit: ",
         ".mcp.json: MCP servers docs (https://mcp.example.com/docs), tracker (runs ${CLAUDE_PLUGIN_ROOT}/bin/tracker-server) not installed",
-        "agents/: sub-agent definitions security-reviewer.md not installed",
-        "files    kept in the plugin's folder, which the model may read (read-only); none is run:",
+        "agent    agents/security-reviewer.md: sub-agent `security-reviewer`: tools Read, Grep; the workspace is read-only for it, commands included; no network",
+        "files    kept in the plugin's folder, which the model may read (read-only); none is run but by the command hooks above:",
         "    bin/: 1 executable\n",
         "    scripts/: 2 shell scripts\n",
         "    skills/code-review/scripts/: 1 Python script\n",
@@ -751,14 +755,20 @@ fn a_claude_code_plugin_folder_is_imported_with_its_native_parts_refused() {
         info.contains("not installed from the Claude Code plugin:"),
         "{info}"
     );
-    assert!(info.contains("hooks/hooks.json: 2 command hooks"), "{info}");
-    // The whole folder is stored, for the model to read; nothing in it runs.
-    for kept in [
-        "  bin/tracker-server\n",
+    // The whole folder is stored, for the model to read; only the command
+    // hooks run, in the OS sandbox.
+    for kept in ["  bin/tracker-server\n"] {
+        assert!(info.contains(kept), "{kept:?} was not stored:\n{info}");
+    }
+    for sandboxed in [
         "  hooks/hooks.json\n",
         "  scripts/check.sh\n",
+        "  agents/security-reviewer.md\n",
     ] {
-        assert!(info.contains(kept), "{kept:?} was not stored:\n{info}");
+        assert!(
+            info.contains(sandboxed),
+            "{sandboxed:?} was not stored:\n{info}"
+        );
     }
     assert!(
         info.contains("skills/code-review/references/checklist.md"),
@@ -775,8 +785,9 @@ fn a_claude_code_plugin_folder_is_imported_with_its_native_parts_refused() {
     assert_eq!(deploy["user_invocable"], true);
     assert_eq!(deploy["argument_hint"], "<environment>");
 
-    // In a session the skill loads from the store, its inline shell is
-    // not run, and its checklist comes through the skill tool.
+    // In a session the skill loads from the store, its inline shell runs
+    // in the sandbox (the workspace is no git repository, so git fails and
+    // the text says so), and its checklist comes through the skill tool.
     let mock = MockModel::start(vec![
         Reply::sse(
             Answer::text("")
@@ -805,7 +816,9 @@ fn a_claude_code_plugin_folder_is_imported_with_its_native_parts_refused() {
     assert!(!is_error, "{loaded}");
     assert!(loaded.contains("Review feature-x."), "{loaded}");
     assert!(
-        loaded.contains("NOT executed") && loaded.contains("git diff --stat"),
+        !loaded.contains("NOT executed")
+            && !loaded.contains("!`git")
+            && loaded.contains("inline commands run in capstan's sandbox"),
         "{loaded}"
     );
     let (checklist, is_error) = tool_result(&received[2], "t2");
@@ -858,7 +871,7 @@ fn a_claude_code_plugin_installs_from_a_tar_gz_too() {
         .arg(&archive)
         .arg("--yes"));
     assert_exit(&output, 0);
-    assert!(stderr(&output).contains("hooks/hooks.json: 2 command hooks"));
+    assert!(stderr(&output).contains("command hook  hooks/hooks.json: PreToolUse for Write, Edit"));
     let list = skill_list_json(&env);
     assert!(list["skills"].to_string().contains("code-review"));
 }

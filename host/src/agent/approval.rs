@@ -20,6 +20,42 @@ use crate::hooks::{self, HookEvent, Verdict};
 use crate::policy::{Decision, DecisionSource, Layer, Mode, Outcome, Rule, RuleKind, ToolFacts};
 use crate::session::record::Event;
 
+impl Agent {
+    /// Narrows a command's input to what this agent may reach, before the
+    /// policy decides on it: a read-only agent's `exec.*` call asking for
+    /// `write: true`, or an offline agent's asking for origins, runs
+    /// without them (the sandbox would hold it to that anyway), so the
+    /// policy judges what will run rather than refuse a question nobody can
+    /// answer. Returns a note for the model when something was taken away.
+    fn narrow_to_reach(&self, tool: &AgentTool, input: &mut Value) -> Option<String> {
+        let reach = self.profile.reach;
+        if !tool.name.starts_with("exec.") {
+            return None;
+        }
+        let object = input.as_object_mut()?;
+        let mut taken = Vec::new();
+        if !reach.write && object.get("write") == Some(&Value::Bool(true)) {
+            object.insert("write".into(), Value::Bool(false));
+            taken.push("write the workspace (this agent's workspace is read-only)");
+        }
+        if !reach.net
+            && object
+                .get("net")
+                .and_then(Value::as_array)
+                .is_some_and(|net| !net.is_empty())
+        {
+            object.remove("net");
+            taken.push("reach the network (this agent has no network)");
+        }
+        (!taken.is_empty()).then(|| {
+            format!(
+                "The command ran without the right to {}.",
+                taken.join(" or ")
+            )
+        })
+    }
+}
+
 /// A tool call that needs the user's say-so.
 #[derive(Debug)]
 pub struct PermissionRequest<'a> {
@@ -145,6 +181,9 @@ impl Agent {
                 }
             }
             verdict = combined.verdict;
+        }
+        if let Some(note) = self.narrow_to_reach(&tool, &mut input) {
+            notes.push(note);
         }
         let mut decision = match hook_decision {
             Some(decision) => decision,

@@ -6,7 +6,8 @@
 //! sandbox holds it to its word; the others get the write grants, which
 //! are read-only too unless the caller provisioned writes (the agent does,
 //! and runs such a call only once the permission policy let it;
-//! `capstan tool call` does with `--allow-write`). An installed plugin
+//! `capstan tool call` does with `--allow-write`) and the calling agent
+//! may write ([`super::tool::Reach`]). An installed plugin
 //! granted any network access makes its tools open-world for the policy.
 
 use std::sync::Arc;
@@ -83,12 +84,18 @@ impl ComponentTool {
     /// Runs one call and returns the component's output as it gave it
     /// (`capstan tool call --json` prints its content items).
     pub async fn run(&self, call: &ToolCall<'_>) -> Result<ToolOutput, CallError> {
-        let options = self.runtime.provision.options(
-            !self.spec.read_only,
+        let mut options = self.runtime.provision.options(
+            !self.spec.read_only && call.reach.write,
             call.session_id,
             call.events.cloned(),
             call.audit,
         );
+        // An agent without network tools gets no network in any call:
+        // neither the plugin's origins nor the secrets sent to them.
+        if !call.reach.net {
+            options.grants.net.clear();
+            options.grants.secrets.clear();
+        }
         let input = call.input.to_string();
         self.runtime
             .sandbox

@@ -200,6 +200,7 @@ impl Agent {
             session_id,
             facts: &facts,
             interrupt,
+            reach: self.profile.reach,
         };
         let result_cap = self.parts.config.result_cap;
         let mut used = Usage::default();
@@ -260,6 +261,7 @@ struct CallContext<'a> {
     session_id: Option<&'a str>,
     facts: &'a SessionFacts<'a>,
     interrupt: &'a Interrupt,
+    reach: super::tool::Reach,
 }
 
 impl<'a> CallContext<'a> {
@@ -278,6 +280,7 @@ impl<'a> CallContext<'a> {
                 events: events.as_ref(),
                 audit: self.parts.toolbox.audit(),
                 session: Some(self.parts),
+                reach: self.reach,
             })
             .await;
         let duration = started.elapsed();

@@ -19,7 +19,7 @@ use std::time::Duration;
 use futures_util::future::LocalBoxFuture;
 use serde_json::{Value, json};
 
-use super::tool::{CallWants, ToolCall, ToolHandler, ToolOutcome};
+use super::tool::{CallWants, Reach, ToolCall, ToolHandler, ToolOutcome};
 use crate::audit::{AuditLog, AuditScope};
 use crate::config::Settings;
 use crate::exec::output::TextStream;
@@ -53,8 +53,28 @@ impl Commands {
         if let Some(audit) = &mut grants.audit {
             *audit = AuditScope::new(audit.log.clone(), "exec", call.call_id, call.session_id);
         }
+        if !call.reach.net {
+            grants.net.clear();
+        }
         Ok(grants)
     }
+}
+
+/// Narrows a call's input to what its agent may reach: a read-only agent's
+/// commands get the workspace read-only and an agent without network
+/// tools none of the origins asked for, whatever the call says. Returns
+/// what was taken away, in plain words, for the result.
+fn narrow(input: &mut RunInput, reach: Reach) -> Vec<&'static str> {
+    let mut taken = Vec::new();
+    if input.write && !reach.write {
+        input.write = false;
+        taken.push("write the workspace (this agent's workspace is read-only)");
+    }
+    if !input.net.is_empty() && !reach.net {
+        input.net.clear();
+        taken.push("reach the network (this agent has no network)");
+    }
+    taken
 }
 
 /// The `exec.*` tools of a session, and what the user must know about
@@ -113,6 +133,27 @@ impl RunInput {
     }
 }
 
+/// The store folders of installed Claude Code plugins, which commands may
+/// read: their skills' scripts run as `bash ${CLAUDE_SKILL_DIR}/...`. They
+/// hold only the plugin's own files, as installed; the rest of capstan's
+/// folders stays out of reach.
+fn claude_plugin_folders(home: &Home) -> Vec<PathBuf> {
+    let store = crate::plugin::store::PluginStore::new(home.plugins_dir());
+    let Ok(lock) = crate::plugin::lock::Lockfile::load(&store.lock_path()) else {
+        return Vec::new();
+    };
+    lock.plugins
+        .values()
+        .filter(|entry| {
+            entry
+                .files
+                .contains_key(crate::plugin::claude_import::IMPORT_NOTES)
+        })
+        .map(|entry| entry.dir(store.root()))
+        .filter(|dir| dir.is_dir())
+        .collect()
+}
+
 /// The exec tools of a session in `workspace`: commands get what the
 /// `[exec]` settings grant and are recorded in `home`'s audit log.
 /// Settings that cannot be used make every call fail saying why, rather
@@ -139,6 +180,7 @@ pub fn for_session(settings: &Settings, workspace: &Path, home: &Home) -> ExecTo
         let log = AuditLog::open(&home.audit_log())
             .map_err(|e| format!("the audit log cannot be opened: {e}"))?;
         grants.audit = Some(AuditScope::new(log, "exec", "exec", None));
+        grants.read.extend(claude_plugin_folders(home));
         Ok(grants)
     })();
     let warning = match &grants {
@@ -400,8 +442,9 @@ impl ToolHandler for ExecRunTool {
 impl ExecRunTool {
     /// Runs one call to its end, or until the user interrupts it.
     async fn run(&self, call: ToolCall<'_>) -> Result<String, CallError> {
-        let input = parse_input(call.input)
+        let mut input = parse_input(call.input)
             .map_err(|why| CallError::InvalidInput(format!("exec.run: {why}")))?;
+        let taken = narrow(&mut input, call.reach);
         let grants = self.commands.grants_for(&call)?;
         let request = input.request(call.call_id);
         let cancel = Cancel::new();
@@ -446,7 +489,14 @@ impl ExecRunTool {
                 "the command ran but its audit record could not be written ({failure}); its output is withheld"
             )));
         }
-        Ok(result_text(&outcome, &input))
+        let mut text = result_text(&outcome, &input);
+        if !taken.is_empty() {
+            text = format!(
+                "note: the command ran without the right to {}\n{text}",
+                taken.join(" or ")
+            );
+        }
+        Ok(text)
     }
 }
 
@@ -466,8 +516,9 @@ impl ToolHandler for ExecStartTool {
     fn call<'a>(&'a self, call: ToolCall<'a>) -> LocalBoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
             let started = (|| {
-                let input = parse_input(call.input)
+                let mut input = parse_input(call.input)
                     .map_err(|why| CallError::InvalidInput(format!("exec.start: {why}")))?;
+                narrow(&mut input, call.reach);
                 let grants = self.commands.grants_for(&call)?;
                 let id = self
                     .commands

@@ -29,6 +29,7 @@ pub mod component_tool;
 pub mod context;
 pub mod context_use;
 pub mod cost;
+pub mod custom_agents;
 pub mod dispatch;
 pub mod exec_tool;
 pub mod interrupt;
@@ -63,7 +64,7 @@ pub use interrupt::Interrupt;
 pub use profile::{AgentProfile, ToolAllowance};
 pub use session_parts::SessionParts;
 pub use tool::{
-    AgentTool, CallNeeds, CallWants, SessionEvents, ToolCall, ToolHandler, ToolOutcome,
+    AgentTool, CallNeeds, CallWants, Reach, SessionEvents, ToolCall, ToolHandler, ToolOutcome,
 };
 pub use toolbox::{Toolbox, ToolboxError};
 

@@ -4,7 +4,7 @@
 //! sub-agents are others.
 
 use super::AgentConfig;
-use super::tool::AgentTool;
+use super::tool::{AgentTool, Reach};
 
 /// The agent a conversation runs as.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +18,8 @@ pub struct AgentProfile {
     pub model: Option<String>,
     /// The tools offered to it.
     pub tools: ToolAllowance,
+    /// What its calls' sandboxes may reach at most.
+    pub reach: Reach,
 }
 
 /// Which of the session's tools an agent is offered.
@@ -25,6 +27,8 @@ pub struct AgentProfile {
 pub enum ToolAllowance {
     /// Every tool.
     All,
+    /// Every tool except those named (full names).
+    AllBut(Vec<String>),
     /// Only the tools that say they change nothing, except those named
     /// (full names, such as `task`).
     ReadOnly {
@@ -41,6 +45,7 @@ impl ToolAllowance {
     pub fn allows(&self, tool: &AgentTool) -> bool {
         match self {
             Self::All => true,
+            Self::AllBut(except) => !except.contains(&tool.name),
             Self::ReadOnly { except } => tool.spec.read_only && !except.contains(&tool.name),
             Self::Named(names) => names.iter().any(|name| match name.strip_suffix(".*") {
                 Some(plugin) => tool.plugin() == Some(plugin),
@@ -58,6 +63,7 @@ impl AgentProfile {
             system: None,
             model: None,
             tools: ToolAllowance::All,
+            reach: Reach::FULL,
         }
     }
 
@@ -158,6 +164,10 @@ mod tests {
             system: Some("review".to_string()),
             model: Some("small-model".to_string()),
             tools: ToolAllowance::Named(vec!["fs.read".to_string()]),
+            reach: Reach {
+                write: false,
+                net: false,
+            },
         };
         let applied = custom.apply(config);
         assert_eq!(

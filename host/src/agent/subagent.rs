@@ -12,15 +12,20 @@
 //! user's answer is refused. Its requests count towards the session's
 //! tokens and cost. Being read-only, several `task` calls of one answer run
 //! in parallel, like other read-only calls.
+//!
+//! With `subagent_type` the call starts a custom sub-agent instead
+//! ([`super::custom_agents`]): its own system prompt, model and exactly the
+//! tools it lists, held to them by the sandbox of each call.
 
 use std::time::{Duration, Instant};
 
 use futures_util::future::LocalBoxFuture;
 use serde_json::{Value, json};
 
+use super::custom_agents::{self, CustomAgents};
 use super::profile::{AgentProfile, ToolAllowance};
 use super::session_parts::SessionParts;
-use super::tool::{ToolCall, ToolHandler, ToolOutcome};
+use super::tool::{Reach, ToolCall, ToolHandler, ToolOutcome};
 use super::{Agent, AgentEvent, Frontend, Interrupt, TurnEnd};
 use crate::hooks::HookEvent;
 use crate::sandbox::{CallError, ToolSpec};
@@ -39,23 +44,48 @@ const SUBAGENT_PROMPT: &str = "\n\n# You are a sub-agent\n\
 /// The most characters of the sub-agent's answer kept in the result.
 const ANSWER_CAP: usize = 32 << 10;
 
-/// The `task` tool as the model sees it.
-pub fn tool_spec() -> ToolSpec {
+/// The `subagent_type` of the default sub-agent, as Claude Code calls it.
+pub const GENERAL: &str = "general-purpose";
+
+/// The `task` tool as the model sees it, offering the custom `agents`.
+pub fn tool_spec(agents: &CustomAgents) -> ToolSpec {
+    let mut description = "Hands a self-contained task to a sub-agent with a fresh conversation \
+        and read-only tools (search, read, list), and returns its final answer. Use it for \
+        open-ended searches and investigations whose intermediate steps would crowd this \
+        conversation, or to run several independent investigations in parallel (several \
+        task calls in one answer). The sub-agent knows nothing of this conversation: say \
+        exactly what to find or answer and what to report. It cannot change files."
+        .to_string();
+    let mut properties = json!({
+        "description": {"type": "string", "description": "A short (3-5 word) label for the task, shown to the user."},
+        "prompt": {"type": "string", "description": "The whole task for the sub-agent, with everything it needs to know."}
+    });
+    if !agents.agents.is_empty() {
+        description.push_str(&format!(
+            "\n\nWith `subagent_type` it starts one of these agents instead, with its own \
+             instructions and exactly the tools they list, which may include changing files \
+             (`{GENERAL}` is the default above):"
+        ));
+        for agent in &agents.agents {
+            description.push_str(&format!(
+                "\n- {}: {}",
+                agent.file.name, agent.file.description
+            ));
+        }
+        let mut names = vec![GENERAL.to_string()];
+        names.extend(agents.agents.iter().map(|a| a.file.name.clone()));
+        properties["subagent_type"] = json!({
+            "type": "string",
+            "enum": names,
+            "description": "Which agent runs the task; the default is general-purpose."
+        });
+    }
     ToolSpec {
         name: TOOL_NAME.to_string(),
-        description: "Hands a self-contained task to a sub-agent with a fresh conversation and \
-            read-only tools (search, read, list), and returns its final answer. Use it for \
-            open-ended searches and investigations whose intermediate steps would crowd this \
-            conversation, or to run several independent investigations in parallel (several \
-            task calls in one answer). The sub-agent knows nothing of this conversation: say \
-            exactly what to find or answer and what to report. It cannot change files."
-            .to_string(),
+        description,
         input_schema: json!({
             "type": "object",
-            "properties": {
-                "description": {"type": "string", "description": "A short (3-5 word) label for the task, shown to the user."},
-                "prompt": {"type": "string", "description": "The whole task for the sub-agent, with everything it needs to know."}
-            },
+            "properties": properties,
             "required": ["description", "prompt"],
             "additionalProperties": false
         }),
@@ -73,6 +103,8 @@ pub struct TaskInput {
     pub description: String,
     /// The task.
     pub prompt: String,
+    /// The custom agent to run it, if not the default one.
+    pub agent: Option<String>,
 }
 
 /// Reads a `task` call's input, or says what is wrong with it.
@@ -88,15 +120,20 @@ pub fn parse_input(input: &Value) -> Result<TaskInput, String> {
     if let Some(object) = input.as_object()
         && let Some(unknown) = object
             .keys()
-            .find(|key| !matches!(key.as_str(), "description" | "prompt"))
+            .find(|key| !matches!(key.as_str(), "description" | "prompt" | "subagent_type"))
     {
         return Err(format!(
-            "unknown field `{unknown}`; the task tool takes `description` and `prompt`"
+            "unknown field `{unknown}`; the task tool takes `description`, `prompt` and `subagent_type`"
         ));
     }
+    let agent = match input.get("subagent_type") {
+        None | Some(Value::Null) => None,
+        Some(_) => Some(field("subagent_type")?).filter(|name| name != GENERAL),
+    };
     Ok(TaskInput {
         description: field("description")?,
         prompt: field("prompt")?,
+        agent,
     })
 }
 
@@ -119,17 +156,32 @@ pub fn profile(system: &str) -> AgentProfile {
                 crate::skills::session::TOOL_NAME.to_string(),
             ],
         },
+        reach: Reach {
+            write: false,
+            net: true,
+        },
     }
 }
 
 /// The `task` tool: runs its call in a fresh sub-agent of the session.
 pub struct TaskTool {
     spec: ToolSpec,
+    agents: CustomAgents,
 }
 
 impl Default for TaskTool {
     fn default() -> Self {
-        Self { spec: tool_spec() }
+        Self::new(CustomAgents::default())
+    }
+}
+
+impl TaskTool {
+    /// The tool, offering the custom `agents` beside the default one.
+    pub fn new(agents: CustomAgents) -> Self {
+        Self {
+            spec: tool_spec(&agents),
+            agents,
+        }
     }
 }
 
@@ -151,6 +203,7 @@ impl ToolHandler for TaskTool {
             };
             run(
                 parts.clone(),
+                &self.agents,
                 call.input,
                 call.call_id,
                 call.session_id,
@@ -166,6 +219,7 @@ impl ToolHandler for TaskTool {
 /// called it.
 fn run<'a>(
     parts: SessionParts,
+    agents: &'a CustomAgents,
     input: &'a Value,
     call_id: &'a str,
     session_id: Option<&'a str>,
@@ -177,7 +231,26 @@ fn run<'a>(
             Ok(task) => task,
             Err(problem) => return ToolOutcome::from(Err(CallError::InvalidInput(problem))),
         };
-        let profile = profile(&parts.config.system);
+        let (profile, notes) = match &task.agent {
+            None => (profile(&parts.config.system), Vec::new()),
+            Some(name) => {
+                let Some(custom) = agents.find(name) else {
+                    let mut known = vec![GENERAL.to_string()];
+                    known.extend(agents.agents.iter().map(|a| a.file.name.clone()));
+                    return ToolOutcome::from(Err(CallError::InvalidInput(format!(
+                        "there is no agent `{name}`; the agents are: {}",
+                        known.join(", ")
+                    ))));
+                };
+                custom_agents::profile(
+                    custom,
+                    parts.toolbox.tools(),
+                    parts.provider.name(),
+                    &parts.config.model,
+                    &parts.workspace,
+                )
+            }
+        };
         let mut agent = Agent::subagent(parts, profile, session_id, call_id);
         let mut log = SubagentLog::default();
         let start = json!({
@@ -202,7 +275,7 @@ fn run<'a>(
                 };
             }
         };
-        let result = match report.end {
+        let mut result = match report.end {
             TurnEnd::Finished(_) => Ok(log.result(&report.text, report.requests, elapsed)),
             TurnEnd::PromptBlocked { hook, reason } => Err(CallError::Denied(format!(
                 "hook {hook} blocked the sub-agent's task: {reason}"
@@ -217,6 +290,11 @@ fn run<'a>(
                 elapsed,
             )),
         };
+        if let Ok(text) = &mut result {
+            for note in notes {
+                text.push_str(&format!("\n[note: {note}]"));
+            }
+        }
         ToolOutcome {
             result,
             usage: report.usage,
@@ -281,6 +359,19 @@ mod tests {
             parse_input(&json!({"description": "a", "prompt": "b", "tools": []}))
                 .unwrap_err()
                 .contains("unknown field `tools`")
+        );
+        assert_eq!(
+            parse_input(&json!({"description": "a", "prompt": "b", "subagent_type": "reviewer"}))
+                .unwrap()
+                .agent
+                .as_deref(),
+            Some("reviewer")
+        );
+        assert!(
+            parse_input(&json!({"description": "a", "prompt": "b", "subagent_type": GENERAL}))
+                .unwrap()
+                .agent
+                .is_none()
         );
     }
 

@@ -46,6 +46,29 @@ pub struct ToolCall<'a> {
     /// The session the call is made in, for handlers that run agent work
     /// themselves (`task`); `None` outside an agent session.
     pub session: Option<&'a SessionParts>,
+    /// What the agent making the call may reach at most; handlers hold
+    /// their sandbox to it whatever the call asks for.
+    pub reach: Reach,
+}
+
+/// What an agent's calls may reach at most: a sub-agent whose tools
+/// change nothing gets a read-only workspace, and one without network
+/// tools gets no network, in the sandbox of every call it makes
+/// (components and commands alike), not just fewer tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reach {
+    /// Calls may get the workspace writable (when they may write at all).
+    pub write: bool,
+    /// Calls may get the network (the origins they were granted).
+    pub net: bool,
+}
+
+impl Reach {
+    /// Whatever the call is otherwise granted.
+    pub const FULL: Reach = Reach {
+        write: true,
+        net: true,
+    };
 }
 
 /// How a call ended: its result for the model, and the model tokens it

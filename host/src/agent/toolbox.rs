@@ -359,6 +359,7 @@ impl Toolbox {
                 events: events.as_ref(),
                 audit: self.audit.as_ref(),
                 session: None,
+                reach: super::tool::Reach::FULL,
             })
             .await;
         (outcome.result, started.elapsed())

@@ -167,8 +167,12 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
     let mut toolbox = Toolbox::load(sandbox, &catalog, &workspace, Limits::default())
         .await
         .map_err(|e| Failure::new(Exit::Error, e))?;
-    let found_skills =
+    let mut found_skills =
         Skills::discover(toolbox.sandbox(), &home, &workspace, Limits::default()).await;
+    let extension_grants = extension_grants(&settings, &workspace, &home);
+    if let Ok(grants) = &extension_grants {
+        found_skills.set_commands(grants.clone());
+    }
     notices.extend(found_skills.set().warnings());
     let context_window = settings
         .model
@@ -188,10 +192,16 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         ));
     }
     toolbox.set_skills(found_skills);
+    let custom_agents = crate::agent::custom_agents::CustomAgents::discover(
+        &home,
+        &workspace,
+        skills::discover::claude_home().as_deref(),
+    );
+    notices.extend(custom_agents.warnings.iter().cloned());
     toolbox
-        .register(std::sync::Arc::new(
-            crate::agent::subagent::TaskTool::default(),
-        ))
+        .register(std::sync::Arc::new(crate::agent::subagent::TaskTool::new(
+            custom_agents,
+        )))
         .map_err(|e| Failure::new(Exit::Error, e))?;
     let call_events = super::live::EventRoute::new();
     toolbox.set_events(call_events.sink());
@@ -292,6 +302,16 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
     )
     .await
     .map_err(|e| Failure::new(Exit::Error, e))?;
+    let mut hooks = hooks;
+    let found = crate::plugin::command_hooks::load(
+        &home,
+        &workspace,
+        skills::discover::claude_home().as_deref(),
+        &extension_grants,
+        agent.session_id(),
+    );
+    notices.extend(found.notices);
+    hooks.extend(found.hooks);
     let hooks = crate::hooks::HookSet::new(hooks).map_err(|e| Failure::new(Exit::Error, e))?;
     let hook_audit = if hooks.is_empty() {
         None
@@ -414,4 +434,30 @@ pub fn system_prompt(
         model,
         date: None,
     })
+}
+
+/// What the commands of extensions — Claude Code command hooks and skills'
+/// inline shell commands — start from: the session's command grants, which
+/// each narrows to read-only and no network. When they cannot be made the
+/// hooks are loaded all the same and fail at each event (so blocking events
+/// stay closed), and inline commands are not run.
+fn extension_grants(
+    settings: &config::Settings,
+    workspace: &std::path::Path,
+    home: &Home,
+) -> Result<crate::exec::ExecGrants, String> {
+    let user_home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(std::path::PathBuf::from);
+    let mut grants = crate::exec::ExecGrants::resolve(
+        &settings.exec,
+        workspace,
+        user_home.as_deref(),
+        &crate::grants::fs::OwnFolders::of(home),
+    )
+    .map_err(|e| e.to_string())?;
+    let log = crate::audit::AuditLog::open(&home.audit_log())
+        .map_err(|e| format!("the audit log cannot be opened: {e}"))?;
+    grants.audit = Some(crate::audit::AuditScope::new(log, "hooks", "", None));
+    Ok(grants)
 }

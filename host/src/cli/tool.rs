@@ -407,6 +407,7 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
             events: Some(&events),
             audit: None,
             session: None,
+            reach: crate::agent::tool::Reach::FULL,
         })
         .await;
     if verbose {
@@ -528,6 +529,7 @@ async fn call_exec_run(args: &CallArgs, input: &str) -> Result<Exit, Failure> {
             events: None,
             audit: None,
             session: None,
+            reach: crate::agent::tool::Reach::FULL,
         })
         .await;
     match outcome.result {

@@ -15,6 +15,7 @@
 //! - [`dispatch`]: running the matching hooks and combining their answers;
 //! - [`schema`]: checking a modified tool input against the tool's schema.
 
+pub mod command;
 pub mod component;
 pub mod dispatch;
 pub mod matcher;

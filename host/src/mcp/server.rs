@@ -374,6 +374,7 @@ impl Server {
                 events: events.as_ref(),
                 audit: None,
                 session: None,
+                reach: crate::agent::tool::Reach::FULL,
             })
             .await;
         if progress.load(Ordering::Relaxed) {

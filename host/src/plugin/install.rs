@@ -891,7 +891,14 @@ impl<'a> Installer<'a> {
             .filter(|rel| crate::plugin::package::skill_file_in_plugin(rel).is_some())
             .cloned()
             .collect();
-        if manifest.components.is_empty() && skill_files.is_empty() {
+        // A Claude Code plugin's import refused it already if it brought
+        // nothing: its agents or command hooks alone are something.
+        let claude_parts = files.0.keys().any(|rel| {
+            rel.starts_with("agents/") || rel == crate::plugin::command_hooks::HOOKS_FILE
+        }) || files
+            .0
+            .contains_key(crate::plugin::claude_import::IMPORT_NOTES);
+        if manifest.components.is_empty() && skill_files.is_empty() && !claude_parts {
             return Err(InstallError::Source {
                 path: source.to_path_buf(),
                 reason: format!(
@@ -1129,26 +1136,56 @@ fn describe_hooks(reach: &HookReach) -> String {
 fn describe_skills(prepared: &Prepared) -> String {
     let mut text = String::new();
     if !prepared.skill_files.is_empty() {
+        let inline: Vec<&str> = prepared
+            .skill_files
+            .iter()
+            .filter(|rel| {
+                std::fs::read_to_string(prepared.root.join(rel))
+                    .is_ok_and(|text| text.contains("!`") || text.contains("```!"))
+            })
+            .map(String::as_str)
+            .collect();
         text.push_str(&format!(
-            "  skills   {} (instructions for the model; they run no code; the model may read the plugin's files, read-only)\n",
-            prepared.skill_files.join(", ")
+            "  skills   {} (instructions for the model{}; the model may read the plugin's files, read-only)\n",
+            prepared.skill_files.join(", "),
+            if inline.is_empty() {
+                "; they run no code"
+            } else {
+                ""
+            }
         ));
+        if !inline.is_empty() {
+            text.push_str(&format!(
+                "  inline commands in {} run when the skill loads, in the OS sandbox: they read the workspace and the skill's folder (read-only), no network, no secrets or environment variables beyond PATH, HOME, LANG, TERM, TMPDIR\n",
+                inline.join(", ")
+            ));
+        }
     }
     if let Some(imported) = &prepared.imported {
-        text.push_str(&format!(
-            "  imported from a Claude Code plugin: {}\n",
-            imported.skills.join(", ")
-        ));
+        if !imported.skills.is_empty() {
+            text.push_str(&format!(
+                "  imported from a Claude Code plugin: {}\n",
+                imported.skills.join(", ")
+            ));
+        }
+        for line in &imported.agents {
+            text.push_str(&format!("  agent    {line}\n"));
+        }
+        for line in &imported.hooks {
+            text.push_str(&format!("  command hook  {line}\n"));
+        }
         if !imported.files.is_empty() {
-            text.push_str(
-                "  files    kept in the plugin's folder, which the model may read (read-only); none is run:\n",
-            );
+            text.push_str(if imported.hooks.is_empty() {
+                "  files    kept in the plugin's folder, which the model may read (read-only); none is run:\n"
+            } else {
+                "  files    kept in the plugin's folder, which the model may read (read-only); none is run but by the command hooks above:\n"
+            });
             for line in &imported.files {
                 text.push_str(&format!("    {line}\n"));
             }
         }
         if !imported.warnings.is_empty() {
-            text.push_str("  skipped  skills and commands not imported:\n");
+            text.push_str("  skipped  not imported:\n");
             for line in &imported.warnings {
                 text.push_str(&format!("    {line}\n"));
             }

@@ -11,6 +11,7 @@ pub mod builtin;
 pub mod catalog;
 pub mod claude_import;
 pub mod claude_marketplace;
+pub mod command_hooks;
 pub mod hooks;
 pub mod inspect;
 pub mod install;

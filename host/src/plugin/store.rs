@@ -299,6 +299,7 @@ pub fn copy_package(from: &Path, files: &FileHashes, to: &Path) -> Result<(), St
             });
         }
         std::fs::write(&target, &bytes).map_err(io("write", &target))?;
+        keep_executable(&source, &target).map_err(io("set the mode of", &target))?;
     }
     if to.exists() {
         std::fs::remove_dir_all(to).map_err(io("replace", to))?;
@@ -312,6 +313,21 @@ pub fn copy_package(from: &Path, files: &FileHashes, to: &Path) -> Result<(), St
             source,
         }
     })?;
+    Ok(())
+}
+
+/// Gives `to` the executable bits of `from` (scripts a Claude Code
+/// plugin's hooks run), and nothing else of its mode.
+pub fn keep_executable(from: &Path, to: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if std::fs::metadata(from)?.permissions().mode() & 0o111 != 0 {
+            std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o755))?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = (from, to);
     Ok(())
 }
 

@@ -8,11 +8,14 @@
 //!   plugin import ([`crate::plugin`]) uses too;
 //! - [`discover`]: where skills come from, and which wins a name clash;
 //! - [`text`]: argument substitution and the inline-shell note;
+//! - [`inline_shell`]: inline shell commands run in the OS sandbox, their
+//!   output in their place;
 //! - [`prompt`]: the listing in the system prompt, within its budget;
 //! - [`session`]: the `skill` tool, active skills and `allowed-tools`;
 
 pub mod discover;
 pub mod names;
+pub mod inline_shell;
 pub mod prompt;
 pub mod session;
 pub mod text;

@@ -100,6 +100,8 @@ pub struct Skills {
     components: Vec<ComponentRuntime>,
     active: Mutex<Vec<Active>>,
     read_tool: String,
+    /// What inline shell commands get, in a session that runs them.
+    commands: Option<crate::exec::ExecGrants>,
 }
 
 impl std::fmt::Debug for Skills {
@@ -255,7 +257,16 @@ impl Skills {
             components,
             active: Mutex::new(Vec::new()),
             read_tool: "fs__read".to_string(),
+            commands: None,
         }
+    }
+
+    /// Runs the skills' inline shell commands (`` !`cmd` ``) in the OS
+    /// sandbox under `grants` (the session's command grants, narrowed to
+    /// read-only and no network) when a skill is loaded; without this they
+    /// are not run and the model is told so.
+    pub fn set_commands(&mut self, grants: crate::exec::ExecGrants) {
+        self.commands = Some(grants);
     }
 
     /// The skills, clashes settled.
@@ -446,7 +457,23 @@ impl Skills {
             out.push_str(&format!("(Ignored from its front matter: {bad}.)\n"));
         }
         let shell = text::inline_shell(&body);
-        if !shell.is_empty() {
+        let body = match (&self.commands, &skill.origin) {
+            (Some(grants), Origin::File { dir, .. }) if !shell.is_empty() => {
+                let grants = super::inline_shell::grants_for(grants, name, dir, session_id);
+                let text = body.clone();
+                tokio::task::spawn_blocking(move || {
+                    super::inline_shell::replace(&text, &mut |command| {
+                        super::inline_shell::run(command, &grants)
+                    })
+                })
+                .await
+                .map_err(|e| {
+                    CallError::Failed(format!("the skill's inline commands failed: {e}"))
+                })?
+            }
+            _ => body,
+        };
+        if !shell.is_empty() && self.commands.is_none() {
             out.push('\n');
             out.push_str(&text::inline_shell_note(&shell, &self.read_tool));
         }
@@ -740,6 +767,7 @@ mod tests {
             components: Vec::new(),
             active: Mutex::new(active),
             read_tool: "fs__read".to_string(),
+            commands: None,
         }
     }
 

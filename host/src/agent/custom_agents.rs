@@ -1,0 +1,519 @@
+//! Custom sub-agents, defined as Claude Code defines them: a markdown file
+//! `agents/NAME.md` whose front matter gives `name`, `description`,
+//! `tools` and `model`, and whose body is the agent's system prompt.
+//!
+//! They are found in the project's `.claude/agents/` (workspace, then the
+//! repository root), the user's `~/.claude/agents/` and installed
+//! plugins' `agents/` (read through the lock, so a changed file is
+//! refused); on a name clash the first of that order wins. The `task` tool
+//! starts them by name.
+//!
+//! Unlike Claude Code, where the list is advisory, an agent runs with
+//! exactly the tools it lists, and the sandbox of every call it makes holds
+//! it to them ([`Reach`]): an agent that lists no tool that changes files
+//! gets the workspace read-only in its components and its commands alike
+//! (`Bash` alone runs commands read-only), and one that lists no network
+//! tool gets no network. Everything stays within the session's own grants
+//! and policy: an agent is offered a subset of the session's tools.
+
+use std::path::{Path, PathBuf};
+
+use super::profile::{AgentProfile, ToolAllowance};
+use super::tool::{AgentTool, Reach};
+use crate::front_matter::{self, AgentFile};
+use crate::home::Home;
+use crate::plugin::lock::Lockfile;
+use crate::plugin::store::PluginStore;
+use crate::policy::claude_code;
+use crate::untrusted_folder::UntrustedFolder;
+
+/// The largest agent file read.
+const MAX_AGENT_FILE: usize = 256 << 10;
+
+/// One custom sub-agent and where it was defined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CustomAgent {
+    /// Its definition.
+    pub file: AgentFile,
+    /// Where it came from, for messages (`project`, `user`, `plugin NAME`).
+    pub source: String,
+}
+
+/// The custom agents of a session, and what the user should know about the
+/// files that were skipped.
+#[derive(Debug, Clone, Default)]
+pub struct CustomAgents {
+    /// The agents, by precedence; names are unique.
+    pub agents: Vec<CustomAgent>,
+    /// Files skipped and why.
+    pub warnings: Vec<String>,
+}
+
+impl CustomAgents {
+    /// Finds the agents of a session in `workspace`: the project's
+    /// `.claude/agents/`, the user's `claude_home/agents/` (`~/.claude`),
+    /// then installed plugins' `agents/`.
+    pub fn discover(home: &Home, workspace: &Path, claude_home: Option<&Path>) -> Self {
+        let mut found = Self::default();
+        let mut roots = vec![workspace.to_path_buf()];
+        if let Some(root) = workspace.ancestors().find(|f| f.join(".git").exists())
+            && root != workspace
+        {
+            roots.push(root.to_path_buf());
+        }
+        for root in &roots {
+            found.add_folder(root, Path::new(".claude/agents"), "project");
+        }
+        if let Some(claude) = claude_home {
+            found.add_folder(claude, Path::new("agents"), "user");
+        }
+        found.add_installed_plugins(home);
+        found
+    }
+
+    /// The agent called `name`.
+    pub fn find(&self, name: &str) -> Option<&CustomAgent> {
+        self.agents.iter().find(|agent| agent.file.name == name)
+    }
+
+    fn add(&mut self, file: AgentFile, source: String) {
+        if let Some(winner) = self.find(&file.name) {
+            self.warnings.push(format!(
+                "the agent `{}` of {source} is hidden by the one of {}",
+                file.name, winner.source
+            ));
+            return;
+        }
+        self.agents.push(CustomAgent { file, source });
+    }
+
+    fn parse(&mut self, text: &str, path: &Path, stem: &str, source: String) {
+        match front_matter::parse_agent(text, stem) {
+            Ok(file) => self.add(file, source),
+            Err(e) => self.warnings.push(format!(
+                "skipped the agent {}:{}: {}",
+                path.display(),
+                e.line,
+                e.message
+            )),
+        }
+    }
+
+    /// Every `*.md` in `root/rel`, read beneath `root` (a project's files
+    /// are someone else's: no link leads out, no FIFO, capped).
+    fn add_folder(&mut self, root: &Path, rel: &Path, source: &str) {
+        let dir = root.join(rel);
+        let opened = UntrustedFolder::open(root).and_then(|folder| match folder {
+            Some(folder) => folder.subfolder(rel),
+            None => Ok(None),
+        });
+        let folder = match opened {
+            Ok(Some(folder)) => folder,
+            Ok(None) => return,
+            Err(e) => {
+                self.warnings
+                    .push(format!("skipped the agents in {}: {e}", dir.display()));
+                return;
+            }
+        };
+        let names = match folder.entry_names() {
+            Ok(names) => names,
+            Err(e) => {
+                self.warnings
+                    .push(format!("skipped the agents in {}: {e}", dir.display()));
+                return;
+            }
+        };
+        for name in names {
+            let Some(stem) = name.strip_suffix(".md") else {
+                continue;
+            };
+            let path = dir.join(&name);
+            match folder.read(Path::new(&name), MAX_AGENT_FILE) {
+                Ok(Some(read)) if !read.more => {
+                    self.parse(&read.text(), &path, stem, source.to_string());
+                }
+                Ok(Some(_)) => self.warnings.push(format!(
+                    "skipped the agent {}: larger than {} KiB",
+                    path.display(),
+                    MAX_AGENT_FILE >> 10
+                )),
+                Ok(None) => {}
+                Err(e) => self
+                    .warnings
+                    .push(format!("skipped the agent {}: {e}", path.display())),
+            }
+        }
+    }
+
+    /// `agents/*.md` of every installed plugin, each file's hash checked
+    /// against the lock.
+    fn add_installed_plugins(&mut self, home: &Home) {
+        let store = PluginStore::new(home.plugins_dir());
+        let Ok(lock) = Lockfile::load(&store.lock_path()) else {
+            // The skills' discovery reports an unreadable lockfile.
+            return;
+        };
+        for (plugin, entry) in &lock.plugins {
+            let locked = crate::skills::LockedFiles {
+                plugin: plugin.clone(),
+                root: entry.dir(store.root()),
+                files: entry.files.clone(),
+                source: entry.source.clone(),
+            };
+            for rel in entry.files.keys() {
+                let Some(stem) = rel
+                    .strip_prefix("agents/")
+                    .and_then(|name| name.strip_suffix(".md"))
+                    .filter(|stem| !stem.contains('/'))
+                else {
+                    continue;
+                };
+                match locked.read(rel) {
+                    Ok(bytes) => {
+                        let text = String::from_utf8_lossy(&bytes).into_owned();
+                        let path: PathBuf = locked.root.join(rel);
+                        self.parse(&text, &path, stem, format!("plugin {plugin}"));
+                    }
+                    Err(message) => self.warnings.push(message),
+                }
+            }
+        }
+    }
+}
+
+/// The capstan tool names an agent's `tools` list stands for: Claude Code
+/// names mapped (`Read` is `fs.read`, `Bash` is `exec.run`), capstan
+/// names (`fs.read`, `git.*`) and MCP names kept; and the names that stand
+/// for no tool capstan has.
+pub fn tool_names(listed: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut names = Vec::new();
+    let mut unknown = Vec::new();
+    for entry in listed {
+        // `Bash(git diff:*)` names the tool `Bash`.
+        let base = entry.split('(').next().unwrap_or(entry).trim();
+        let mapped: &[&str] = match base {
+            "BashOutput" => &["exec.output"],
+            "KillShell" | "KillBash" => &["exec.kill"],
+            "NotebookEdit" => &["fs.edit"],
+            "Task" => &[],
+            _ => match claude_code::lookup(base) {
+                Some(tool) => std::slice::from_ref(&tool.tool),
+                None if base.contains('.') || base.starts_with("mcp__") => {
+                    names.push(base.to_string());
+                    continue;
+                }
+                None => {
+                    unknown.push(base.to_string());
+                    continue;
+                }
+            },
+        };
+        for name in mapped {
+            if !names.iter().any(|n| n == name) {
+                names.push((*name).to_string());
+            }
+        }
+    }
+    (names, unknown)
+}
+
+/// Whether `tool` runs native commands, whose writing and network are
+/// decided per call ([`Reach`]) rather than by their hints: `Bash` alone
+/// gives neither.
+fn runs_commands(tool: &AgentTool) -> bool {
+    tool.name.starts_with("exec.")
+}
+
+/// The profile `agent` runs as in a session offering `tools`, with the
+/// session's provider `provider` and model `session_model`: its body as
+/// the system prompt (with the working folder `workspace`), exactly the
+/// tools it lists (all of the session's but `task` and `skill` when it
+/// lists none), and the reach those tools need. Also returns notes for
+/// the result: tools it names that capstan does not have, a model the
+/// provider cannot serve.
+pub fn profile(
+    agent: &CustomAgent,
+    tools: &[AgentTool],
+    provider: &str,
+    session_model: &str,
+    workspace: &Path,
+) -> (AgentProfile, Vec<String>) {
+    let mut notes = Vec::new();
+    let no_nesting = [
+        super::subagent::TOOL_NAME.to_string(),
+        crate::skills::session::TOOL_NAME.to_string(),
+    ];
+    let (allowance, reach) = match &agent.file.tools {
+        None => (ToolAllowance::AllBut(no_nesting.to_vec()), Reach::FULL),
+        Some(listed) => {
+            let (names, unknown) = tool_names(listed);
+            if !unknown.is_empty() {
+                notes.push(format!(
+                    "the agent lists tools capstan does not have, left out: {}",
+                    unknown.join(", ")
+                ));
+            }
+            let names: Vec<String> = names
+                .into_iter()
+                .filter(|name| !no_nesting.contains(name))
+                .collect();
+            let allowance = ToolAllowance::Named(names);
+            let offered: Vec<&AgentTool> = tools.iter().filter(|t| allowance.allows(t)).collect();
+            let reach = Reach {
+                write: offered
+                    .iter()
+                    .any(|t| !t.spec.read_only && !runs_commands(t)),
+                net: offered
+                    .iter()
+                    .any(|t| t.spec.open_world && !runs_commands(t)),
+            };
+            (allowance, reach)
+        }
+    };
+    let (model, note) = pick_model(agent.file.model.as_deref(), provider, session_model);
+    notes.extend(note);
+    let mut system = agent.file.body.clone();
+    system.push_str(&format!(
+        "\n\n# Environment\nYou are the sub-agent `{}`. The working folder is {}. Another agent \
+         gave you the task and reads only your final answer: work on your own (you cannot ask \
+         the user anything) and end with a complete, self-contained answer.",
+        agent.file.name,
+        workspace.display()
+    ));
+    if !reach.write {
+        system.push_str(" The workspace is read-only for you.");
+    }
+    if !reach.net {
+        system.push_str(" You have no network.");
+    }
+    let profile = AgentProfile {
+        name: agent.file.name.clone(),
+        system: Some(system),
+        model,
+        tools: allowance,
+        reach,
+    };
+    (profile, notes)
+}
+
+/// The Anthropic model each of Claude Code's aliases stands for.
+const ALIASES: [(&str, &str); 3] = [
+    ("sonnet", "claude-sonnet-4-5"),
+    ("opus", "claude-opus-4-1"),
+    ("haiku", "claude-haiku-4-5"),
+];
+
+/// The model an agent asking for `requested` gets from `provider`, in a
+/// session on `session_model`: `None` keeps the session's. Claude Code's
+/// aliases pick that family's model on Anthropic (the session's own when it
+/// is of that family); Anthropic names on another provider, which has no
+/// such model, keep the session's with a note; other names are used as
+/// written.
+pub fn pick_model(
+    requested: Option<&str>,
+    provider: &str,
+    session_model: &str,
+) -> (Option<String>, Option<String>) {
+    let Some(requested) = requested.map(str::trim).filter(|m| !m.is_empty()) else {
+        return (None, None);
+    };
+    if requested == "inherit" {
+        return (None, None);
+    }
+    let anthropic = provider == "anthropic";
+    if let Some((alias, model)) = ALIASES.iter().find(|(alias, _)| *alias == requested) {
+        if session_model.contains(alias) {
+            return (None, None);
+        }
+        if anthropic {
+            return (Some((*model).to_string()), None);
+        }
+    } else if anthropic || !requested.starts_with("claude") {
+        return (Some(requested.to_string()), None);
+    }
+    (
+        None,
+        Some(format!(
+            "the agent asks for the model `{requested}`, which the {provider} provider does not serve; it used the session's model {session_model}"
+        )),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::ToolSpec;
+
+    #[test]
+    fn claude_code_tool_names_map_onto_capstan_tools() {
+        let listed: Vec<String> = ["Read", "Grep", "Glob", "Bash(git log:*)", "git.*", "Frob"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let (names, unknown) = tool_names(&listed);
+        assert_eq!(
+            names,
+            ["fs.read", "fs.grep", "fs.glob", "exec.run", "git.*"]
+        );
+        assert_eq!(unknown, ["Frob"]);
+    }
+
+    struct Fake(ToolSpec);
+
+    impl crate::agent::tool::ToolHandler for Fake {
+        fn name(&self) -> &str {
+            &self.0.name
+        }
+
+        fn spec(&self) -> &ToolSpec {
+            &self.0
+        }
+
+        fn call<'a>(
+            &'a self,
+            _call: crate::agent::tool::ToolCall<'a>,
+        ) -> futures_util::future::LocalBoxFuture<'a, crate::agent::tool::ToolOutcome> {
+            Box::pin(async { crate::agent::tool::ToolOutcome::from(Ok(String::new())) })
+        }
+    }
+
+    fn tool(name: &str, read_only: bool, open_world: bool) -> AgentTool {
+        AgentTool::new(std::sync::Arc::new(Fake(ToolSpec {
+            name: name.to_string(),
+            description: String::new(),
+            input_schema: serde_json::json!({"type": "object"}),
+            read_only,
+            destructive: false,
+            idempotent: false,
+            open_world,
+        })))
+    }
+
+    fn agent(tools: Option<&[&str]>) -> CustomAgent {
+        CustomAgent {
+            file: AgentFile {
+                name: "a".into(),
+                description: "d".into(),
+                tools: tools.map(|t| t.iter().map(|s| s.to_string()).collect()),
+                model: None,
+                body: "You are a.".into(),
+            },
+            source: "project".into(),
+        }
+    }
+
+    #[test]
+    fn an_agents_reach_follows_the_tools_it_lists() {
+        let tools = [
+            tool("fs.read", true, false),
+            tool("fs.write", false, false),
+            tool("exec.run", false, true),
+            tool("web.fetch", true, true),
+            tool("task", true, false),
+        ];
+        let reach = |listed: Option<&[&str]>| {
+            profile(&agent(listed), &tools, "anthropic", "m", Path::new("/ws"))
+                .0
+                .reach
+        };
+        let none = Reach {
+            write: false,
+            net: false,
+        };
+        assert_eq!(reach(Some(&["Read", "Bash"])), none);
+        assert_eq!(
+            reach(Some(&["Read", "Write"])),
+            Reach {
+                write: true,
+                net: false
+            }
+        );
+        assert_eq!(
+            reach(Some(&["WebFetch"])),
+            Reach {
+                write: false,
+                net: true
+            }
+        );
+        assert_eq!(reach(None), Reach::FULL);
+        let (read_only, notes) = profile(
+            &agent(Some(&["Read", "Task", "Frob"])),
+            &tools,
+            "anthropic",
+            "m",
+            Path::new("/ws"),
+        );
+        let offered: Vec<&str> = tools
+            .iter()
+            .filter(|t| read_only.tools.allows(t))
+            .map(|t| t.name.as_str())
+            .collect();
+        assert_eq!(offered, ["fs.read"]);
+        assert!(notes[0].contains("Frob"), "{notes:?}");
+        let system = read_only.system.unwrap();
+        assert!(system.starts_with("You are a."), "{system}");
+        assert!(system.contains("The workspace is read-only for you. You have no network."));
+        let (all, _) = profile(&agent(None), &tools, "anthropic", "m", Path::new("/ws"));
+        assert!(!all.tools.allows(&tools[4]) && all.tools.allows(&tools[1]));
+    }
+
+    #[test]
+    fn aliases_pick_a_model_the_provider_has() {
+        assert_eq!(
+            pick_model(Some("haiku"), "anthropic", "claude-sonnet-4-5").0,
+            Some("claude-haiku-4-5".to_string())
+        );
+        assert_eq!(
+            pick_model(Some("sonnet"), "anthropic", "claude-sonnet-4-5"),
+            (None, None)
+        );
+        assert_eq!(pick_model(Some("inherit"), "anthropic", "x"), (None, None));
+        assert_eq!(pick_model(None, "anthropic", "x"), (None, None));
+        let (model, note) = pick_model(Some("opus"), "openai-compatible", "qwen3");
+        assert_eq!(model, None);
+        assert!(note.unwrap().contains("`opus`"));
+        assert_eq!(
+            pick_model(Some("qwen3-coder"), "openai-compatible", "qwen3").0,
+            Some("qwen3-coder".to_string())
+        );
+    }
+
+    #[test]
+    fn agents_are_found_in_project_and_user_folders_first_one_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        let user = dir.path().join("claude");
+        let write = |path: PathBuf, text: &str| {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        write(
+            ws.join(".claude/agents/reviewer.md"),
+            "---\nname: reviewer\ndescription: Reviews code.\ntools: Read, Grep\nmodel: haiku\n---\nYou review.\n",
+        );
+        write(
+            user.join("agents/reviewer.md"),
+            "---\ndescription: Another.\n---\nOther.\n",
+        );
+        write(
+            user.join("agents/writer.md"),
+            "---\ndescription: Writes.\n---\nYou write.\n",
+        );
+        write(user.join("agents/broken.md"), "---\nname: Bad Name\n---\n");
+        let home = Home::at(dir.path().join("home"), dir.path().join("cache"));
+        let found = CustomAgents::discover(&home, &ws, Some(&user));
+        let names: Vec<&str> = found.agents.iter().map(|a| a.file.name.as_str()).collect();
+        assert_eq!(names, ["reviewer", "writer"]);
+        let reviewer = found.find("reviewer").unwrap();
+        assert_eq!(reviewer.source, "project");
+        assert_eq!(
+            reviewer.file.tools.as_deref(),
+            Some(&["Read".to_string(), "Grep".to_string()][..])
+        );
+        assert_eq!(reviewer.file.model.as_deref(), Some("haiku"));
+        assert_eq!(reviewer.file.body, "You review.");
+        let all = found.warnings.join("\n");
+        assert!(all.contains("broken.md") && all.contains("hidden"), "{all}");
+    }
+}

@@ -1,0 +1,173 @@
+//! The Claude Code command hooks of a session: those of installed plugins
+//! (`hooks/hooks.json`, and the `hooks` of `.claude-plugin/plugin.json`,
+//! which the import keeps in [`MANIFEST_HOOKS_FILE`]; read through the lock
+//! so a changed file is refused) and those of Claude
+//! Code's settings files (`.claude/settings.json` and
+//! `.claude/settings.local.json` of the project, `~/.claude/settings.json`).
+//! Each runs in the OS sandbox as [`crate::hooks::command`] describes.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::exec::ExecGrants;
+use crate::home::Home;
+use crate::hooks::Hook;
+use crate::hooks::command::{CommandHook, parse_hooks};
+use crate::plugin::lock::Lockfile;
+use crate::plugin::store::PluginStore;
+use crate::untrusted_folder::UntrustedFolder;
+
+/// The file of a Claude Code plugin that holds its hooks.
+pub const HOOKS_FILE: &str = "hooks/hooks.json";
+
+/// The file of an imported Claude Code plugin that holds the hooks its
+/// `plugin.json` defined (the manifest itself is not packaged).
+pub const MANIFEST_HOOKS_FILE: &str = "hooks/from-plugin-json.json";
+
+/// The largest settings or hooks file read.
+const MAX_FILE: usize = 1 << 20;
+
+/// The command hooks found, and what the user should know: which hooks
+/// run, and which could not be used.
+#[derive(Default)]
+pub struct CommandHooks {
+    /// The hooks.
+    pub hooks: Vec<Arc<dyn Hook>>,
+    /// One line per hook loaded and per problem.
+    pub notices: Vec<String>,
+}
+
+/// The command hooks of installed plugins, and of the settings files of
+/// `workspace` and `claude_home` (`~/.claude`), each run under `grants`
+/// (the session's command grants, which each hook narrows to read-only, no
+/// network) in session `session_id`.
+pub fn load(
+    home: &Home,
+    workspace: &Path,
+    claude_home: Option<&Path>,
+    grants: &Result<ExecGrants, String>,
+    session_id: Option<&str>,
+) -> CommandHooks {
+    let mut found = CommandHooks::default();
+    let store = PluginStore::new(home.plugins_dir());
+    if let Ok(lock) = Lockfile::load(&store.lock_path()) {
+        for (plugin, entry) in &lock.plugins {
+            let root = entry.dir(store.root());
+            for rel in [HOOKS_FILE, MANIFEST_HOOKS_FILE] {
+                let Some(expected) = entry.files.get(rel) else {
+                    continue;
+                };
+                let value = match std::fs::read(root.join(rel)) {
+                    Ok(bytes) if crate::sandbox::engine::sha256_hex(&bytes) == *expected => {
+                        serde_json::from_slice::<Value>(&bytes).ok()
+                    }
+                    Ok(_) => {
+                        found.notices.push(format!(
+                            "warning: the hooks of plugin {plugin} were left out: {rel} has changed since it was installed; reinstall it with `capstan plugin install {}`",
+                            entry.source
+                        ));
+                        continue;
+                    }
+                    Err(e) => {
+                        found.notices.push(format!(
+                            "warning: the hooks of plugin {plugin} were left out: cannot read {rel}: {e}"
+                        ));
+                        continue;
+                    }
+                };
+                let Some(hooks) = value else {
+                    found.notices.push(format!(
+                        "warning: the hooks of plugin {plugin} were left out: {rel} is not valid JSON"
+                    ));
+                    continue;
+                };
+                let label = format!("{plugin}/{rel}");
+                found.add(&label, &hooks, grants, Some(&root), plugin, session_id);
+            }
+        }
+    }
+    let mut settings = vec![
+        (workspace.to_path_buf(), ".claude/settings.json"),
+        (workspace.to_path_buf(), ".claude/settings.local.json"),
+    ];
+    if let Some(claude) = claude_home {
+        settings.push((claude.to_path_buf(), "settings.json"));
+    }
+    for (root, rel) in settings {
+        let path = root.join(rel);
+        let read = UntrustedFolder::open(&root).and_then(|folder| match folder {
+            Some(folder) => folder.read(Path::new(rel), MAX_FILE),
+            None => Ok(None),
+        });
+        let text = match read {
+            Ok(Some(read)) if !read.more => read.text(),
+            Ok(Some(_)) => {
+                found.notices.push(format!(
+                    "warning: the hooks of {} were left out: the file is larger than 1 MiB",
+                    path.display()
+                ));
+                continue;
+            }
+            Ok(None) => continue,
+            Err(e) => {
+                found.notices.push(format!(
+                    "warning: the hooks of {} were left out: {e}",
+                    path.display()
+                ));
+                continue;
+            }
+        };
+        let value = match serde_json::from_str::<Value>(&text) {
+            Ok(value) => value,
+            Err(e) => {
+                found.notices.push(format!(
+                    "warning: the hooks of {} were left out: it is not valid JSON ({e})",
+                    path.display()
+                ));
+                continue;
+            }
+        };
+        let Some(hooks @ Value::Object(_)) = value.get("hooks") else {
+            continue;
+        };
+        let label = path.display().to_string();
+        found.add(&label, hooks, grants, None, "settings-hooks", session_id);
+    }
+    found
+}
+
+impl CommandHooks {
+    fn add(
+        &mut self,
+        label: &str,
+        hooks: &Value,
+        grants: &Result<ExecGrants, String>,
+        plugin_root: Option<&Path>,
+        audit_name: &str,
+        session_id: Option<&str>,
+    ) {
+        let (specs, problems) = parse_hooks(hooks);
+        for problem in problems {
+            self.notices.push(format!("warning: {label}: {problem}"));
+        }
+        for (index, spec) in specs.into_iter().enumerate() {
+            let name = format!("{label}#{}", index + 1);
+            // A plugin's hooks were shown when it was installed; a settings
+            // file's are said at each session start.
+            if plugin_root.is_none() {
+                self.notices
+                    .push(format!("command hook {name}: {}", spec.describe()));
+            }
+            self.hooks.push(Arc::new(CommandHook::new(
+                name,
+                spec,
+                grants,
+                plugin_root,
+                audit_name,
+                session_id,
+            )));
+        }
+    }
+}
