@@ -15,9 +15,9 @@ mod support;
 
 mod agent_session;
 mod audit;
+mod claude_agents;
 mod claude_plugins;
 mod claude_skills;
-mod claude_agents;
 mod cli;
 mod escapes;
 mod exec_grants;

@@ -907,7 +907,9 @@ fn copy_file(from: &Path, to: &Path, rel: &str, refused: &mut Vec<String>) -> Re
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
-    std::fs::write(to, bytes).map_err(|e| format!("cannot write {}: {e}", to.display()))
+    std::fs::write(to, bytes).map_err(|e| format!("cannot write {}: {e}", to.display()))?;
+    crate::plugin::store::keep_executable(from, to)
+        .map_err(|e| format!("cannot set the mode of {}: {e}", to.display()))
 }
 
 fn write(path: &Path, text: &str) -> Result<(), String> {

@@ -14,8 +14,8 @@
 //! - [`session`]: the `skill` tool, active skills and `allowed-tools`;
 
 pub mod discover;
-pub mod names;
 pub mod inline_shell;
+pub mod names;
 pub mod prompt;
 pub mod session;
 pub mod text;
