@@ -102,7 +102,14 @@ impl Agent {
                 return Ok(report);
             }
             report.tool_calls += u32::try_from(calls.len()).unwrap_or(u32::MAX);
+            let may_write = calls.iter().any(|call| {
+                self.find_tool(&call.name)
+                    .is_some_and(|tool| !tool.spec.read_only)
+            });
             let results = self.run_calls(&calls, frontend, interrupt).await?;
+            if may_write {
+                self.record_checkpoint_changes(frontend);
+            }
             let message = Message {
                 role: Role::User,
                 content: results,
@@ -151,6 +158,7 @@ impl Agent {
         }
         let mut context = std::mem::take(&mut self.hook_context);
         context.extend(submitted.context);
+        self.begin_checkpoint(prompt, frontend);
         self.push_user_text(prompt, &context)?;
         Ok(None)
     }

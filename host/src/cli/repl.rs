@@ -23,6 +23,7 @@ Commands:
   /compact [FOCUS] replace the conversation by a summary of it (what to keep, optionally)
   /mode [MODE]     show or set the permission mode: default, accept-edits, plan, bypass
   /permissions     the permission rules in force, numbered; /permissions remove N drops one
+  /rewind [N]      go back to before a prompt: its files, the conversation, or both
   /plugins         the plugins and their tools
   /NAME [ARGS]     run a skill (listed below; `capstan skill list` shows all)
   /exit            leave (Ctrl-D works too)
@@ -106,6 +107,12 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
             continue;
         }
         if let Some(command) = trimmed.strip_prefix('/') {
+            if let Some(argument) = super::rewind::command(command) {
+                if let Some(prompt) = super::rewind::run(&mut session, &mut editor, argument) {
+                    typed.partial = prompt;
+                }
+                continue;
+            }
             if let Some(focus) = compact_focus(command) {
                 compact(&mut session, &mut frontend, &interrupt, focus, &mut typed).await;
                 continue;
