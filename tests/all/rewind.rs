@@ -217,3 +217,94 @@ fn session_rm_asks_or_needs_yes_and_removes_the_checkpoints_too() {
     // The workspace keeps what the session did.
     assert_eq!(env.read("a.txt"), "b\n");
 }
+
+/// `/rewind` in a real (pseudo-)terminal: it lists the prompts with the
+/// files they changed, asks which one and what to restore, puts the file
+/// back, cuts the conversation (the transcript no longer has the prompt)
+/// and offers the prompt again on the input line.
+#[test]
+fn slash_rewind_in_a_terminal_restores_the_file_and_the_conversation() {
+    use support::terminal::Terminal;
+
+    let env = Env::new();
+    env.write("a.txt", "original\n");
+    let script = env.home.path().join("script.json");
+    let turns = json!({ "chunk_delay_ms": 5, "turns": [
+        { "text": "Writing the file.",
+          "tool_calls": [ { "tool": "fs.write", "input": { "path": "a.txt", "content": "changed\n" } } ] },
+        { "text": "Written." }
+    ]});
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let mut cmd = env.capstan_std();
+    for var in support::MODEL_VARS {
+        cmd.env_remove(var);
+    }
+    cmd.env("NO_COLOR", "1")
+        .arg("--model")
+        .arg(format!("scripted:{}", script.display()))
+        .args(["--permission-mode", "bypass"]);
+    let mut terminal = Terminal::spawn(cmd);
+    terminal.expect("Ctrl-D exits");
+    terminal.expect("> ");
+
+    terminal.type_slowly("change a\r");
+    terminal.expect("Written.");
+    terminal.expect("> ");
+    assert_eq!(env.read("a.txt"), "changed\n");
+
+    terminal.type_slowly("/rewind\r");
+    terminal.expect("1. change a  (1 file: a.txt)");
+    terminal.expect("Rewind to before which prompt?");
+    terminal.type_slowly("1\r");
+    terminal.expect("restore code and conversation");
+    terminal.expect("What to restore?");
+    terminal.type_slowly("1\r");
+    terminal.expect("restored  a.txt");
+    terminal.expect("conversation: rewound to before prompt 1");
+    // The rewound prompt is back on the input line, to send or change.
+    terminal.expect("> change a");
+    assert_eq!(env.read("a.txt"), "original\n");
+
+    // Clear the line (Ctrl-U) and say something else: the conversation
+    // goes on from before the rewound prompt. The scripted model answers
+    // by its place in the conversation, so it plays its first turn again.
+    terminal.send("\x15");
+    terminal.type_slowly("something else\r");
+    terminal.expect("Written.");
+    terminal.expect("> ");
+    terminal.type_slowly("/exit\r");
+    let status = terminal.wait();
+    assert_eq!(status.code(), Some(0), "{}", terminal.screen());
+
+    let sessions = walk_jsonl(&env.home.path().join("sessions"));
+    assert_eq!(sessions.len(), 1, "{sessions:?}");
+    let transcript = std::fs::read_to_string(&sessions[0]).unwrap();
+    let prompts: Vec<String> = transcript
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|record| record["type"] == "user")
+        .map(|record| {
+            record["message"]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(prompts, ["something else"], "{transcript}");
+    assert!(transcript.contains("\"type\":\"rewound\""), "{transcript}");
+    assert_eq!(env.read("a.txt"), "changed\n");
+}
+
+/// The transcripts under `dir`.
+fn walk_jsonl(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(walk_jsonl(&path));
+        } else if path.extension().is_some_and(|e| e == "jsonl") {
+            found.push(path);
+        }
+    }
+    found
+}
