@@ -24,20 +24,18 @@ pub enum RewindError {
 }
 
 impl Agent {
-    /// Starts the checkpoint of the prompt about to be recorded.
-    pub(super) fn begin_checkpoint(&mut self, prompt: &str, frontend: &mut dyn Frontend) {
-        let (Some(store), Some(transcript)) = (&mut self.checkpoints, &self.transcript) else {
+    /// Starts the checkpoint of the prompt about to be recorded, whose
+    /// records begin at `offset` in the transcript.
+    pub(super) fn begin_checkpoint(
+        &mut self,
+        prompt: &str,
+        offset: Option<u64>,
+        frontend: &mut dyn Frontend,
+    ) {
+        let (Some(store), Some(offset)) = (&mut self.checkpoints, offset) else {
             return;
         };
-        let begun = transcript
-            .size()
-            .map_err(|e| e.to_string())
-            .and_then(|offset| {
-                store
-                    .begin_prompt(prompt, offset)
-                    .map_err(|e| e.to_string())
-            });
-        if let Err(e) = begun {
+        if let Err(e) = store.begin_prompt(prompt, offset) {
             frontend.event(AgentEvent::Notice(&format!(
                 "checkpoint failed: {e}; this prompt cannot be rewound"
             )));
@@ -59,6 +57,15 @@ impl Agent {
                 )));
                 Vec::new()
             }
+        }
+    }
+
+    /// Saves what the checkpoints know of the workspace when a turn ends.
+    pub(super) fn flush_checkpoints(&mut self, frontend: &mut dyn Frontend) {
+        if let Some(store) = &mut self.checkpoints
+            && let Err(e) = store.flush()
+        {
+            frontend.event(AgentEvent::Notice(&format!("checkpoint failed: {e}")));
         }
     }
 

@@ -39,6 +39,7 @@ impl Agent {
         // parked until the turn is over.
         let _warm = self.parts.toolbox.sandbox().keep_warm();
         let report = self.turn(prompt, frontend, interrupt).await;
+        self.flush_checkpoints(frontend);
         self.parts.toolbox.end_skill_turn();
         report
     }
@@ -138,6 +139,8 @@ impl Agent {
         prompt: &str,
         frontend: &mut dyn Frontend,
     ) -> Result<Option<TurnEnd>, AgentError> {
+        // A rewind cuts the transcript here, before the hooks' records.
+        let offset = self.transcript.as_ref().map(|t| t.size()).transpose()?;
         let submitted = if self.parent.is_some() {
             Combined::default()
         } else {
@@ -158,7 +161,7 @@ impl Agent {
         }
         let mut context = std::mem::take(&mut self.hook_context);
         context.extend(submitted.context);
-        self.begin_checkpoint(prompt, frontend);
+        self.begin_checkpoint(prompt, offset, frontend);
         self.push_user_text(prompt, &context)?;
         Ok(None)
     }

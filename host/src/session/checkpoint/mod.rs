@@ -212,6 +212,13 @@ pub struct CheckpointStore {
 struct State {
     manifest: Manifest,
     log: Log,
+    /// Whether the manifest changed since it was last saved. It is saved
+    /// when a prompt begins, after a rewind and when the store is dropped,
+    /// not after every walk: a manifest left behind by a killed process
+    /// only makes the next walk read a few more files (whatever changed
+    /// since is taken in without belonging to a prompt), while the log,
+    /// which says what each prompt changed, is saved at every change.
+    manifest_dirty: bool,
 }
 
 /// Where the checkpoints of the session whose transcript is `transcript`
@@ -267,6 +274,7 @@ impl CheckpointStore {
         transcript_offset: u64,
     ) -> Result<u32, CheckpointError> {
         self.scan(false)?;
+        self.flush()?;
         let state = self.state()?;
         let number = state.log.checkpoints.last().map_or(1, |c| c.number + 1);
         state.log.checkpoints.push(Checkpoint {
@@ -287,6 +295,15 @@ impl CheckpointStore {
     pub fn record_changes(&mut self) -> Result<Vec<Change>, CheckpointError> {
         let attribute = self.state()?.log.checkpoints.last().is_some();
         self.scan(attribute)
+    }
+
+    /// Saves the manifest if a walk changed it since it was last saved;
+    /// the agent calls it when a turn ends.
+    pub fn flush(&mut self) -> Result<(), CheckpointError> {
+        if self.state.as_ref().is_some_and(|s| s.manifest_dirty) {
+            self.save_manifest()?;
+        }
+        Ok(())
     }
 
     /// The transcript's length before prompt `number`'s record.
@@ -323,6 +340,7 @@ impl CheckpointStore {
             .flat_map(|c| [c.before, c.after])
             .collect();
         self.collect(&candidates)?;
+        self.save_manifest()?;
         self.save_log()
     }
 
@@ -385,7 +403,7 @@ impl CheckpointStore {
         }
         self.collect(&garbage)?;
         if manifest_changed {
-            self.save_manifest()?;
+            self.state()?.manifest_dirty = true;
         }
         if attribute && !changes.is_empty() {
             self.save_log()?;
@@ -557,7 +575,12 @@ impl CheckpointStore {
             path: dir.clone(),
             source,
         })?;
-        write_atomically(path, content, "save a file copy for the checkpoint")
+        write_atomically(
+            path,
+            content,
+            "save a file copy for the checkpoint",
+            Durability::Cached,
+        )
     }
 
     /// The loaded state.
@@ -585,6 +608,7 @@ impl CheckpointStore {
             self.state = Some(State {
                 manifest: manifest.unwrap_or_default(),
                 log,
+                manifest_dirty: false,
             });
         }
         Ok(self.state.get_or_insert_with(State::default))
@@ -617,7 +641,9 @@ impl CheckpointStore {
     }
 
     fn save_manifest(&mut self) -> Result<(), CheckpointError> {
-        let bytes = serde_json::to_vec(&self.state()?.manifest).unwrap_or_default();
+        let state = self.state()?;
+        let bytes = serde_json::to_vec(&state.manifest).unwrap_or_default();
+        state.manifest_dirty = false;
         self.save("manifest.json", &bytes)
     }
 
@@ -632,7 +658,12 @@ impl CheckpointStore {
             path: self.dir.clone(),
             source,
         })?;
-        write_atomically(&self.dir.join(name), bytes, "save the checkpoints")
+        write_atomically(
+            &self.dir.join(name),
+            bytes,
+            "save the checkpoints",
+            Durability::Cached,
+        )
     }
 
     /// The workspace.
@@ -662,13 +693,32 @@ impl CheckpointStore {
     }
 }
 
-/// Writes `bytes` to a temporary file beside `path`, flushes it to disk
-/// and renames it over `path`, so a reader sees the old file or the new
-/// one, never half of it.
+impl Drop for CheckpointStore {
+    fn drop(&mut self) {
+        // Best effort: a manifest not saved costs the next walk some
+        // reads, nothing more.
+        let _ = self.flush();
+    }
+}
+
+/// How sure a write must be to survive a crash of the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Durability {
+    /// Flushed to disk before the rename: the user's files and transcript.
+    Synced,
+    /// Renamed without waiting for the disk: the store's own files, which
+    /// the next walk can make again.
+    Cached,
+}
+
+/// Writes `bytes` to a temporary file beside `path` and renames it over
+/// `path`, so a reader sees the old file or the new one, never half of it;
+/// with [`Durability::Synced`] the data reaches the disk before the rename.
 pub(crate) fn write_atomically(
     path: &Path,
     bytes: &[u8],
     action: &'static str,
+    durability: Durability,
 ) -> Result<(), CheckpointError> {
     let io = |source| CheckpointError::Io {
         action,
@@ -678,8 +728,16 @@ pub(crate) fn write_atomically(
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut file = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
     file.write_all(bytes).map_err(io)?;
-    file.as_file().sync_data().map_err(io)?;
+    if durability == Durability::Synced {
+        file.as_file().sync_data().map_err(io)?;
+    }
     file.persist(path).map_err(|e| io(e.error))?;
+    if durability == Durability::Synced
+        && let Ok(folder) = fs::File::open(dir)
+    {
+        // The rename itself reaches the disk with the folder.
+        let _ = folder.sync_all();
+    }
     Ok(())
 }
 

@@ -15,7 +15,8 @@ use std::path::{Component, Path, PathBuf};
 
 use super::scan::{self, Stamp};
 use super::{
-    CheckpointError, CheckpointStore, Entry, RewindScope, Version, format_size, write_atomically,
+    CheckpointError, CheckpointStore, Durability, Entry, RewindScope, Version, format_size,
+    write_atomically,
 };
 use crate::session::record::{Event, Record};
 
@@ -303,7 +304,7 @@ fn real_folders(workspace: &Path, full: &Path) -> Result<(), String> {
 /// Writes `content` to `full` whole (a temporary file renamed over it).
 fn write_file(workspace: &Path, full: &Path, content: &[u8], mode: u32) -> Result<(), String> {
     real_folders(workspace, full)?;
-    write_atomically(full, content, "restore")
+    write_atomically(full, content, "restore", Durability::Synced)
         .and_then(|()| {
             fs::set_permissions(full, fs::Permissions::from_mode(mode)).map_err(|source| {
                 CheckpointError::Io {
@@ -361,5 +362,10 @@ fn cut_transcript(path: &Path, offset: u64, number: u32) -> Result<(), Checkpoin
         kept.extend_from_slice(line.as_bytes());
         kept.push(b'\n');
     }
-    write_atomically(path, &kept, "rewrite the session transcript")
+    write_atomically(
+        path,
+        &kept,
+        "rewrite the session transcript",
+        Durability::Synced,
+    )
 }
