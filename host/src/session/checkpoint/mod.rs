@@ -13,7 +13,9 @@
 //!   each with the version before and after;
 //! - `blobs/`: file contents named by their BLAKE3 hash, each kept once.
 //!
-//! A prompt begins with a walk that folds in changes made outside capstan
+//! A session's first walk copies every file, sharing (hard-linking) the
+//! copies of the last session of the workspace for files whose stamp did
+//! not change since. A prompt begins with a walk that folds in changes made outside capstan
 //! (they belong to no prompt); after each batch of tool calls another walk
 //! finds what the tools and commands changed. A walk costs one `lstat` per
 //! file; only files whose stamp changed are read and copied.
@@ -208,6 +210,12 @@ pub struct CheckpointStore {
     state: Option<State>,
 }
 
+/// Another session's manifest, whose copies a first walk may share.
+struct Earlier {
+    dir: PathBuf,
+    manifest: Manifest,
+}
+
 #[derive(Debug, Default)]
 struct State {
     manifest: Manifest,
@@ -350,6 +358,11 @@ impl CheckpointStore {
         let now = scan::now_ns();
         let walked = scan::walk(&self.workspace, self.limits.max_files);
         let baseline = self.state()?.manifest.is_empty();
+        let earlier = if baseline {
+            self.earlier_session()
+        } else {
+            None
+        };
         let mut changes = Vec::new();
         let mut garbage = Vec::new();
         let mut manifest_changed = false;
@@ -359,7 +372,14 @@ impl CheckpointStore {
                 Some(entry) => (entry.version.clone(), entry.stamp == *stamp),
                 None => (Version::Absent, false),
             };
-            let after = self.keep(path, *stamp, *mode, baseline, attribute)?;
+            let reused = match &earlier {
+                Some(earlier) => self.reuse(earlier, path, *stamp)?,
+                None => None,
+            };
+            let after = match reused {
+                Some(version) => version,
+                None => self.keep(path, *stamp, *mode, baseline, attribute)?,
+            };
             manifest_changed = true;
             self.state()?
                 .manifest
@@ -409,6 +429,73 @@ impl CheckpointStore {
             self.save_log()?;
         }
         Ok(if attribute { changes } else { Vec::new() })
+    }
+
+    /// The most recently saved manifest of another session of the same
+    /// workspace (the store folders beside this one), to take unchanged
+    /// files' copies from instead of reading them again.
+    fn earlier_session(&self) -> Option<Earlier> {
+        let sessions = self.dir.parent()?;
+        let mut newest: Option<(std::time::SystemTime, PathBuf)> = None;
+        for entry in fs::read_dir(sessions).ok()?.flatten() {
+            let dir = entry.path();
+            if dir == self.dir || dir.extension().is_none_or(|e| e != "checkpoints") {
+                continue;
+            }
+            let Ok(modified) = fs::metadata(dir.join("manifest.json")).and_then(|m| m.modified())
+            else {
+                continue;
+            };
+            if newest.as_ref().is_none_or(|(time, _)| modified > *time) {
+                newest = Some((modified, dir));
+            }
+        }
+        let (_, dir) = newest?;
+        let bytes = fs::read(dir.join("manifest.json")).ok()?;
+        let manifest = serde_json::from_slice(&bytes).ok()?;
+        Some(Earlier { dir, manifest })
+    }
+
+    /// The version of `path` from an earlier session's copy, linked into
+    /// this store, if the file's stamp is the one that session saw (and
+    /// was not too fresh to trust).
+    fn reuse(
+        &mut self,
+        earlier: &Earlier,
+        path: &str,
+        stamp: Stamp,
+    ) -> Result<Option<Version>, CheckpointError> {
+        let Some(Entry {
+            stamp: seen,
+            version: version @ Version::File { blob, .. },
+            racy: false,
+        }) = earlier.manifest.get(path)
+        else {
+            return Ok(None);
+        };
+        if *seen != stamp {
+            return Ok(None);
+        }
+        let mine = self.blob_path(blob);
+        if mine.exists() {
+            return Ok(Some(version.clone()));
+        }
+        if self.state()?.log.stored_bytes + stamp.size > self.limits.max_bytes / 2 {
+            return Ok(None);
+        }
+        let dir = self.dir.join("blobs");
+        fs::create_dir_all(&dir).map_err(|source| CheckpointError::Io {
+            action: "create the checkpoint folder",
+            path: dir.clone(),
+            source,
+        })?;
+        // Copies are never changed once written, so two stores may share
+        // one; removing either store's folder leaves the other's intact.
+        if fs::hard_link(earlier.dir.join("blobs").join(blob), &mine).is_err() {
+            return Ok(None);
+        }
+        self.state()?.log.stored_bytes += stamp.size;
+        Ok(Some(version.clone()))
     }
 
     /// Adds `changes` to the latest checkpoint: a file it already changed

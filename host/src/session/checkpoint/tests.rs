@@ -358,3 +358,51 @@ fn a_damaged_store_is_reported_with_what_to_do() {
     assert!(err.to_string().contains("remove the folder"), "{err}");
     assert!(Path::new(&f.ws).exists());
 }
+
+#[test]
+fn a_new_session_shares_the_copies_of_the_last_one_for_unchanged_files() {
+    let mut f = fixture(Limits::default());
+    f.write("same.txt", "unchanged\n");
+    f.write("edited.txt", "before\n");
+    // Files older than the racy window, as in a real workspace.
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    f.prompt("first session");
+    f.store.flush().unwrap();
+    f.write("edited.txt", "after the first session\n");
+
+    let second = f.transcript.with_file_name("s2.jsonl");
+    fs::write(&second, "").unwrap();
+    let mut next =
+        CheckpointStore::open(super::store_dir(&second), f.ws.clone(), Limits::default());
+    next.begin_prompt("second session", 0).unwrap();
+    use std::os::unix::fs::MetadataExt;
+    let blobs = |dir: &Path| -> Vec<(String, u64)> {
+        let mut found: Vec<(String, u64)> = fs::read_dir(dir.join("blobs"))
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    e.metadata().unwrap().nlink(),
+                )
+            })
+            .collect();
+        found.sort();
+        found
+    };
+    let mine = blobs(next.dir());
+    // Two copies: the unchanged file's, shared with the first session (two
+    // links), and the edited file's new content, read afresh.
+    assert_eq!(mine.len(), 2, "{mine:?}");
+    assert_eq!(
+        mine.iter().filter(|(_, links)| *links == 2).count(),
+        1,
+        "{mine:?}"
+    );
+    // Removing the first session's store leaves the second's intact.
+    fs::remove_dir_all(f.store.dir()).unwrap();
+    fs::write(f.ws.join("same.txt"), "changed in the second session\n").unwrap();
+    next.record_changes().unwrap();
+    next.rewind(&second, 1, RewindScope::Files, false).unwrap();
+    assert_eq!(f.read("same.txt").unwrap(), "unchanged\n");
+}
