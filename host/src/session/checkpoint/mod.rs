@@ -549,7 +549,7 @@ impl CheckpointStore {
             });
         }
         let full = self.workspace.join(path);
-        let content = match fs::read(&full) {
+        let content = match scan::read_without_waiting(&full) {
             Ok(content) => content,
             Err(e) => {
                 return Ok(Version::Untracked {

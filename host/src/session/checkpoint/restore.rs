@@ -258,7 +258,7 @@ fn current_version(full: &Path) -> Version {
         Ok(metadata) if !metadata.is_file() => Version::Untracked {
             reason: "no longer a regular file".to_string(),
         },
-        Ok(metadata) => match fs::read(full) {
+        Ok(metadata) => match scan::read_without_waiting(full) {
             Ok(content) => Version::File {
                 blob: blake3::hash(&content).to_hex().to_string(),
                 mode: metadata.permissions().mode() & 0o7777,

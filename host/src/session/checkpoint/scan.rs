@@ -187,3 +187,19 @@ pub struct Walked {
     /// Whether files were left out because there were more than the limit.
     pub truncated: bool,
 }
+
+/// Reads the regular file at `path` for a checkpoint without ever waiting:
+/// opened with `O_NONBLOCK`, so a file another process holds a lease on
+/// fails at once (`EWOULDBLOCK`) instead of stalling the session, and with
+/// `O_NOFOLLOW`, so a file swapped for a symbolic link is not followed.
+pub fn read_without_waiting(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)?;
+    let mut content = Vec::new();
+    file.read_to_end(&mut content)?;
+    Ok(content)
+}
