@@ -21,9 +21,11 @@
 //! - [`context`]: the system prompt and project instructions;
 //! - [`cost`]: tokens and cost;
 //! - [`compact`]: replacing a long conversation by the model's summary;
-//! - [`session_parts`]: what a sub-agent shares with its session.
+//! - [`session_parts`]: what a sub-agent shares with its session;
+//! - [`checkpoints`]: what each prompt changed, and rewinding to it.
 
 pub mod approval;
+pub mod checkpoints;
 pub mod compact;
 pub mod component_tool;
 pub mod context;
@@ -54,10 +56,12 @@ use crate::home::Home;
 use crate::hooks::{self, Combined, HookAnswer, HookEvent, HookSet, SessionFacts};
 use crate::model::{Message, ModelError, Provider, StopReason, Usage};
 use crate::policy::{Decision, Layer, Mode, Policy, Rule, RuleKind};
+use crate::session::checkpoint::CheckpointStore;
 use crate::session::record::Event;
 use crate::session::{SessionError, TranscriptWriter};
 
 pub use approval::{PermissionAnswer, PermissionRequest};
+pub use checkpoints::RewindError;
 pub use compact::{CompactError, CompactReport, CompactTrigger};
 pub use cost::SessionCost;
 pub use interrupt::Interrupt;
@@ -269,6 +273,8 @@ pub struct Agent {
     parent: Option<ParentLink>,
     messages: Vec<Message>,
     transcript: Option<TranscriptWriter>,
+    /// What each prompt changed in the workspace (the user's session only).
+    checkpoints: Option<CheckpointStore>,
     cost: SessionCost,
     home: Option<Home>,
     /// The tokens the last request used, for deciding when to compact.
@@ -342,6 +348,7 @@ impl Agent {
             parent,
             messages: Vec::new(),
             transcript: None,
+            checkpoints: None,
             cost,
             home,
             context_tokens: None,
@@ -430,7 +437,16 @@ impl Agent {
 
     /// Writes everything from now on to `transcript`.
     pub fn set_transcript(&mut self, transcript: TranscriptWriter) {
+        self.keep_checkpoints_of(Some(&transcript));
         self.transcript = Some(transcript);
+    }
+
+    /// Keeps the checkpoints of the session whose transcript is
+    /// `transcript` (none without one, or in a sub-agent).
+    fn keep_checkpoints_of(&mut self, transcript: Option<&TranscriptWriter>) {
+        self.checkpoints = transcript
+            .filter(|_| self.parent.is_none())
+            .map(|t| CheckpointStore::for_transcript(t.path(), self.parts.workspace.clone()));
     }
 
     /// Continues an earlier conversation (already repaired, so every tool
@@ -449,6 +465,7 @@ impl Agent {
         self.context_tokens = None;
         self.hook_context.clear();
         self.user_context.clear();
+        self.keep_checkpoints_of(transcript.as_ref());
         self.transcript = transcript;
         self.cost = SessionCost::new(self.parts.config.model.clone());
         Ok(())

@@ -39,6 +39,7 @@ impl Agent {
         // parked until the turn is over.
         let _warm = self.parts.toolbox.sandbox().keep_warm();
         let report = self.turn(prompt, frontend, interrupt).await;
+        self.flush_checkpoints(frontend);
         self.parts.toolbox.end_skill_turn();
         report
     }
@@ -102,7 +103,14 @@ impl Agent {
                 return Ok(report);
             }
             report.tool_calls += u32::try_from(calls.len()).unwrap_or(u32::MAX);
+            let may_write = calls.iter().any(|call| {
+                self.find_tool(&call.name)
+                    .is_some_and(|tool| !tool.spec.read_only)
+            });
             let results = self.run_calls(&calls, frontend, interrupt).await?;
+            if may_write {
+                self.record_checkpoint_changes(frontend);
+            }
             let message = Message {
                 role: Role::User,
                 content: results,
@@ -131,6 +139,8 @@ impl Agent {
         prompt: &str,
         frontend: &mut dyn Frontend,
     ) -> Result<Option<TurnEnd>, AgentError> {
+        // A rewind cuts the transcript here, before the hooks' records.
+        let offset = self.transcript.as_ref().map(|t| t.size()).transpose()?;
         let submitted = if self.parent.is_some() {
             Combined::default()
         } else {
@@ -152,6 +162,7 @@ impl Agent {
         let mut context = std::mem::take(&mut self.hook_context);
         context.extend(submitted.context);
         let added = std::mem::take(&mut self.user_context);
+        self.begin_checkpoint(prompt, offset, frontend);
         self.push_user_text(prompt, &context, &added)?;
         Ok(None)
     }

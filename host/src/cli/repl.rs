@@ -28,6 +28,7 @@ Commands:
   /mode [MODE]     show or set the permission mode: default, accept-edits, plan, bypass
   /model [NAME|N]  show the model and the provider's models, or switch to one
   /permissions     the permission rules in force, numbered; /permissions remove N drops one
+  /rewind [N]      go back to before a prompt: its files, the conversation, or both
   /plugins         the plugins and their tools
   /resume [ID]     take up another saved session of this folder (picked from a list)
   /status          model, provider, mode, workspace, session, grants, cost
@@ -140,6 +141,12 @@ pub async fn run(mut args: SessionArgs, verbose: bool) -> Exit {
             continue;
         }
         if let Some(command) = trimmed.strip_prefix('/') {
+            if let Some(argument) = super::rewind::command(command) {
+                if let Some(prompt) = super::rewind::run(&mut session, &mut editor, argument) {
+                    typed.partial = prompt;
+                }
+                continue;
+            }
             if let Some(focus) = compact_focus(command) {
                 compact(&mut session, &mut frontend, &interrupt, focus, &mut typed).await;
                 continue;
@@ -237,7 +244,7 @@ impl<F: Fn() + Send + Sync> rustyline::ConditionalEventHandler for OnKey<F> {
 }
 
 /// The prompt's line editor.
-type LineEditor = rustyline::Editor<MentionHelper, rustyline::history::DefaultHistory>;
+pub(super) type LineEditor = rustyline::Editor<MentionHelper, rustyline::history::DefaultHistory>;
 
 /// How long the prompt waits after an ESC for the rest of a key's escape
 /// sequence.
@@ -416,8 +423,11 @@ async fn run_command(
     typed: &mut Typeahead,
 ) {
     interrupt.clear();
-    with_turn_keys(frontend, interrupt, typed, async |_| {
+    with_turn_keys(frontend, interrupt, typed, async |frontend| {
         super::bang::run(session, command, interrupt).await;
+        // What it changed belongs to the last prompt's checkpoint, so
+        // `/rewind` can undo it.
+        session.agent.record_checkpoint_changes(frontend);
     })
     .await;
     interrupt.clear();

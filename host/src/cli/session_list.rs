@@ -14,6 +14,14 @@ use crate::session::Sessions;
 pub enum SessionCommand {
     /// List the saved sessions of the workspace, most recent first.
     List(ListArgs),
+    /// Show one session: title, dates, messages and its checkpoints.
+    Show(super::session_show::ShowArgs),
+    /// Remove a session: its transcript and checkpoints (asks, or --yes).
+    Rm(super::session_show::RmArgs),
+    /// Go back to before a prompt: restore the files it and later prompts
+    /// changed, rewind the conversation, or both (the default). Without N,
+    /// list the prompts.
+    Rewind(super::session_show::RewindArgs),
 }
 
 #[derive(Debug, Args)]
@@ -31,6 +39,9 @@ pub struct ListArgs {
 pub fn run(command: SessionCommand) -> Exit {
     match command {
         SessionCommand::List(args) => list(&args),
+        SessionCommand::Show(args) => super::session_show::show(&args),
+        SessionCommand::Rm(args) => super::session_show::rm(&args),
+        SessionCommand::Rewind(args) => super::session_show::rewind(&args),
     }
 }
 

@@ -151,7 +151,7 @@ impl Sessions {
 }
 
 /// What a listing shows of a loaded session.
-fn summarise(loaded: &LoadedSession) -> SessionSummary {
+pub fn summarise(loaded: &LoadedSession) -> SessionSummary {
     let first_prompt = loaded
         .messages
         .iter()

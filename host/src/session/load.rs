@@ -247,6 +247,7 @@ pub fn load(path: &Path) -> Result<LoadedSession, SessionError> {
             Event::End => session.ended = true,
             Event::Interrupted { .. }
             | Event::DamagedLine { .. }
+            | Event::Rewound { .. }
             | Event::Permission { .. }
             | Event::Hook { .. } => {}
             Event::Unknown => session.warnings.push(LoadWarning::UnknownRecord {

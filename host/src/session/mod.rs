@@ -9,10 +9,13 @@
 //! - [`record`]: the record types and the format version;
 //! - [`transcript`]: writing a transcript, new or resumed;
 //! - [`load`]: reading one back into a conversation the model APIs accept;
-//! - [`catalog`]: listing a workspace's sessions and finding one by id prefix.
+//! - [`catalog`]: listing a workspace's sessions and finding one by id prefix;
+//! - [`checkpoint`]: what each prompt changed in the workspace, and
+//!   rewinding files and conversation to before a prompt;
 //! - [`recap`]: what a resumed session shows of what happened.
 
 pub mod catalog;
+pub mod checkpoint;
 pub mod load;
 pub mod recap;
 pub mod record;
@@ -131,6 +134,35 @@ impl Sessions {
     /// Where the transcript of session `id` is (or would be).
     pub fn transcript_path(&self, id: &str) -> PathBuf {
         self.dir.join(format!("{id}.jsonl"))
+    }
+
+    /// Where the checkpoints of session `id` are (or would be).
+    pub fn checkpoint_dir(&self, id: &str) -> PathBuf {
+        checkpoint::store_dir(&self.transcript_path(id))
+    }
+
+    /// Removes session `id`: its checkpoints first, then its transcript
+    /// (so a failure leaves a session that can still be listed and removed
+    /// again, never checkpoints without their session).
+    pub fn remove(&self, id: &str) -> Result<(), SessionError> {
+        let checkpoints = self.checkpoint_dir(id);
+        match fs::remove_dir_all(&checkpoints) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => {
+                return Err(SessionError::Io {
+                    action: "remove the checkpoints of",
+                    path: checkpoints,
+                    source,
+                });
+            }
+        }
+        let transcript = self.transcript_path(id);
+        fs::remove_file(&transcript).map_err(|source| SessionError::Io {
+            action: "remove the session transcript",
+            path: transcript,
+            source,
+        })
     }
 }
 

@@ -133,6 +133,12 @@ pub enum Event {
         /// The user message the conversation continues from.
         message: Message,
     },
+    /// The conversation was rewound to just before prompt `prompt` (the
+    /// records after it were cut from the file); it goes on from here.
+    Rewound {
+        /// The prompt's number in the session's checkpoints.
+        prompt: u32,
+    },
     /// The session ended normally.
     End,
     /// A record type from a newer capstan; skipped when read.

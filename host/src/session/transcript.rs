@@ -71,7 +71,31 @@ impl Sessions {
         model: &str,
         provider: &str,
     ) -> Result<(TranscriptWriter, LoadedSession), SessionError> {
-        let path = self.transcript_path(id);
+        let (mut writer, loaded) = self.reopen(id)?;
+        writer.append(Event::Resumed {
+            model: model.to_string(),
+            provider: provider.to_string(),
+            capstan_version: env!("CARGO_PKG_VERSION").to_string(),
+        })?;
+        Ok((writer, loaded))
+    }
+
+    /// Reads session `id` back and reopens its transcript for appending
+    /// (after a rewind rewrote the file), without recording a resume.
+    pub fn reopen(&self, id: &str) -> Result<(TranscriptWriter, LoadedSession), SessionError> {
+        TranscriptWriter::reopen(&self.transcript_path(id))
+    }
+}
+
+impl TranscriptWriter {
+    /// Reads the transcript at `path` back and reopens it for appending,
+    /// closing off a line cut short at its end.
+    pub fn reopen(path: &Path) -> Result<(TranscriptWriter, LoadedSession), SessionError> {
+        let path = path.to_path_buf();
+        let id = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let loaded = load::load(&path)?;
         let file = OpenOptions::new()
             .append(true)
@@ -81,22 +105,13 @@ impl Sessions {
                 path: path.clone(),
                 source,
             })?;
-        let mut writer = TranscriptWriter {
-            id: id.to_string(),
-            path,
-            file,
-        };
+        let mut writer = TranscriptWriter { id, path, file };
         if !loaded.ends_with_newline {
             writer.write_line("\n")?;
         }
         if let Some(line) = loaded.damaged_tail_line {
             writer.append(Event::DamagedLine { line })?;
         }
-        writer.append(Event::Resumed {
-            model: model.to_string(),
-            provider: provider.to_string(),
-            capstan_version: env!("CARGO_PKG_VERSION").to_string(),
-        })?;
         Ok((writer, loaded))
     }
 }
@@ -110,6 +125,18 @@ impl TranscriptWriter {
     /// The transcript file.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// How many bytes the transcript holds: where the next record begins.
+    pub fn size(&self) -> Result<u64, SessionError> {
+        self.file
+            .metadata()
+            .map(|m| m.len())
+            .map_err(|source| SessionError::Io {
+                action: "look at the session transcript",
+                path: self.path.clone(),
+                source,
+            })
     }
 
     /// Records a message from the user.
