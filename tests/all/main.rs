@@ -30,5 +30,6 @@ mod misbehaving;
 mod model_providers;
 mod net_escapes;
 mod plugin_install;
+mod rendering;
 mod sandbox_edges;
 mod skills;

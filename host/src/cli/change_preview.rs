@@ -129,15 +129,29 @@ impl Change {
     /// marked `+`, or a unified diff with `@@` hunk headers; coloured when
     /// `style` is. Control characters in the text are shown escaped.
     pub fn render(&self, style: Style) -> Vec<String> {
+        self.render_at_most(style, SHOWN_LINES)
+    }
+
+    /// Lines added and removed.
+    pub fn counts(&self) -> (usize, usize) {
+        match self {
+            Change::Create { content, .. } => (content.lines().count(), 0),
+            Change::Modify { before, after, .. } => counts(before, after),
+        }
+    }
+
+    /// [`Change::render`], showing at most `shown_lines` lines of text and
+    /// saying how many more there are.
+    pub fn render_at_most(&self, style: Style, shown_lines: usize) -> Vec<String> {
         let mut lines = Vec::new();
         match self {
             Change::Create { content, .. } => {
                 let total = content.lines().count();
-                for (n, line) in content.lines().take(SHOWN_LINES).enumerate() {
+                for (n, line) in content.lines().take(shown_lines).enumerate() {
                     lines.push(style.green(&format!("{:>4} + {}", n + 1, escape::text(line))));
                 }
-                if total > SHOWN_LINES {
-                    lines.push(style.dim(&format!("     … {}", more_lines(total - SHOWN_LINES))));
+                if total > shown_lines {
+                    lines.push(style.dim(&format!("     … {}", more_lines(total - shown_lines))));
                 }
             }
             Change::Modify {
@@ -166,12 +180,12 @@ impl Change {
                     } else {
                         "@@ the replaced text @@".to_string()
                     };
-                    if shown < SHOWN_LINES {
+                    if shown < shown_lines {
                         lines.push(style.cyan(&header));
                     }
                     for op in &group {
                         for change in diff.iter_changes(op) {
-                            if shown >= SHOWN_LINES {
+                            if shown >= shown_lines {
                                 hidden += 1;
                                 continue;
                             }

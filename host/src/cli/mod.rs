@@ -7,6 +7,7 @@ pub use crate::escape;
 mod exec;
 mod exit;
 pub mod live;
+mod markdown;
 mod mcp;
 mod new;
 mod plugin;
@@ -17,6 +18,7 @@ mod repl;
 mod session_list;
 pub mod setup;
 mod skill;
+mod status_line;
 mod tool;
 pub mod turn_keys;
 
@@ -62,6 +64,10 @@ pub struct Cli {
     /// Show plugin log lines, cache use, permission decisions and timings.
     #[arg(short, long, global = true)]
     verbose: bool,
+
+    /// No colours and no rendered Markdown: plain text, as with NO_COLOR.
+    #[arg(long, global = true)]
+    no_color: bool,
 
     #[command(flatten)]
     session: setup::SessionArgs,
@@ -146,6 +152,9 @@ pub fn main() -> ExitCode {
         }
     };
     let verbose = cli.verbose;
+    if cli.no_color {
+        render::disable_color();
+    }
     let exit = runtime.block_on(async move {
         match cli.command {
             Some(Command::Tool(command)) => tool::run(command, verbose).await,
