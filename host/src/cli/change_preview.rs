@@ -360,6 +360,28 @@ mod tests {
     }
 
     #[test]
+    fn a_long_diff_is_cut_at_the_limit_with_a_count() {
+        let before: String = (1..=50).map(|n| format!("line {n}\n")).collect();
+        let change = Change::Modify {
+            path: "a.txt".into(),
+            after: before.replace("line ", "row "),
+            before,
+            whole_file: true,
+        };
+        assert_eq!(change.counts(), (50, 50));
+        let lines = change.render_at_most(plain(), 10);
+        assert_eq!(lines.len(), 12, "{lines:?}");
+        assert_eq!(lines[0], "@@ -1,50 +1,50 @@");
+        assert_eq!(lines[1], "- line 1");
+        assert_eq!(lines.last().unwrap(), "  … 90 more lines");
+        let created = Change::Create {
+            path: "b.txt".into(),
+            content: "a\nb\n".into(),
+        };
+        assert_eq!(created.counts(), (2, 0));
+    }
+
+    #[test]
     fn other_inputs_are_not_file_changes() {
         assert_eq!(Change::of_call(&json!({ "pattern": "x" }), |_| None), None);
         assert_eq!(Change::of_call(&json!({ "path": "a" }), |_| None), None);
