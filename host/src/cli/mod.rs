@@ -110,19 +110,19 @@ static PROCESS_START: OnceLock<Instant> = OnceLock::new();
 pub fn main() -> ExitCode {
     PROCESS_START.get_or_init(Instant::now);
     end_quietly_on_closed_output();
-    let cli = match Cli::try_parse_from(verbose_after_subcommand(std::env::args_os().collect())) {
-        Ok(cli) => cli,
-        Err(err) => {
-            let _ = err.print();
-            return match err.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-                    Exit::Success
+    let cli =
+        match Cli::try_parse_from(global_flags_after_subcommand(std::env::args_os().collect())) {
+            Ok(cli) => cli,
+            Err(err) => {
+                let _ = err.print();
+                return match err.kind() {
+                    clap::error::ErrorKind::DisplayHelp
+                    | clap::error::ErrorKind::DisplayVersion => Exit::Success,
+                    _ => Exit::Usage,
                 }
-                _ => Exit::Usage,
+                .into();
             }
-            .into();
-        }
-    };
+        };
     // A command in the OS sandbox runs on this thread: the sandbox ties
     // the command's life to the thread that starts it.
     let cli = match cli.command {
@@ -186,16 +186,16 @@ pub fn main() -> ExitCode {
     exit.into()
 }
 
-/// Moves `-v`/`--verbose` given before a subcommand (`capstan -v tool call
-/// ...`) to just after the subcommand's name, where clap takes it (the flag
-/// is global). Before a subcommand clap would count it as a session option,
-/// which cannot be combined with a subcommand. Anything else is left as it
-/// is.
-fn verbose_after_subcommand(mut args: Vec<OsString>) -> Vec<OsString> {
+/// Moves the global flags `-v`/`--verbose` and `--no-color` given before a
+/// subcommand (`capstan -v tool call ...`) to just after the subcommand's
+/// name, where clap takes them. Before a subcommand clap would count them
+/// as session options, which cannot be combined with a subcommand.
+/// Anything else is left as it is.
+fn global_flags_after_subcommand(mut args: Vec<OsString>) -> Vec<OsString> {
     let leading = args
         .iter()
         .skip(1)
-        .take_while(|arg| *arg == "-v" || *arg == "--verbose")
+        .take_while(|arg| *arg == "-v" || *arg == "--verbose" || *arg == "--no-color")
         .count();
     let names_subcommand = args
         .get(1 + leading)
@@ -252,7 +252,7 @@ mod tests {
     use super::*;
 
     fn moved(args: &[&str]) -> Vec<String> {
-        verbose_after_subcommand(args.iter().map(OsString::from).collect())
+        global_flags_after_subcommand(args.iter().map(OsString::from).collect())
             .into_iter()
             .map(|arg| arg.into_string().unwrap())
             .collect()
@@ -267,6 +267,10 @@ mod tests {
         assert_eq!(
             moved(&["capstan", "--verbose", "-v", "plugin", "list"]),
             ["capstan", "plugin", "--verbose", "-v", "list"]
+        );
+        assert_eq!(
+            moved(&["capstan", "--no-color", "-v", "session", "list"]),
+            ["capstan", "session", "--no-color", "-v", "list"]
         );
         // A prompt, a session flag first, or nothing after: unchanged.
         for args in [

@@ -207,7 +207,7 @@ impl Wrapper {
         }
         let col = self.col.unwrap_or(0);
         if col + w > self.width {
-            let word_starts_row = col - self.word_width <= self.prefix_width;
+            let word_starts_row = col.saturating_sub(self.word_width) <= self.prefix_width;
             if self.word_width > 0 && !word_starts_row {
                 // Take the word shown so far back, and write it again on
                 // the next row.
