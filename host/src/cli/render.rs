@@ -51,8 +51,8 @@ pub struct Style {
 }
 
 impl Style {
-    /// Styling for stderr (or stdout): on when it is a terminal and
-    /// `NO_COLOR` is not set.
+    /// Styling for stderr (or stdout): on when it is a terminal, `NO_COLOR`
+    /// is not set and `--no-color` was not given.
     pub fn detect(terminal: bool) -> Self {
         Self {
             color: terminal && color_allowed(),
