@@ -134,6 +134,7 @@ bench: setup
     cargo bench -p capstan --bench languages
     cargo bench -p capstan --bench mcp
     cargo bench -p capstan --bench checkpoint
+    cargo bench -p capstan --bench render
 
 # An agent session on a sample project with the offline scripted model (no
 # API key needed): it runs the project's tests in the sandbox, read-only,

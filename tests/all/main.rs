@@ -33,6 +33,7 @@ mod misbehaving;
 mod model_providers;
 mod net_escapes;
 mod plugin_install;
+mod rendering;
 mod rewind;
 mod sandbox_edges;
 mod session_habits;

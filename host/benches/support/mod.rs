@@ -26,7 +26,8 @@ pub fn measure(samples: usize, mut f: impl FnMut()) -> Stats {
     stats(times)
 }
 
-fn stats(mut times: Vec<Duration>) -> Stats {
+/// The percentiles of `times`.
+pub fn stats(mut times: Vec<Duration>) -> Stats {
     times.sort();
     let samples = times.len();
     Stats {

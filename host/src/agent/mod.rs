@@ -518,6 +518,12 @@ impl Agent {
         &self.cost
     }
 
+    /// The tokens the conversation took in the last request (its share
+    /// of the context window), once a request has reported it.
+    pub fn context_used(&self) -> Option<u64> {
+        self.context_tokens
+    }
+
     /// The configuration.
     pub fn config(&self) -> &AgentConfig {
         &self.parts.config

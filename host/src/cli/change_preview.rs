@@ -129,15 +129,29 @@ impl Change {
     /// marked `+`, or a unified diff with `@@` hunk headers; coloured when
     /// `style` is. Control characters in the text are shown escaped.
     pub fn render(&self, style: Style) -> Vec<String> {
+        self.render_at_most(style, SHOWN_LINES)
+    }
+
+    /// Lines added and removed.
+    pub fn counts(&self) -> (usize, usize) {
+        match self {
+            Change::Create { content, .. } => (content.lines().count(), 0),
+            Change::Modify { before, after, .. } => counts(before, after),
+        }
+    }
+
+    /// [`Change::render`], showing at most `shown_lines` lines of text and
+    /// saying how many more there are.
+    pub fn render_at_most(&self, style: Style, shown_lines: usize) -> Vec<String> {
         let mut lines = Vec::new();
         match self {
             Change::Create { content, .. } => {
                 let total = content.lines().count();
-                for (n, line) in content.lines().take(SHOWN_LINES).enumerate() {
+                for (n, line) in content.lines().take(shown_lines).enumerate() {
                     lines.push(style.green(&format!("{:>4} + {}", n + 1, escape::text(line))));
                 }
-                if total > SHOWN_LINES {
-                    lines.push(style.dim(&format!("     … {}", more_lines(total - SHOWN_LINES))));
+                if total > shown_lines {
+                    lines.push(style.dim(&format!("     … {}", more_lines(total - shown_lines))));
                 }
             }
             Change::Modify {
@@ -166,12 +180,12 @@ impl Change {
                     } else {
                         "@@ the replaced text @@".to_string()
                     };
-                    if shown < SHOWN_LINES {
+                    if shown < shown_lines {
                         lines.push(style.cyan(&header));
                     }
                     for op in &group {
                         for change in diff.iter_changes(op) {
-                            if shown >= SHOWN_LINES {
+                            if shown >= shown_lines {
                                 hidden += 1;
                                 continue;
                             }
@@ -343,6 +357,28 @@ mod tests {
         assert!(inner.starts_with("   1 + "), "{inner}");
         assert!(!inner.chars().any(char::is_control), "{inner:?}");
         assert!(inner.contains("]52;c;bad"), "{inner}");
+    }
+
+    #[test]
+    fn a_long_diff_is_cut_at_the_limit_with_a_count() {
+        let before: String = (1..=50).map(|n| format!("line {n}\n")).collect();
+        let change = Change::Modify {
+            path: "a.txt".into(),
+            after: before.replace("line ", "row "),
+            before,
+            whole_file: true,
+        };
+        assert_eq!(change.counts(), (50, 50));
+        let lines = change.render_at_most(plain(), 10);
+        assert_eq!(lines.len(), 12, "{lines:?}");
+        assert_eq!(lines[0], "@@ -1,50 +1,50 @@");
+        assert_eq!(lines[1], "- line 1");
+        assert_eq!(lines.last().unwrap(), "  … 90 more lines");
+        let created = Change::Create {
+            path: "b.txt".into(),
+            content: "a\nb\n".into(),
+        };
+        assert_eq!(created.counts(), (2, 0));
     }
 
     #[test]

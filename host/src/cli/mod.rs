@@ -8,6 +8,7 @@ pub use crate::escape;
 mod exec;
 mod exit;
 pub mod live;
+mod markdown;
 mod mcp;
 mod mention;
 mod new;
@@ -24,6 +25,7 @@ mod session_show;
 pub mod setup;
 mod skill;
 mod slash;
+mod status_line;
 mod tool;
 pub mod turn_keys;
 
@@ -71,6 +73,10 @@ pub struct Cli {
     #[arg(short, long, global = true)]
     verbose: bool,
 
+    /// No colours and no rendered Markdown: plain text, as with NO_COLOR.
+    #[arg(long, global = true)]
+    no_color: bool,
+
     #[command(flatten)]
     session: setup::SessionArgs,
 
@@ -112,19 +118,19 @@ static PROCESS_START: OnceLock<Instant> = OnceLock::new();
 pub fn main() -> ExitCode {
     PROCESS_START.get_or_init(Instant::now);
     end_quietly_on_closed_output();
-    let cli = match Cli::try_parse_from(verbose_after_subcommand(std::env::args_os().collect())) {
-        Ok(cli) => cli,
-        Err(err) => {
-            let _ = err.print();
-            return match err.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-                    Exit::Success
+    let cli =
+        match Cli::try_parse_from(global_flags_after_subcommand(std::env::args_os().collect())) {
+            Ok(cli) => cli,
+            Err(err) => {
+                let _ = err.print();
+                return match err.kind() {
+                    clap::error::ErrorKind::DisplayHelp
+                    | clap::error::ErrorKind::DisplayVersion => Exit::Success,
+                    _ => Exit::Usage,
                 }
-                _ => Exit::Usage,
+                .into();
             }
-            .into();
-        }
-    };
+        };
     // A command in the OS sandbox runs on this thread: the sandbox ties
     // the command's life to the thread that starts it.
     let cli = match cli.command {
@@ -154,6 +160,9 @@ pub fn main() -> ExitCode {
         }
     };
     let verbose = cli.verbose;
+    if cli.no_color {
+        render::disable_color();
+    }
     let exit = runtime.block_on(async move {
         match cli.command {
             Some(Command::Tool(command)) => tool::run(command, verbose).await,
@@ -185,16 +194,16 @@ pub fn main() -> ExitCode {
     exit.into()
 }
 
-/// Moves `-v`/`--verbose` given before a subcommand (`capstan -v tool call
-/// ...`) to just after the subcommand's name, where clap takes it (the flag
-/// is global). Before a subcommand clap would count it as a session option,
-/// which cannot be combined with a subcommand. Anything else is left as it
-/// is.
-fn verbose_after_subcommand(mut args: Vec<OsString>) -> Vec<OsString> {
+/// Moves the global flags `-v`/`--verbose` and `--no-color` given before a
+/// subcommand (`capstan -v tool call ...`) to just after the subcommand's
+/// name, where clap takes them. Before a subcommand clap would count them
+/// as session options, which cannot be combined with a subcommand.
+/// Anything else is left as it is.
+fn global_flags_after_subcommand(mut args: Vec<OsString>) -> Vec<OsString> {
     let leading = args
         .iter()
         .skip(1)
-        .take_while(|arg| *arg == "-v" || *arg == "--verbose")
+        .take_while(|arg| *arg == "-v" || *arg == "--verbose" || *arg == "--no-color")
         .count();
     let names_subcommand = args
         .get(1 + leading)
@@ -251,7 +260,7 @@ mod tests {
     use super::*;
 
     fn moved(args: &[&str]) -> Vec<String> {
-        verbose_after_subcommand(args.iter().map(OsString::from).collect())
+        global_flags_after_subcommand(args.iter().map(OsString::from).collect())
             .into_iter()
             .map(|arg| arg.into_string().unwrap())
             .collect()
@@ -266,6 +275,10 @@ mod tests {
         assert_eq!(
             moved(&["capstan", "--verbose", "-v", "plugin", "list"]),
             ["capstan", "plugin", "--verbose", "-v", "list"]
+        );
+        assert_eq!(
+            moved(&["capstan", "--no-color", "-v", "session", "list"]),
+            ["capstan", "session", "--no-color", "-v", "list"]
         );
         // A prompt, a session flag first, or nothing after: unchanged.
         for args in [

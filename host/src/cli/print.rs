@@ -82,6 +82,7 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
             // Stdout carries the answer alone: a command's output shows on
             // stderr (its last lines under the spinner on a terminal).
             session.call_events.set(terminal.call_events());
+            terminal.show_edits_in(session.workspace.clone());
             &mut terminal
         }
         OutputFormat::StreamJson => {

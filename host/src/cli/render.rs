@@ -3,10 +3,14 @@
 //! scripts, JSON events.
 //!
 //! Colours and the spinner appear only on a terminal, and never with
-//! `NO_COLOR` set.
+//! `NO_COLOR` set or `--no-color` given. On a terminal the model's text is
+//! Markdown rendered as it streams ([`super::markdown`]), and a file a call
+//! changed is shown as a diff of what changed once the call is done.
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures_util::future::LocalBoxFuture;
@@ -15,11 +19,30 @@ use serde_json::{Value, json};
 use super::change_preview::{Change, read_for_preview};
 use super::escape;
 use super::live;
+use super::markdown::MarkdownStream;
 use super::turn_keys::{Key, TurnKeys};
 use crate::agent::SessionEvents;
 use crate::agent::{AgentEvent, CompactTrigger, Frontend, PermissionAnswer, PermissionRequest};
 use crate::model::Block;
 use crate::policy::Outcome;
+
+/// Set by `--no-color`: no colours, no rendered Markdown, as `NO_COLOR`.
+static COLOR_OFF: AtomicBool = AtomicBool::new(false);
+
+/// Turns colours (and Markdown rendering) off for the rest of the process
+/// (`--no-color`).
+pub fn disable_color() {
+    COLOR_OFF.store(true, Ordering::Relaxed);
+}
+
+/// Whether colours may be used on a terminal: not with `--no-color`, nor
+/// with `NO_COLOR` set to anything but the empty string.
+fn color_allowed() -> bool {
+    !COLOR_OFF.load(Ordering::Relaxed) && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// How many lines of text a diff shown after an edit has at most.
+const EDIT_DIFF_LINES: usize = 16;
 
 /// ANSI styling, or none.
 #[derive(Debug, Clone, Copy)]
@@ -28,12 +51,11 @@ pub struct Style {
 }
 
 impl Style {
-    /// Styling for stderr (or stdout): on when it is a terminal and
-    /// `NO_COLOR` is not set.
+    /// Styling for stderr (or stdout): on when it is a terminal, `NO_COLOR`
+    /// is not set and `--no-color` was not given.
     pub fn detect(terminal: bool) -> Self {
-        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         Self {
-            color: terminal && !no_color,
+            color: terminal && color_allowed(),
         }
     }
 
@@ -117,6 +139,14 @@ pub struct TerminalFrontend {
     held: String,
     /// Why calls were refused, by call id, until their one line is shown.
     refusals: HashMap<String, String>,
+    /// The model's text rendered as Markdown (stdout is a terminal and
+    /// colours are allowed), or shown as it comes.
+    markdown: Option<MarkdownStream>,
+    /// The workspace, whose files changed by calls are shown as diffs.
+    workspace: Option<PathBuf>,
+    /// The files running calls may change, by call id: the path and its
+    /// text before the call (`None`: it did not exist).
+    edits: HashMap<String, (String, Option<String>)>,
 }
 
 impl TerminalFrontend {
@@ -137,7 +167,17 @@ impl TerminalFrontend {
             held: String::new(),
             keys: None,
             refusals: HashMap::new(),
+            markdown: (std::io::stdout().is_terminal() && color_allowed())
+                .then(MarkdownStream::for_stdout),
+            workspace: None,
+            edits: HashMap::new(),
         }
+    }
+
+    /// Shows what calls changed in files of `workspace`, as diffs, once
+    /// they are done.
+    pub fn show_edits_in(&mut self, workspace: PathBuf) {
+        self.workspace = Some(workspace);
     }
 
     /// Gives the front end the keyboard for a turn, for its questions.
@@ -157,6 +197,8 @@ impl TerminalFrontend {
     pub fn answer_only(verbose: bool) -> Self {
         let mut frontend = Self::new(false, verbose);
         frontend.text_output = TextOutput::AnswerOnly;
+        // Stdout carries the answer alone, as written: scripts read it.
+        frontend.markdown = None;
         frontend
     }
 
@@ -182,6 +224,16 @@ impl TerminalFrontend {
     /// Ends the model's text with a newline if it did not.
     pub fn finish_line(&mut self) {
         self.stop_spinner();
+        if let Some(markdown) = &mut self.markdown {
+            let rest = markdown.finish();
+            if !rest.is_empty() {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(rest.as_bytes());
+                let _ = out.flush();
+            }
+            self.at_line_start = true;
+            return;
+        }
         if !self.at_line_start {
             println!();
             self.at_line_start = true;
@@ -238,8 +290,12 @@ impl Frontend for TerminalFrontend {
                 if text.is_empty() {
                     return;
                 }
+                let shown = match &mut self.markdown {
+                    Some(markdown) => markdown.push(text),
+                    None => escape::text(text).into_owned(),
+                };
                 let mut out = std::io::stdout().lock();
-                let _ = out.write_all(escape::text(text).as_bytes());
+                let _ = out.write_all(shown.as_bytes());
                 let _ = out.flush();
                 self.at_line_start = text.ends_with('\n');
             }
@@ -287,6 +343,7 @@ impl Frontend for TerminalFrontend {
             }
             AgentEvent::ToolStarted { id, tool, input } => {
                 self.finish_line();
+                self.note_file_before(id, input);
                 let label = format!("{} {}", escape::line(tool), key_argument(input));
                 let label = label.trim_end().to_string();
                 self.start_spinner(&label);
@@ -319,15 +376,20 @@ impl Frontend for TerminalFrontend {
                     self.line(&text);
                     return;
                 }
-                let summary = summarise_output(output, is_error);
-                let text = format!(
-                    "{mark} {} {} {}",
-                    self.err.bold(&escape::line(tool)),
-                    self.err.cyan(&argument),
-                    self.err
-                        .dim(&format!("· {summary} · {}", format_duration(duration)))
-                );
-                self.line(&text);
+                let edit = self.edits.remove(id);
+                if let Some(change) = edit.and_then(|edit| self.file_change(edit, is_error)) {
+                    self.show_edit(&mark, tool, &argument, &change, duration);
+                } else {
+                    let summary = summarise_output(output, is_error);
+                    let text = format!(
+                        "{mark} {} {} {}",
+                        self.err.bold(&escape::line(tool)),
+                        self.err.cyan(&argument),
+                        self.err
+                            .dim(&format!("· {summary} · {}", format_duration(duration)))
+                    );
+                    self.line(&text);
+                }
                 // Calls of the same batch still running keep the spinner.
                 if let Some((_, label)) = self.running.last() {
                     let label = label.clone();
@@ -336,6 +398,7 @@ impl Frontend for TerminalFrontend {
             }
             AgentEvent::ToolResults(_) => {
                 self.running.clear();
+                self.edits.clear();
                 live::end_calls();
                 // Refusals whose call line never came still get said.
                 let mut left: Vec<(String, String)> = self.refusals.drain().collect();
@@ -398,6 +461,79 @@ impl Frontend for TerminalFrontend {
 }
 
 impl TerminalFrontend {
+    /// Before a call that may change a file of the workspace runs: keeps
+    /// the file's text, to show what the call changed.
+    fn note_file_before(&mut self, id: &str, input: &Value) {
+        let Some(workspace) = &self.workspace else {
+            return;
+        };
+        if Change::of_call(input, |_| None).is_none() {
+            return;
+        }
+        let Some(path) = input.get("path").and_then(Value::as_str) else {
+            return;
+        };
+        let before = read_for_preview(workspace, path);
+        self.edits
+            .insert(id.to_string(), (path.to_string(), before));
+    }
+
+    /// What a finished call changed in the file it was given, if it
+    /// succeeded and changed anything.
+    fn file_change(&self, edit: (String, Option<String>), is_error: bool) -> Option<Change> {
+        let workspace = self.workspace.as_ref()?;
+        if is_error {
+            return None;
+        }
+        let (path, before) = edit;
+        let after = read_for_preview(workspace, &path)?;
+        match before {
+            Some(before) if before == after => None,
+            Some(before) => Some(Change::Modify {
+                path,
+                before,
+                after,
+                whole_file: true,
+            }),
+            None => Some(Change::Create {
+                path,
+                content: after,
+            }),
+        }
+    }
+
+    /// A call's line with the lines it added and removed, and the diff
+    /// under it, cut after [`EDIT_DIFF_LINES`] lines.
+    fn show_edit(
+        &mut self,
+        mark: &str,
+        tool: &str,
+        argument: &str,
+        change: &Change,
+        duration: Duration,
+    ) {
+        let (added, removed) = change.counts();
+        let style = self.err;
+        let counts = match change {
+            Change::Create { .. } => style.green(&format!("new file, +{added}")),
+            Change::Modify { .. } => format!(
+                "{} {}",
+                style.green(&format!("+{added}")),
+                style.red(&format!("-{removed}"))
+            ),
+        };
+        let text = format!(
+            "{mark} {} {} {counts} {}",
+            style.bold(&escape::line(tool)),
+            style.cyan(argument),
+            style.dim(&format!("· {}", format_duration(duration)))
+        );
+        self.line(&text);
+        for line in change.render_at_most(style, EDIT_DIFF_LINES) {
+            self.line(&format!("    {line}"));
+        }
+    }
+
     /// Puts the permission question on the terminal and reads the answer.
     fn ask_terminal(&mut self, request: &PermissionRequest<'_>) -> PermissionAnswer {
         self.finish_line();

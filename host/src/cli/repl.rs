@@ -11,6 +11,7 @@ use super::mention::{self, Mention, MentionHelper};
 use super::render::TerminalFrontend;
 use super::setup::{self, Session, SessionArgs};
 use super::slash;
+use super::status_line::status_line;
 use super::turn_keys::{self, TurnKeys};
 use crate::agent::{Interrupt, TurnEnd};
 use crate::policy::{Layer, Mode, Rule, RuleKind};
@@ -60,6 +61,7 @@ pub async fn run(mut args: SessionArgs, verbose: bool) -> Exit {
         Err(failure) => return failure.report(),
     };
     let mut frontend = TerminalFrontend::new(true, verbose);
+    frontend.show_edits_in(session.workspace.clone());
     session.call_events.set(frontend.call_events());
     banner(&session, &frontend, verbose);
     let interrupt = Interrupt::new();
@@ -106,7 +108,7 @@ pub async fn run(mut args: SessionArgs, verbose: bool) -> Exit {
                 eprintln!("> {line}");
                 line
             }
-            None => match read_prompt(&mut editor, &std::mem::take(&mut typed.partial)) {
+            None => match prompt_under_status(&session, &frontend, &mut editor, &mut typed) {
                 Ok(Some(line)) => line,
                 Ok(None) => {
                     if interrupted_at_prompt {
@@ -245,6 +247,24 @@ impl<F: Fn() + Send + Sync> rustyline::ConditionalEventHandler for OnKey<F> {
 
 /// The prompt's line editor.
 pub(super) type LineEditor = rustyline::Editor<MentionHelper, rustyline::history::DefaultHistory>;
+
+/// Shows the status line (model, mode, context used, cost), made anew
+/// each time, then reads a prompt under it ([`read_prompt`]).
+fn prompt_under_status(
+    session: &Session,
+    frontend: &TerminalFrontend,
+    editor: &mut LineEditor,
+    typed: &mut Typeahead,
+) -> Result<Option<String>, ReadlineError> {
+    let width = terminal_size::terminal_size_of(std::io::stderr())
+        .map_or(80, |(terminal_size::Width(w), _)| usize::from(w));
+    let style = frontend.err_style();
+    eprintln!(
+        "{}",
+        status_line(&session.agent, style, width.saturating_sub(1))
+    );
+    read_prompt(editor, &std::mem::take(&mut typed.partial))
+}
 
 /// How long the prompt waits after an ESC for the rest of a key's escape
 /// sequence.
