@@ -74,11 +74,9 @@ impl Agent {
         frontend: &mut dyn Frontend,
         interrupt: &Interrupt,
     ) -> Result<Result<Authorized, String>, AgentError> {
-        let Some(tool) = self.find_tool(&call.name).cloned() else {
-            let known: Vec<&str> = self
-                .parts
-                .toolbox
-                .tools()
+        let Some(tool) = self.find_tool(&call.name) else {
+            let all = self.parts.toolbox.all_tools();
+            let known: Vec<&str> = all
                 .iter()
                 .filter(|tool| self.offers(tool))
                 .map(|t| t.model_name.as_str())

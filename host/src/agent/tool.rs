@@ -127,6 +127,14 @@ pub trait ToolHandler: Send + Sync {
     fn call<'a>(&'a self, call: ToolCall<'a>) -> LocalBoxFuture<'a, ToolOutcome>;
 }
 
+/// A source of tools that come and go while the session runs (the tools
+/// of MCP servers, offered once each server is ready): the toolbox asks it
+/// for its current tools whenever it lists or looks one up.
+pub trait ToolSource: Send + Sync {
+    /// The tools it offers now.
+    fn tools(&self) -> Vec<AgentTool>;
+}
+
 /// A tool as the session knows it: its handler, and the names the model and
 /// the user call it by.
 #[derive(Clone)]

@@ -8,6 +8,7 @@ mod exec;
 mod exit;
 pub mod live;
 mod mcp;
+mod mcp_servers;
 mod new;
 mod plugin;
 mod print;

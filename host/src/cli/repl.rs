@@ -24,6 +24,7 @@ Commands:
   /mode [MODE]     show or set the permission mode: default, accept-edits, plan, bypass
   /permissions     the permission rules in force, numbered; /permissions remove N drops one
   /plugins         the plugins and their tools
+  /mcp             the MCP servers, their state and tools
   /NAME [ARGS]     run a skill (listed below; `capstan skill list` shows all)
   /exit            leave (Ctrl-D works too)
 Keys: Ctrl-C or Esc stops a running turn (Ctrl-C twice quits); end a line with \\ to continue it.
@@ -440,6 +441,17 @@ fn slash_command(session: &mut Session, command: &str) -> Flow {
                     escape::line(&unavailable.plugin),
                     escape::line(&unavailable.reason)
                 );
+            }
+        }
+        "mcp" => {
+            let lines = session.mcp.summary();
+            if lines.is_empty() {
+                eprintln!(
+                    "No MCP servers. Add one with `capstan mcp add NAME URL` or `capstan mcp add NAME -- COMMAND ARGS...`."
+                );
+            }
+            for line in lines {
+                eprintln!("{}", escape::line(&line));
             }
         }
         other => eprintln!("unknown command /{other}; /help lists them"),
