@@ -74,7 +74,16 @@ impl Agent {
         frontend: &mut dyn Frontend,
         interrupt: &Interrupt,
     ) -> Result<Result<Authorized, String>, AgentError> {
-        let Some(tool) = self.find_tool(&call.name) else {
+        let found = match self.find_tool(&call.name) {
+            Some(tool) => Some(tool),
+            None => self
+                .parts
+                .toolbox
+                .lookup_when_ready(&call.name)
+                .await
+                .filter(|tool| self.offers(tool)),
+        };
+        let Some(tool) = found else {
             let all = self.parts.toolbox.all_tools();
             let known: Vec<&str> = all
                 .iter()

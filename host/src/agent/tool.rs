@@ -133,6 +133,13 @@ pub trait ToolHandler: Send + Sync {
 pub trait ToolSource: Send + Sync {
     /// The tools it offers now.
     fn tools(&self) -> Vec<AgentTool>;
+
+    /// Waits until the tool the model calls `model_name` may be offered,
+    /// when it is not yet but is coming (its server is starting); whether
+    /// it waited.
+    fn wait_for<'a>(&'a self, _model_name: &'a str) -> LocalBoxFuture<'a, bool> {
+        Box::pin(async { false })
+    }
 }
 
 /// A tool as the session knows it: its handler, and the names the model and

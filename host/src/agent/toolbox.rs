@@ -239,6 +239,20 @@ impl Toolbox {
             .find(|t| t.model_name == model_name || t.name == model_name)
     }
 
+    /// The same as [`Self::lookup`], first waiting for a source that is
+    /// still bringing the tool (an MCP server starting).
+    pub async fn lookup_when_ready(&self, model_name: &str) -> Option<AgentTool> {
+        if let Some(tool) = self.lookup(model_name) {
+            return Some(tool);
+        }
+        for source in &self.sources {
+            if source.wait_for(model_name).await {
+                return self.lookup(model_name);
+            }
+        }
+        None
+    }
+
     /// The installed plugins left out because they cannot be used, and
     /// why (hooks found unusable later are added as they are).
     pub fn unavailable(&self) -> &UnavailablePlugins {

@@ -6,10 +6,14 @@
 //! markdown commands (`commands/NAME.md`, which become skills the user can
 //! run as `/NAME`) — into a capstan package with a generated `plugin.toml`
 //! and no components, which is then hashed, locked and consented to like
-//! any plugin. Everything that would run native code with the user's
-//! rights is refused and listed with the reason and the capstan
-//! alternative: command hooks, MCP servers, `bin/` executables; sub-agent
-//! definitions are listed as not supported.
+//! any plugin. Its MCP servers (`.mcp.json`, the manifest's `mcpServers`)
+//! are imported into the package's own `mcp-servers.json`, which capstan's MCP
+//! client runs inside its sandbox (a local server in the OS sandbox, a
+//! remote one under its origin's network grant); what each reaches is
+//! shown at consent. Everything else that would run native code with the
+//! user's rights is refused and listed with the reason and the capstan
+//! alternative: command hooks, `bin/` executables; sub-agent definitions
+//! are listed as not supported.
 
 use std::path::{Path, PathBuf};
 
@@ -22,6 +26,10 @@ use crate::untrusted_folder::UntrustedFolder;
 
 /// The Claude Code manifest, relative to the plugin's root.
 pub const CLAUDE_MANIFEST: &str = ".claude-plugin/plugin.json";
+
+/// The file of an imported package that holds its MCP servers, in Claude
+/// Code's `.mcp.json` format (a dot file would be left out of the package).
+pub const MCP_SERVERS: &str = "mcp-servers.json";
 
 /// The file of an imported package that records what was refused.
 pub const IMPORT_NOTES: &str = "IMPORTED-FROM-CLAUDE-CODE.md";
@@ -49,6 +57,8 @@ pub struct Imported {
     /// What was refused or skipped, one line each, with the reason and
     /// the capstan alternative.
     pub refused: Vec<String>,
+    /// The MCP servers imported, one line each saying what it reaches.
+    pub mcp_servers: Vec<String>,
 }
 
 impl Imported {
@@ -174,7 +184,7 @@ pub fn import(root: &Path, staging: &Path) -> Result<Imported, String> {
     }
 
     refused.extend(refuse_hooks(root, &manifest));
-    refused.extend(refuse_mcp(root, &manifest));
+    let mcp_servers = import_mcp(root, &manifest, out, &mut refused)?;
     refused.extend(refuse_folder(
         root,
         "bin",
@@ -253,6 +263,12 @@ pub fn import(root: &Path, staging: &Path) -> Result<Imported, String> {
         toml.push_str(&format!("authors = [{}]\n", toml_string(&author)));
     }
     toml.push_str("components = []\n");
+    if !mcp_servers.is_empty() {
+        toml.push_str(&format!(
+            "\n[package]\ninclude = [{}]\n",
+            toml_string(MCP_SERVERS)
+        ));
+    }
     write(&out.join(MANIFEST_FILE), &toml)?;
     let mut notes = format!(
         "# Imported from a Claude Code plugin\n\nSource: {}\n\nSkills imported: {}\n",
@@ -265,11 +281,18 @@ pub fn import(root: &Path, staging: &Path) -> Result<Imported, String> {
             notes.push_str(&format!("- {line}\n"));
         }
     }
+    if !mcp_servers.is_empty() {
+        notes.push_str("\nMCP servers, run by capstan's MCP client inside its sandbox:\n\n");
+        for line in &mcp_servers {
+            notes.push_str(&format!("- {line}\n"));
+        }
+    }
     write(&out.join(IMPORT_NOTES), &notes)?;
     Ok(Imported {
         dir,
         skills,
         refused,
+        mcp_servers,
     })
 }
 
@@ -403,9 +426,17 @@ fn refuse_hooks(root: &Path, manifest: &Value) -> Vec<String> {
     lines
 }
 
-/// MCP servers in `.mcp.json` and in the manifest's `mcpServers`.
-fn refuse_mcp(root: &Path, manifest: &Value) -> Vec<String> {
-    let mut lines = Vec::new();
+/// The MCP servers of `.mcp.json` and of the manifest's `mcpServers`,
+/// written to the package's [`MCP_SERVERS`] for capstan's MCP client; one line
+/// per server saying what it reaches. Servers that cannot be imported are
+/// added to `refused`.
+fn import_mcp(
+    root: &Path,
+    manifest: &Value,
+    out: &Path,
+    refused: &mut Vec<String>,
+) -> Result<Vec<String>, String> {
+    let mut servers = serde_json::Map::new();
     let file = root.join(".mcp.json");
     if file.is_file() {
         match read_text(root, &file)
@@ -413,47 +444,90 @@ fn refuse_mcp(root: &Path, manifest: &Value) -> Vec<String> {
             .flatten()
             .and_then(|t| serde_json::from_str::<Value>(&t).ok())
         {
-            Some(v) => lines.extend(describe_mcp(".mcp.json", &v)),
-            None => lines.push(
-                ".mcp.json: unreadable or not JSON; no MCP servers installed — capstan does not run MCP servers".to_string(),
-            ),
+            Some(v) => {
+                let found = v.get("mcpServers").unwrap_or(&v);
+                if let Some(found) = found.as_object() {
+                    servers.extend(found.clone());
+                }
+            }
+            None => refused
+                .push(".mcp.json: unreadable or not JSON; no MCP servers installed".to_string()),
         }
     }
     match manifest.get("mcpServers") {
-        Some(servers @ Value::Object(_)) => {
-            lines.extend(describe_mcp(&format!("{CLAUDE_MANIFEST} `mcpServers`"), servers));
-        }
-        Some(Value::String(path)) => lines.push(format!(
-            "{CLAUDE_MANIFEST} `mcpServers` ({path}): not installed — capstan does not run MCP servers"
+        Some(Value::Object(found)) => servers.extend(found.clone()),
+        Some(Value::String(path)) => refused.push(format!(
+            "{CLAUDE_MANIFEST} `mcpServers` ({path}): a file of servers is not read; put them in .mcp.json"
         )),
         _ => {}
     }
-    lines
-}
-
-/// One line listing the MCP servers of `servers` (an `.mcp.json` or the
-/// manifest's `mcpServers`).
-fn describe_mcp(label: &str, servers: &Value) -> Option<String> {
-    let servers = servers.get("mcpServers").unwrap_or(servers).as_object()?;
-    let names: Vec<String> = servers
-        .iter()
-        .map(
-            |(name, server)| match server.get("command").and_then(Value::as_str) {
-                Some(command) => format!("{name} (runs {command})"),
-                None => match server.get("url").and_then(Value::as_str) {
-                    Some(url) => format!("{name} ({url})"),
-                    None => name.clone(),
-                },
-            },
-        )
-        .collect();
-    (!names.is_empty()).then(|| {
-        format!(
-            "{label}: MCP server{} {} not installed — capstan does not run MCP servers, which run with your full rights; port their tools as sandboxed tool components (see docs/plugins.md)",
-            if names.len() == 1 { "" } else { "s" },
-            names.join(", ")
-        )
-    })
+    let mut lines = Vec::new();
+    let mut kept = serde_json::Map::new();
+    for (name, server) in servers {
+        let text = server.to_string();
+        if text.contains("CLAUDE_PLUGIN_ROOT") {
+            refused.push(format!(
+                "MCP server {name}: it runs a program of the plugin's own (${{CLAUDE_PLUGIN_ROOT}}), and capstan never installs a plugin's programs; not installed"
+            ));
+            continue;
+        }
+        let reach = match (
+            server.get("command").and_then(Value::as_str),
+            server.get("url").and_then(Value::as_str),
+        ) {
+            (Some(command), None) => {
+                let args: Vec<&str> = server
+                    .get("args")
+                    .and_then(Value::as_array)
+                    .map(|a| a.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                let mut line = format!(
+                    "{name}: runs `{command}{}{}` in the OS sandbox: the workspace read-only, no network, no secrets",
+                    if args.is_empty() { "" } else { " " },
+                    args.join(" ")
+                );
+                if let Some(env) = server.get("env").and_then(Value::as_object) {
+                    let names: Vec<&str> = env.keys().map(String::as_str).collect();
+                    if !names.is_empty() {
+                        line.push_str(&format!("; variables {}", names.join(", ")));
+                    }
+                }
+                line
+            }
+            (None, Some(url)) => {
+                let mut line = format!("{name}: connects to {url} (that origin only)");
+                if let Some(headers) = server.get("headers").and_then(Value::as_object) {
+                    for (header, value) in headers {
+                        if let Some(secret) = value.as_str().and_then(|v| v.split('$').nth(1)) {
+                            let secret: String = secret
+                                .trim_start_matches('{')
+                                .chars()
+                                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                                .collect();
+                            line.push_str(&format!("; sends your secret {secret} as {header}"));
+                        } else {
+                            line.push_str(&format!("; sends the header {header}"));
+                        }
+                    }
+                }
+                line
+            }
+            _ => {
+                refused.push(format!(
+                    "MCP server {name}: it has neither `command` nor `url` (or both); not installed"
+                ));
+                continue;
+            }
+        };
+        lines.push(reach);
+        kept.insert(name, server);
+    }
+    if !kept.is_empty() {
+        let text = serde_json::to_string_pretty(&serde_json::json!({ "mcpServers": kept }))
+            .map_err(|e| format!("cannot write the MCP servers: {e}"))?;
+        write(&out.join(MCP_SERVERS), &text)?;
+    }
+    Ok(lines)
 }
 
 /// A folder whose contents are refused as a whole, listed by file.
@@ -601,10 +675,16 @@ mod tests {
         assert!(manifest.components.is_empty());
         let all = imported.refused.join("\n");
         assert!(all.contains("hooks/hooks.json: 2 command hooks (PreToolUse Write|Edit: ./scripts/check.sh; Stop: notify)"), "{all}");
-        assert!(
-            all.contains(".mcp.json: MCP server github (runs npx)"),
-            "{all}"
+        assert!(!all.contains("github"), "{all}");
+        assert_eq!(
+            imported.mcp_servers,
+            [
+                "github: runs `npx x` in the OS sandbox: the workspace read-only, no network, no secrets"
+            ]
         );
+        let servers: Value =
+            serde_json::from_str(&fs::read_to_string(out.join(MCP_SERVERS)).unwrap()).unwrap();
+        assert_eq!(servers["mcpServers"]["github"]["command"], "npx");
         assert!(all.contains("bin/: executables tool"), "{all}");
         assert!(
             all.contains("agents/: sub-agent definitions helper.md"),

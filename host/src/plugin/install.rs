@@ -1112,6 +1112,12 @@ fn describe_skills(prepared: &Prepared) -> String {
             "  imported from a Claude Code plugin: {}\n",
             imported.skills.join(", ")
         ));
+        if !imported.mcp_servers.is_empty() {
+            text.push_str("  MCP servers (their tools become mcp__PLUGIN-SERVER__TOOL):\n");
+            for line in &imported.mcp_servers {
+                text.push_str(&format!("    {line}\n"));
+            }
+        }
         if !imported.refused.is_empty() {
             text.push_str("  not installed:\n");
             for line in &imported.refused {

@@ -17,7 +17,7 @@ use std::time::Instant;
 use futures_util::future::LocalBoxFuture;
 use serde_json::{Value, json};
 
-use super::connection::RequestError;
+use super::connection::{Connection, RequestError};
 use super::supervisor::{RemoteTool, ServerHandle, Status};
 use crate::agent::tool::{AgentTool, CallNeeds, ToolCall, ToolHandler, ToolOutcome, ToolSource};
 use crate::audit::{AuditEvent, AuditLog, AuditScope};
@@ -76,6 +76,39 @@ impl ToolSource for McpToolSource {
             *built = (generations, self.build());
         }
         built.1.clone()
+    }
+
+    fn wait_for<'a>(&'a self, model_name: &'a str) -> LocalBoxFuture<'a, bool> {
+        Box::pin(async move {
+            let Some(rest) = model_name.strip_prefix("mcp__") else {
+                return false;
+            };
+            let Some(server) = self
+                .servers
+                .iter()
+                .find(|s| rest.starts_with(&format!("{}__", s.spec.name)))
+            else {
+                return false;
+            };
+            let deadline = Instant::now() + super::supervisor::START_TIMEOUT;
+            let mut waited = false;
+            // A server starting, or one that was up and is about to
+            // restart, brings its tools soon: wait for it rather than fail
+            // the call. One that keeps failing to start is not waited for.
+            let coming = || {
+                let view = server.view();
+                match view.status {
+                    Status::Starting(_) => true,
+                    Status::Restarting { .. } => view.was_ready,
+                    Status::Ready | Status::Refused(_) => false,
+                }
+            };
+            while coming() && Instant::now() < deadline {
+                waited = true;
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            waited
+        })
     }
 }
 
@@ -143,9 +176,32 @@ impl McpTool {
         });
     }
 
+    /// The server's connection, waiting for it when the server was up and
+    /// is being restarted (after a crash or a timed-out call).
+    async fn live_connection(&self, call: &ToolCall<'_>) -> Option<Arc<Connection>> {
+        let deadline = Instant::now() + super::supervisor::START_TIMEOUT;
+        loop {
+            if let Some(connection) = self.server.connection()
+                && connection.closed().is_none()
+            {
+                return Some(connection);
+            }
+            let view = self.server.view();
+            let coming = match view.status {
+                Status::Starting(_) | Status::Ready => true,
+                Status::Restarting { .. } => view.was_ready,
+                Status::Refused(_) => false,
+            };
+            if !coming || Instant::now() >= deadline || call.interrupt.is_raised() {
+                return None;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
     async fn run(&self, call: &ToolCall<'_>) -> Result<String, (CallError, &'static str)> {
         let server = &self.server.spec.name;
-        let Some(connection) = self.server.connection() else {
+        let Some(connection) = self.live_connection(call).await else {
             let status = self.server.view().status;
             return Err((
                 CallError::Failed(format!("MCP server {server} is not running: {status}")),

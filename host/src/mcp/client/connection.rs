@@ -243,3 +243,110 @@ impl Connection {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// A link whose server is the test: what capstan sends comes out of
+    /// the returned receiver, and what the test pushes arrives.
+    fn fake_link() -> (
+        Link,
+        mpsc::UnboundedSender<Incoming>,
+        std::sync::mpsc::Receiver<Message>,
+    ) {
+        let (incoming_tx, incoming) = mpsc::unbounded_channel();
+        let (sent_tx, sent) = std::sync::mpsc::channel();
+        let sent_tx = Mutex::new(sent_tx);
+        let link = Link {
+            outbox: Outbox::new(Arc::new(move |m| {
+                sent_tx.lock().map(|s| s.send(m).is_ok()).unwrap_or(false)
+            })),
+            incoming,
+            stop: Arc::new(|| {}),
+            stderr: None,
+        };
+        (link, incoming_tx, sent)
+    }
+
+    #[tokio::test]
+    async fn answers_match_requests_and_notifications_reach_the_supervisor() {
+        let (link, server, sent) = fake_link();
+        let (events_tx, mut events) = mpsc::unbounded_channel();
+        let connection = Connection::open(link, json!({"roots": []}), events_tx);
+        let call = connection.request(
+            "tools/list",
+            json!({}),
+            Duration::from_secs(5),
+            std::future::pending(),
+        );
+        let answer = async {
+            let (request, sent) = tokio::task::spawn_blocking(move || (sent.recv().unwrap(), sent))
+                .await
+                .unwrap();
+            let Message::Request { id, method, .. } = request else {
+                panic!("a request");
+            };
+            assert_eq!(method, "tools/list");
+            server
+                .send(Incoming::Message(Message::notification(
+                    "notifications/tools/list_changed",
+                    json!({}),
+                )))
+                .unwrap();
+            server
+                .send(Incoming::Message(Message::result(id, json!({"tools": []}))))
+                .unwrap();
+            (server, sent)
+        };
+        let (result, (server, _sent)) = tokio::join!(call, answer);
+        assert_eq!(result.unwrap(), json!({"tools": []}));
+        assert_eq!(events.recv().await, Some(ServerEvent::ToolsChanged));
+        // A server that goes away fails what waits, and says why.
+        let waiting = connection.request(
+            "tools/call",
+            json!({}),
+            Duration::from_secs(5),
+            std::future::pending(),
+        );
+        let close = async {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            server
+                .send(Incoming::Closed("the server exited with code 3".into()))
+                .unwrap();
+        };
+        let (failed, ()) = tokio::join!(waiting, close);
+        assert_eq!(
+            failed,
+            Err(RequestError::Closed("the server exited with code 3".into()))
+        );
+        assert_eq!(
+            events.recv().await,
+            Some(ServerEvent::Closed("the server exited with code 3".into()))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_request_without_an_answer_times_out_and_is_cancelled() {
+        let (link, _server, sent) = fake_link();
+        let (events_tx, _events) = mpsc::unbounded_channel();
+        let connection = Connection::open(link, json!({}), events_tx);
+        let outcome = connection
+            .request(
+                "tools/call",
+                json!({}),
+                Duration::from_millis(20),
+                std::future::pending(),
+            )
+            .await;
+        assert_eq!(
+            outcome,
+            Err(RequestError::Timeout(Duration::from_millis(20)))
+        );
+        let _request = sent.recv().unwrap();
+        let cancelled = sent.recv().unwrap();
+        assert_eq!(cancelled.method(), Some("notifications/cancelled"));
+    }
+}

@@ -204,8 +204,17 @@ impl Remote {
         url: &str,
         body: Option<Vec<u8>>,
     ) -> Result<Request<WasiBody>, String> {
-        let mut builder = Request::builder().method(method).uri(url);
-        builder = builder.header("accept", "application/json, text/event-stream");
+        let uri: http::Uri = url
+            .parse()
+            .map_err(|e| format!("`{url}` is not a valid URL: {e}"))?;
+        let authority = uri
+            .authority()
+            .map(|a| a.as_str().to_string())
+            .ok_or_else(|| format!("`{url}` names no host"))?;
+        let mut builder = Request::builder().method(method).uri(uri);
+        builder = builder
+            .header("host", authority)
+            .header("accept", "application/json, text/event-stream");
         if body.is_some() {
             builder = builder.header("content-type", "application/json");
         }

@@ -48,14 +48,51 @@ pub struct Defined {
     pub store: Result<ConsentStore, String>,
 }
 
+/// How the servers of an installed Claude Code plugin are sourced.
+const PLUGIN_SOURCE: &str = "plugin ";
+
+/// The MCP servers of installed plugins (imported from Claude Code
+/// plugins into the package's `mcp-servers.json`, whose hash the lockfile keeps
+/// and whose reach the user consented to at install), each named
+/// `PLUGIN-SERVER`.
+fn plugin_servers(home: &Home) -> Vec<(String, String, config::ServerEntry)> {
+    let plugins_dir = home.plugins_dir();
+    let Ok(lock) = crate::plugin::lock::Lockfile::load(&plugins_dir.join("capstan.lock")) else {
+        return Vec::new();
+    };
+    let mut servers = Vec::new();
+    for (plugin, entry) in &lock.plugins {
+        let file = crate::plugin::claude_import::MCP_SERVERS;
+        if !entry.files.contains_key(file) {
+            continue;
+        }
+        let path = entry.dir(&plugins_dir).join(file);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let Ok(found) = config::parse_claude_json(&text, true) else {
+            continue;
+        };
+        for (name, server) in found {
+            servers.push((
+                format!("{plugin}-{name}"),
+                format!("{PLUGIN_SOURCE}{plugin}"),
+                server,
+            ));
+        }
+    }
+    servers
+}
+
 /// Every server defined for `workspace`; see [`Defined`].
 pub fn servers_for(home: &Home, workspace: &Path) -> Defined {
     let user_home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let store = ConsentStore::load(&consent::store_path(home)).map_err(|e| e.to_string());
-    let added = store
+    let mut added = store
         .as_ref()
         .map(ConsentStore::definitions)
         .unwrap_or_default();
+    added.extend(plugin_servers(home));
     let mut problems = Vec::new();
     let mut specs = Vec::new();
     for defined in
@@ -63,7 +100,9 @@ pub fn servers_for(home: &Home, workspace: &Path) -> Defined {
     {
         match defined {
             Ok(spec) => {
-                let allowed = store.as_ref().is_ok_and(|s| s.allows(&spec));
+                // A plugin's servers were consented to with the plugin.
+                let allowed = spec.source.starts_with(PLUGIN_SOURCE)
+                    || store.as_ref().is_ok_and(|s| s.allows(&spec));
                 specs.push((spec, allowed));
             }
             Err(e) => problems.push(e.to_string()),

@@ -87,6 +87,9 @@ pub struct ServerView {
     pub starts: u32,
     /// The last noise it made (output that is not JSON-RPC, stderr).
     pub notes: Vec<String>,
+    /// Whether its last start got it ready (a server that went down after
+    /// being ready is likely back soon; one that fails to start is not).
+    pub was_ready: bool,
 }
 
 /// One server of a session.
@@ -124,6 +127,7 @@ impl ServerHandle {
                 tools: Vec::new(),
                 starts: 0,
                 notes: Vec::new(),
+                was_ready: false,
             }),
             connection: Mutex::new(None),
             generation: std::sync::atomic::AtomicU64::new(0),
@@ -137,6 +141,7 @@ impl ServerHandle {
             tools: Vec::new(),
             starts: 0,
             notes: Vec::new(),
+            was_ready: false,
         })
     }
 
@@ -152,6 +157,11 @@ impl ServerHandle {
 
     fn set_status(&self, status: Status) {
         if let Ok(mut view) = self.view.lock() {
+            match status {
+                Status::Ready => view.was_ready = true,
+                Status::Refused(_) => view.was_ready = false,
+                _ => {}
+            }
             view.status = status;
         }
     }
@@ -207,7 +217,12 @@ impl ServerHandle {
                     self.set_status(Status::Refused(reason));
                     return;
                 }
-                Err(Start::Failed(reason)) => reason,
+                Err(Start::Failed(reason)) => {
+                    if let Ok(mut view) = self.view.lock() {
+                        view.was_ready = false;
+                    }
+                    reason
+                }
                 Ok(connection) => {
                     self.record(
                         launcher.audit.as_ref(),
