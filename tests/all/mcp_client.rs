@@ -693,3 +693,57 @@ fn a_claude_code_plugins_mcp_server_is_imported_shown_at_consent_and_bridged() {
     assert_ok(&out);
     assert_eq!(mock.result_of("c1"), "hello from bash");
 }
+
+#[test]
+fn hooks_see_bridged_tools_under_their_claude_code_names_and_decide() {
+    let env = Env::new();
+    assert_ok(&add_stdio(&env, "fx", &["--write-workspace"]));
+    let mock = script(&[
+        ("c1", "mcp__fx__echo", json!({"text": "[PreToolUse:deny]"})),
+        (
+            "c2",
+            "mcp__fx__note",
+            json!({"name": "h.txt", "text": "[PreToolUse:allow]"}),
+        ),
+        ("c3", "mcp__fx__echo", json!({"text": "plain"})),
+    ]);
+    let echo = format!("hook-echo={}", support::fixture("hook-echo").display());
+    let out = session(&env, &mock, &["--plugin", &echo]);
+    assert_ok(&out);
+    // The hook's deny stops the call before the server sees it.
+    let denied = mock.result_of("c1");
+    assert!(
+        denied.contains("hook hook-echo blocked this call"),
+        "{denied}"
+    );
+    // The hook's allow spares the question default mode would ask.
+    assert_eq!(mock.result_of("c2"), "wrote h.txt");
+    assert_eq!(env.read("h.txt"), "[PreToolUse:allow]");
+    assert_eq!(mock.result_of("c3"), "echo: plain");
+    let shown = stderr(&out);
+    assert!(shown.contains("saw PreToolUse mcp__fx__echo"), "{shown}");
+    assert!(shown.contains("saw PostToolUse mcp__fx__echo"), "{shown}");
+}
+
+#[test]
+fn without_the_whole_os_sandbox_a_local_server_is_refused_with_the_reason() {
+    let env = Env::new();
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        "[exec]\nnamespaces = \"off\"\n",
+    )
+    .unwrap();
+    let added = env
+        .capstan()
+        .args(["mcp", "add", "b", "--yes", "--", "bash", "-c", BASH_SERVER])
+        .output()
+        .unwrap();
+    assert_ok(&added);
+    let listed = list_json(&env);
+    let state = listed["servers"][0]["state"].as_str().unwrap();
+    assert!(
+        state.contains("runs only inside the whole OS sandbox")
+            && state.contains("namespaces = \"off\""),
+        "{state}"
+    );
+}

@@ -696,7 +696,9 @@ fn a_claude_code_plugin_folder_is_imported_with_its_native_parts_refused() {
         "not installed:",
         "hooks/hooks.json: 2 command hooks (PostToolUse Write|Edit: ${CLAUDE_PLUGIN_ROOT}/scripts/format.sh; PreToolUse Write|Edit: ${CLAUDE_PLUGIN_ROOT}/scripts/check.sh) not installed",
         "see docs/hooks.md",
-        ".mcp.json: MCP servers docs (https://mcp.example.com/docs), tracker (runs ${CLAUDE_PLUGIN_ROOT}/bin/tracker-server) not installed",
+        "MCP servers (their tools become mcp__PLUGIN-SERVER__TOOL):",
+        "docs: connects to https://mcp.example.com/docs (that origin only)",
+        "MCP server tracker: it runs a program of the plugin's own (${CLAUDE_PLUGIN_ROOT}), and capstan never installs a plugin's programs; not installed",
         "bin/: executables tracker-server not installed",
         "agents/: sub-agent definitions security-reviewer.md not installed",
         "skills/code-review/scripts/lint.py: kept as a file the model can read, but never run",
@@ -718,6 +720,7 @@ fn a_claude_code_plugin_folder_is_imported_with_its_native_parts_refused() {
         "{info}"
     );
     assert!(info.contains("bin/: executables tracker-server"), "{info}");
+    assert!(info.contains("mcp-servers.json"), "{info}");
     for native in [
         "  bin/tracker-server\n",
         "  hooks/hooks.json\n",

@@ -502,6 +502,31 @@ pub fn parse_claude_json(
     Ok(entries)
 }
 
+/// The most bytes of a project's server definitions read.
+const MAX_PROJECT_FILE: usize = 256 * 1024;
+
+/// A project file's text, read beneath the workspace: a repository is
+/// someone else's, so a link leading out, a FIFO, a device or a file over
+/// [`MAX_PROJECT_FILE`] is refused rather than read. `None` when absent.
+fn read_in_workspace(workspace: &Path, path: &Path) -> Result<Option<String>, String> {
+    let rel = path.strip_prefix(workspace).unwrap_or(path);
+    let read = crate::untrusted_folder::UntrustedFolder::open(workspace)
+        .and_then(|folder| folder.map_or(Ok(None), |f| f.read(rel, MAX_PROJECT_FILE)))
+        .map_err(|e| format!("skipped: {e}"))?;
+    let Some(read) = read else {
+        return Ok(None);
+    };
+    if read.more {
+        return Err(format!(
+            "skipped: it is larger than {} KiB",
+            MAX_PROJECT_FILE / 1024
+        ));
+    }
+    String::from_utf8(read.bytes)
+        .map(Some)
+        .map_err(|_| "skipped: it is not UTF-8 text".to_string())
+}
+
 /// `[mcp.servers]` of a TOML settings file.
 pub fn parse_toml_servers(text: &str) -> Result<Vec<(String, ServerEntry)>, String> {
     #[derive(Deserialize)]
@@ -563,8 +588,17 @@ pub fn defined_servers(
     let mut project = Vec::new();
     {
         let mut read_project = |path: PathBuf, json: bool| {
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                return;
+            let text = match read_in_workspace(workspace, &path) {
+                Ok(Some(text)) => text,
+                Ok(None) => return,
+                Err(message) => {
+                    problems.push(SpecError {
+                        name: "*".into(),
+                        source_file: path.display().to_string(),
+                        message,
+                    });
+                    return;
+                }
             };
             let parsed = if json {
                 parse_claude_json(&text, false)
