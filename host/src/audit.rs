@@ -263,6 +263,24 @@ pub enum AuditEvent {
         /// Who made the change: the user account that ran capstan.
         user: String,
     },
+    /// A tool of an MCP server was called (`mcp__SERVER__TOOL`). The
+    /// record's plugin is `mcp__SERVER`.
+    McpToolCalled {
+        /// The tool's name on its server.
+        tool: String,
+        /// `ok`, `tool error`, `failed` (transport, crash, timeout).
+        outcome: String,
+        /// How long the call took.
+        duration_ms: u64,
+    },
+    /// An MCP server changed state: started, ready, stopped, refused,
+    /// restarting. No header value or secret is ever part of it.
+    McpServerState {
+        /// The new state.
+        state: String,
+        /// Why, or what it reached.
+        detail: String,
+    },
 }
 
 impl AuditLog {

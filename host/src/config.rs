@@ -183,6 +183,9 @@ struct SettingsFile {
     /// Trusted plugin publisher keys, read by the plugin signature check.
     #[serde(default, rename = "trusted_publishers")]
     _trusted_publishers: Option<serde::de::IgnoredAny>,
+    /// MCP servers, read by `mcp::client::config`.
+    #[serde(default, rename = "mcp")]
+    _mcp: Option<serde::de::IgnoredAny>,
 }
 
 /// The `[permissions]` section.

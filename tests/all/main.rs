@@ -29,6 +29,7 @@ mod host_edges;
 mod interactive;
 mod languages;
 mod mcp;
+mod mcp_client;
 mod misbehaving;
 mod model_providers;
 mod net_escapes;

@@ -733,7 +733,9 @@ fn a_claude_code_plugin_folder_is_imported_with_its_native_parts_refused() {
         "command hook  hooks/hooks.json: PreToolUse for Write, Edit: ",
         "runs `${CLAUDE_PLUGIN_ROOT}/scripts/check.sh` in the OS sandbox: reads the workspace and the plugin's folder (read-only), no network",
         "command hook  hooks/hooks.json: PostToolUse for Write, Edit: ",
-        ".mcp.json: MCP servers docs (https://mcp.example.com/docs), tracker (runs ${CLAUDE_PLUGIN_ROOT}/bin/tracker-server) not installed",
+        "MCP servers (their tools become mcp__PLUGIN-SERVER__TOOL):",
+        "docs: connects to https://mcp.example.com/docs (that origin only)",
+        "MCP server tracker: it runs a program of the plugin's own (${CLAUDE_PLUGIN_ROOT}), which capstan does not start as an MCP server yet; not installed",
         "agent    agents/security-reviewer.md: sub-agent `security-reviewer`: tools Read, Grep; the workspace is read-only for it, commands included; no network",
         "files    kept in the plugin's folder, which the model may read (read-only); none is run but by the command hooks above:",
         "    bin/: 1 executable\n",
@@ -757,6 +759,7 @@ fn a_claude_code_plugin_folder_is_imported_with_its_native_parts_refused() {
     );
     // The whole folder is stored, for the model to read; only the command
     // hooks run, in the OS sandbox.
+    assert!(info.contains("mcp-servers.json"), "{info}");
     for kept in ["  bin/tracker-server\n"] {
         assert!(info.contains(kept), "{kept:?} was not stored:\n{info}");
     }

@@ -110,11 +110,18 @@ impl Agent {
         frontend: &mut dyn Frontend,
         interrupt: &Interrupt,
     ) -> Result<Result<Authorized, String>, AgentError> {
-        let Some(tool) = self.find_tool(&call.name).cloned() else {
-            let known: Vec<&str> = self
+        let found = match self.find_tool(&call.name) {
+            Some(tool) => Some(tool),
+            None => self
                 .parts
                 .toolbox
-                .tools()
+                .lookup_when_ready(&call.name)
+                .await
+                .filter(|tool| self.offers(tool)),
+        };
+        let Some(tool) = found else {
+            let all = self.parts.toolbox.all_tools();
+            let known: Vec<&str> = all
                 .iter()
                 .filter(|tool| self.offers(tool))
                 .map(|t| t.model_name.as_str())

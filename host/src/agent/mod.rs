@@ -368,10 +368,10 @@ impl Agent {
     }
 
     /// The tool the model calls `name`, if this conversation offers it.
-    pub(super) fn find_tool(&self, name: &str) -> Option<&AgentTool> {
+    pub(super) fn find_tool(&self, name: &str) -> Option<AgentTool> {
         self.parts
             .toolbox
-            .find(name)
+            .lookup(name)
             .filter(|tool| self.offers(tool))
     }
 

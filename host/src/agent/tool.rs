@@ -150,6 +150,21 @@ pub trait ToolHandler: Send + Sync {
     fn call<'a>(&'a self, call: ToolCall<'a>) -> LocalBoxFuture<'a, ToolOutcome>;
 }
 
+/// A source of tools that come and go while the session runs (the tools
+/// of MCP servers, offered once each server is ready): the toolbox asks it
+/// for its current tools whenever it lists or looks one up.
+pub trait ToolSource: Send + Sync {
+    /// The tools it offers now.
+    fn tools(&self) -> Vec<AgentTool>;
+
+    /// Waits until the tool the model calls `model_name` may be offered,
+    /// when it is not yet but is coming (its server is starting); whether
+    /// it waited.
+    fn wait_for<'a>(&'a self, _model_name: &'a str) -> LocalBoxFuture<'a, bool> {
+        Box::pin(async { false })
+    }
+}
+
 /// A tool as the session knows it: its handler, and the names the model and
 /// the user call it by.
 #[derive(Clone)]

@@ -23,7 +23,7 @@ use serde_json::Value;
 use super::component_tool::PluginRuntime;
 use super::interrupt::Interrupt;
 use super::skill_tool::SkillTool;
-use super::tool::{AgentTool, SessionEvents, ToolCall, ToolHandler};
+use super::tool::{AgentTool, SessionEvents, ToolCall, ToolHandler, ToolSource};
 use crate::audit::AuditLog;
 use crate::model::ToolDef;
 use crate::plugin::{Catalog, CatalogError, Provision, ProvisionError, UnavailablePlugins, Writes};
@@ -73,6 +73,8 @@ pub struct Toolbox {
     audit: Option<AuditLog>,
     skills: Option<Arc<Skills>>,
     unavailable: UnavailablePlugins,
+    /// Sources whose tools come and go (MCP servers).
+    sources: Vec<Arc<dyn ToolSource>>,
     /// Never raised: the interrupt of calls made outside a turn.
     idle: Interrupt,
 }
@@ -88,6 +90,7 @@ impl Toolbox {
             audit: None,
             skills: None,
             unavailable: UnavailablePlugins::default(),
+            sources: Vec::new(),
             idle: Interrupt::new(),
         }
     }
@@ -183,6 +186,71 @@ impl Toolbox {
         }
         self.tools.push(tool);
         Ok(())
+    }
+
+    /// Offers the tools of `source` as well, as they are at each moment. A
+    /// tool of it whose model name is taken by a registered tool is left
+    /// out.
+    pub fn add_source(&mut self, source: Arc<dyn ToolSource>) {
+        self.sources.push(source);
+    }
+
+    /// The tools the sources offer now, but those whose names are taken.
+    fn source_tools(&self) -> Vec<AgentTool> {
+        let mut found: Vec<AgentTool> = Vec::new();
+        for source in &self.sources {
+            for tool in source.tools() {
+                let taken = self
+                    .tools
+                    .iter()
+                    .chain(found.iter())
+                    .any(|t| t.model_name == tool.model_name);
+                if !taken {
+                    found.push(tool);
+                }
+            }
+        }
+        found
+    }
+
+    /// Every tool offered now: the registered ones, then the sources'.
+    pub fn all_tools(&self) -> Vec<AgentTool> {
+        let mut tools: Vec<AgentTool> = self
+            .tools
+            .iter()
+            .filter(|t| self.offered(t))
+            .cloned()
+            .collect();
+        tools.extend(self.source_tools());
+        tools
+    }
+
+    /// The tool the model calls `model_name` (or `PLUGIN.TOOL`), among the
+    /// registered tools and the sources' current ones.
+    pub fn lookup(&self, model_name: &str) -> Option<AgentTool> {
+        if let Some(tool) = self.find(model_name) {
+            return Some(tool.clone());
+        }
+        if self.sources.is_empty() {
+            return None;
+        }
+        self.source_tools()
+            .into_iter()
+            .find(|t| t.model_name == model_name || t.name == model_name)
+    }
+
+    /// The same as [`Self::lookup`], first waiting for a source that is
+    /// still bringing the tool (an MCP server starting).
+    pub async fn lookup_when_ready(&self, model_name: &str) -> Option<AgentTool> {
+        if let Some(tool) = self.lookup(model_name) {
+            return Some(tool);
+        }
+        for source in &self.sources {
+            if source.wait_for(model_name).await {
+                return self.lookup(model_name);
+            }
+        }
+        None
     }
 
     /// The installed plugins left out because they cannot be used, and
@@ -324,9 +392,12 @@ impl Toolbox {
 
     /// The tools `offered` keeps, as offered to the model.
     pub fn defs_where(&self, offered: impl Fn(&AgentTool) -> bool) -> Vec<ToolDef> {
+        let dynamic = self.source_tools();
         self.tools
             .iter()
-            .filter(|tool| self.offered(tool) && offered(tool))
+            .filter(|tool| self.offered(tool))
+            .chain(dynamic.iter())
+            .filter(|tool| offered(tool))
             .map(|tool| ToolDef {
                 name: tool.model_name.clone(),
                 description: tool.spec.description.clone(),

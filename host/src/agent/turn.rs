@@ -193,7 +193,8 @@ impl Agent {
                     streamed.push_str(&text);
                 }
                 StreamEvent::ToolUseStarted { name, .. } => {
-                    let tool = toolbox.find(&name).map_or(name.as_str(), |t| &t.name);
+                    let found = toolbox.lookup(&name);
+                    let tool = found.as_ref().map_or(name.as_str(), |t| &t.name);
                     frontend.event(AgentEvent::PreparingTool { tool });
                 }
                 StreamEvent::ToolUseFinished { .. } => {}

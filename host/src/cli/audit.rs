@@ -147,6 +147,14 @@ fn human_line(record: &AuditRecord) -> String {
             source,
             user,
         } => format!("plugin_changed by {user} from {source}: {change}"),
+        AuditEvent::McpToolCalled {
+            tool,
+            outcome,
+            duration_ms,
+        } => format!("mcp_tool_called {tool}: {outcome} after {duration_ms} ms"),
+        AuditEvent::McpServerState { state, detail } => {
+            format!("mcp_server_state {state}: {detail}")
+        }
         AuditEvent::CommandRun {
             command,
             cwd,

@@ -33,6 +33,30 @@ pub enum McpCommand {
 
 See docs/mcp.md for Codex, Cursor and Zed.")]
     Serve(ServeArgs),
+
+    /// Add an MCP server for capstan's sessions, after showing what it reaches.
+    ///
+    /// A remote server is its URL: its origin is the only one it reaches,
+    /// checked like a plugin's network grant, and tokens are secrets capstan
+    /// adds as headers. A local server is the command after `--`: it runs in
+    /// the OS sandbox of exec.run, the workspace read-only, no network, a
+    /// scrubbed environment, unless the flags grant more.
+    #[command(after_help = "Examples:
+  capstan mcp add github https://api.githubcopilot.com/mcp --header-secret 'Authorization=Bearer $GITHUB_TOKEN'
+  capstan mcp add files -- npx -y @modelcontextprotocol/server-filesystem .
+  capstan mcp add docs --read ~/docs --allow-net https://api.example.com -- docs-server --stdio")]
+    Add(super::mcp_servers::AddArgs),
+
+    /// Allow a server defined in .mcp.json or a config file, after showing
+    /// what it reaches (asked again whenever its definition changes).
+    Approve(super::mcp_servers::ApproveArgs),
+
+    /// Remove a server added with `mcp add` (or take back its consent).
+    Remove(super::mcp_servers::RemoveArgs),
+
+    /// List the MCP servers: where each is defined, its grants, whether it
+    /// is allowed, its state and its tools (starting them to ask).
+    List(super::mcp_servers::ListArgs),
 }
 
 #[derive(Debug, Args)]
@@ -63,7 +87,18 @@ pub struct ServeArgs {
 
 /// Runs an `mcp` subcommand.
 pub async fn run(command: McpCommand, verbose: bool) -> Exit {
+    let done = |outcome: Result<(), (Exit, String)>| match outcome {
+        Ok(()) => Exit::Success,
+        Err((exit, message)) => {
+            eprintln!("error: {}", escape::message(&message));
+            exit
+        }
+    };
     match command {
+        McpCommand::Add(args) => done(super::mcp_servers::add(args)),
+        McpCommand::Approve(args) => done(super::mcp_servers::approve(args)),
+        McpCommand::Remove(args) => done(super::mcp_servers::remove(args)),
+        McpCommand::List(args) => done(super::mcp_servers::list(args).await),
         McpCommand::Serve(args) => match serve(args, verbose).await {
             Ok(()) => Exit::Success,
             Err((exit, message)) => {

@@ -10,6 +10,7 @@ mod exit;
 pub mod live;
 mod markdown;
 mod mcp;
+mod mcp_servers;
 mod mention;
 mod new;
 mod plugin;

@@ -31,6 +31,7 @@ Commands:
   /permissions     the permission rules in force, numbered; /permissions remove N drops one
   /rewind [N]      go back to before a prompt: its files, the conversation, or both
   /plugins         the plugins and their tools
+  /mcp             the MCP servers, their state and tools
   /resume [ID]     take up another saved session of this folder (picked from a list)
   /status          model, provider, mode, workspace, session, grants, cost
   /NAME [ARGS]     run a skill (listed below; `capstan skill list` shows all)
@@ -672,6 +673,17 @@ fn slash_command(session: &mut Session, command: &str) -> Flow {
                     escape::line(&unavailable.plugin),
                     escape::line(&unavailable.reason)
                 );
+            }
+        }
+        "mcp" => {
+            let lines = session.mcp.summary();
+            if lines.is_empty() {
+                eprintln!(
+                    "No MCP servers. Add one with `capstan mcp add NAME URL` or `capstan mcp add NAME -- COMMAND ARGS...`."
+                );
+            }
+            for line in lines {
+                eprintln!("{}", escape::line(&line));
             }
         }
         other => eprintln!("{}", escape::message(&unknown_command(session, other))),

@@ -124,6 +124,8 @@ pub struct Session {
     pub skills_prompt: String,
     /// The model's context window given in the settings, if one is.
     pub context_window_setting: Option<u64>,
+    /// The session's MCP servers, starting or running in the background.
+    pub mcp: std::sync::Arc<crate::mcp::client::McpClients>,
 }
 
 /// Builds the session for `args`.
@@ -213,9 +215,27 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
             .map_err(|e| Failure::new(Exit::Error, e))?;
     }
 
+    let mcp = std::sync::Arc::new(start_mcp_servers(&settings, &workspace, &home));
+    notices.extend(mcp.notices.iter().cloned());
+    let mcp_audit = crate::audit::AuditLog::open(&home.audit_log()).ok();
+    toolbox.add_source(std::sync::Arc::new(mcp.tool_source(mcp_audit)));
+
     let policy = build_policy(&settings, args);
     let offered: Vec<&str> = toolbox.tools().iter().map(|t| t.name.as_str()).collect();
-    notices.extend(policy.unmatched_rule_warnings(&offered));
+    // MCP servers' tools appear once each server is ready: rules naming
+    // them are not reported as matching nothing.
+    let servers: Vec<String> = mcp.servers().iter().map(|s| s.spec.name.clone()).collect();
+    notices.extend(
+        policy
+            .unmatched_rule_warnings(&offered)
+            .into_iter()
+            .filter(|warning| {
+                !servers.iter().any(|name| {
+                    warning.contains(&format!("`mcp__{name}__"))
+                        || warning.contains(&format!("`mcp__{name}`"))
+                })
+            }),
+    );
 
     let instructions = context::discover_instructions(Some(home.config_dir()), &workspace);
     notices.extend(instructions.warnings.iter().cloned());
@@ -346,6 +366,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         call_events,
         skills_prompt: skill_listing.text,
         context_window_setting: settings.model.context_window,
+        mcp,
     })
 }
 
@@ -380,6 +401,33 @@ fn resume_needs_an_id(sessions: &Sessions) -> String {
         ));
     }
     text
+}
+
+/// Starts the MCP servers allowed for `workspace` in the background: local
+/// ones get the `[exec]` sandbox's base, remote ones the user's secrets.
+fn start_mcp_servers(
+    settings: &Settings,
+    workspace: &std::path::Path,
+    home: &Home,
+) -> crate::mcp::client::McpClients {
+    let user_home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from);
+    let exec = crate::exec::ExecGrants::resolve(
+        &settings.exec,
+        workspace,
+        user_home.as_deref(),
+        &crate::grants::OwnFolders::of(home),
+    )
+    .map_err(|e| e.to_string());
+    let secrets = crate::grants::SecretValues::load(&home.config_file()).unwrap_or_default();
+    let launcher = crate::mcp::client::supervisor::Launcher {
+        exec,
+        secrets,
+        audit: crate::audit::AuditLog::open(&home.audit_log()).ok(),
+        workspace: workspace.to_path_buf(),
+    };
+    crate::mcp::client::McpClients::start(home, launcher)
 }
 
 /// The policy from the settings plus the command line's mode and rules.

@@ -274,7 +274,7 @@ impl Cancel {
 }
 
 #[cfg(target_os = "linux")]
-pub use process::RunningCommand;
+pub use process::{AttachedPipes, RunningCommand, sandbox_gap};
 
 /// Runs `request` to its end under `grants`, passing output to `on_output`
 /// as it arrives; `cancel` kills it early.

@@ -61,6 +61,43 @@ pub struct RunningCommand {
     finished: bool,
 }
 
+/// What a service started with [`RunningCommand::start_attached`] gets
+/// beside an ordinary command.
+#[derive(Default)]
+struct Attach {
+    /// Variables with their values, added to the scrubbed environment.
+    env: Vec<(String, String)>,
+    /// Whether its standard input, output and error are the caller's pipes.
+    pipes: bool,
+}
+
+/// The pipes of a service started with [`RunningCommand::start_attached`].
+pub struct AttachedPipes {
+    /// Its standard input.
+    pub stdin: std::io::PipeWriter,
+    /// Its standard output.
+    pub stdout: std::io::PipeReader,
+    /// Its standard error.
+    pub stderr: std::io::PipeReader,
+}
+
+/// Why commands here would not get the whole OS sandbox, if they would
+/// not: the sandbox turned off, no Landlock, or no namespaces (so no
+/// network of their own and no PID namespace). Services that must be
+/// confined (local MCP servers) are refused with this reason.
+pub fn sandbox_gap(grants: &ExecGrants) -> Option<String> {
+    if !grants.sandboxed {
+        return Some(
+            "`[exec] sandbox = \"off\"` runs commands unsandboxed, with your full access"
+                .to_string(),
+        );
+    }
+    if let Err(error) = landlock_required(spawn::landlock_abi()) {
+        return Some(error.to_string());
+    }
+    without_namespaces(grants)
+}
+
 /// How to kill a command's processes.
 enum Stopper {
     /// The sandbox's PID namespace, through its init.
@@ -97,6 +134,54 @@ impl RunningCommand {
     /// Sets up the sandbox for `request` under `grants` and starts it. A
     /// setup that fails is recorded in the audit log and nothing runs.
     pub fn start(request: &ExecRequest, grants: &ExecGrants) -> Result<Self, ExecError> {
+        Self::start_with(request, grants, &Attach::default())
+    }
+
+    /// Starts a long-lived service (a local MCP server) like [`Self::start`],
+    /// with `env` added to its scrubbed environment, and its standard
+    /// input, output and error as pipes the caller owns. [`Self::wait`]
+    /// then only waits for its end.
+    pub fn start_attached(
+        request: &ExecRequest,
+        grants: &ExecGrants,
+        env: &[(String, String)],
+    ) -> Result<(Self, AttachedPipes), ExecError> {
+        let attach = Attach {
+            env: env.to_vec(),
+            pipes: true,
+        };
+        let (mut running, stdin) = Self::start_pipes(request, grants, &attach)?;
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (stdin, running.output.take(), running.errors.take())
+        else {
+            return Err(ExecError::Setup {
+                step: "creating the service's pipes",
+                source: std::io::Error::other("a pipe is missing"),
+            });
+        };
+        Ok((
+            running,
+            AttachedPipes {
+                stdin,
+                stdout,
+                stderr,
+            },
+        ))
+    }
+
+    fn start_with(
+        request: &ExecRequest,
+        grants: &ExecGrants,
+        attach: &Attach,
+    ) -> Result<Self, ExecError> {
+        Self::start_pipes(request, grants, attach).map(|(running, _)| running)
+    }
+
+    fn start_pipes(
+        request: &ExecRequest,
+        grants: &ExecGrants,
+        attach: &Attach,
+    ) -> Result<(Self, Option<std::io::PipeWriter>), ExecError> {
         let audit = grants.audit.as_ref().map(|scope| {
             crate::audit::AuditScope::new(
                 scope.log.clone(),
@@ -105,7 +190,7 @@ impl RunningCommand {
                 scope.session_id.as_deref(),
             )
         });
-        let started = Self::start_unrecorded(request, grants, audit.clone());
+        let started = Self::start_unrecorded(request, grants, audit.clone(), attach);
         if let (Err(error), Some(audit)) = (&started, &audit) {
             audit.record(AuditEvent::CommandRefused {
                 command: request.command.describe(),
@@ -119,7 +204,8 @@ impl RunningCommand {
         request: &ExecRequest,
         grants: &ExecGrants,
         audit: Option<crate::audit::AuditScope>,
-    ) -> Result<Self, ExecError> {
+        attach: &Attach,
+    ) -> Result<(Self, Option<std::io::PipeWriter>), ExecError> {
         let cwd = working_folder(request.cwd.as_deref(), &grants.workspace)?;
         let mut net = grants.net.clone();
         net.extend(request.net.iter().cloned());
@@ -140,11 +226,14 @@ impl RunningCommand {
             source,
         })?;
         let mut command = command_for(request, grants, &cwd, temp.path(), proxy)?;
+        for (name, value) in &attach.env {
+            command.env(name, value);
+        }
         let pipe_error = |source| ExecError::Setup {
             step: "creating the output pipe",
             source,
         };
-        let (errors, error_writer) = if request.separate_errors {
+        let (errors, error_writer) = if request.separate_errors || attach.pipes {
             let (reader, writer) = std::io::pipe().map_err(pipe_error)?;
             (Some(reader), writer)
         } else {
@@ -152,7 +241,13 @@ impl RunningCommand {
         };
         command.stdout(writer).stderr(error_writer);
         let mut input = None;
+        let mut service_input = None;
         command.stdin(match (&request.stdin, request.inherit_stdin) {
+            _ if attach.pipes => {
+                let (reader, writer) = std::io::pipe().map_err(pipe_error)?;
+                service_input = Some(writer);
+                Stdio::from(reader)
+            }
             (_, true) => Stdio::inherit(),
             (Some(bytes), false) => {
                 let (reader, writer) = std::io::pipe().map_err(pipe_error)?;
@@ -225,7 +320,7 @@ impl RunningCommand {
             None => None,
         };
         let started = Instant::now();
-        Ok(Self {
+        let running = Self {
             exited: ExitWatch::new(keeper.id()),
             keeper,
             stopper,
@@ -237,7 +332,8 @@ impl RunningCommand {
             summary,
             _temp: temp,
             finished: false,
-        })
+        };
+        Ok((running, service_input))
     }
 
     /// Kills the command and every process it started.

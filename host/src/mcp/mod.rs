@@ -7,7 +7,8 @@
 //! byte streams) and [`protocol`] (the revisions
 //! and how one is agreed on) are shared; [`server`] (the methods),
 //! [`tools`] (the tools offered) and [`http`] (Streamable HTTP) are the
-//! server's.
+//! server's; [`client`] uses other people's servers inside capstan's
+//! grants (`[mcp.servers]`, `.mcp.json`, `capstan mcp add`).
 //!
 //! The JSON-RPC framing and the methods are written here rather than taken
 //! from the `rmcp` crate: rmcp 3.11 speaks all three revisions, but brings
@@ -19,6 +20,7 @@
 //! built, and the latency budget of a call (150 µs including the sandbox)
 //! leaves little room for more.
 
+pub mod client;
 pub mod http;
 pub mod jsonrpc;
 pub mod outbox;

@@ -1184,6 +1184,12 @@ fn describe_skills(prepared: &Prepared) -> String {
                 text.push_str(&format!("    {line}\n"));
             }
         }
+        if !imported.mcp_servers.is_empty() {
+            text.push_str("  MCP servers (their tools become mcp__PLUGIN-SERVER__TOOL):\n");
+            for line in &imported.mcp_servers {
+                text.push_str(&format!("    {line}\n"));
+            }
+        }
         if !imported.warnings.is_empty() {
             text.push_str("  skipped  not imported:\n");
             for line in &imported.warnings {
