@@ -21,6 +21,7 @@ mod exec_grants;
 mod exec_sandbox;
 mod exec_tools;
 mod fs_tools;
+mod headless;
 mod hooks;
 mod host_edges;
 mod interactive;

@@ -3,9 +3,11 @@
 
 mod audit;
 mod change_preview;
+mod claude_flags;
 pub use crate::escape;
 mod exec;
 mod exit;
+mod headless;
 pub mod live;
 mod mcp;
 mod new;
@@ -17,6 +19,7 @@ mod repl;
 mod session_list;
 pub mod setup;
 mod skill;
+mod stream_input;
 mod tool;
 pub mod turn_keys;
 

@@ -120,6 +120,9 @@ pub enum DecisionSource {
     NonInteractive,
     /// A hook decided (never over a deny rule, plan mode or a grant).
     Hook(String),
+    /// The tool named by `--permission-prompt-tool` answered in the
+    /// user's place.
+    PromptTool(String),
 }
 
 /// The policy's answer for one call.
