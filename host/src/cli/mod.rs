@@ -162,6 +162,7 @@ pub fn main() -> ExitCode {
             Some(Command::Exec(_)) => Exit::Usage,
             None => {
                 let interactive = !cli.session.print
+                    && cli.session.input_format == setup::InputFormat::Text
                     && std::io::stdin().is_terminal()
                     && std::io::stderr().is_terminal();
                 if interactive {

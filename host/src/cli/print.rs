@@ -159,7 +159,12 @@ impl Run {
         loop {
             let line = tokio::select! {
                 line = lines.recv() => line,
-                () = self.interrupt.raised() => break,
+                () = self.interrupt.raised() => {
+                    if exit == Exit::Success {
+                        exit = Exit::Interrupted;
+                    }
+                    break;
+                }
             };
             match line {
                 None => break,
