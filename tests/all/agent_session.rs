@@ -540,7 +540,8 @@ fn read_only_calls_run_together_and_a_write_is_a_barrier() {
         started_d > result_c,
         "the read after the edit must wait for it: {events:#?}"
     );
-    assert_eq!(events[0]["type"], "init");
+    assert_eq!(events[0]["type"], "system");
+    assert_eq!(events[0]["subtype"], "init");
     assert_eq!(result_event(&output)["subtype"], "success");
     assert_eq!(result_event(&output)["num_tool_calls"], 4);
 
@@ -799,7 +800,7 @@ fn spin_session(env: &Env, mock: &MockModel) -> Running {
     let mut running = Running::spawn(cmd);
     let started = running.wait_for_event("tool_started");
     assert_eq!(started["tool_use_id"], "toolu_spin");
-    assert_eq!(started["tool"], "misbehave.spin");
+    assert_eq!(started["tool"], "misbehave__spin");
     // Let the guest really spin, so what is stopped is a running tool.
     std::thread::sleep(Duration::from_millis(300));
     running
@@ -830,7 +831,8 @@ fn sigint_during_a_tool_interrupts_and_continue_has_no_orphan() {
     );
     let last: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
     assert_eq!(last["type"], "result");
-    assert_eq!(last["subtype"], "interrupted");
+    assert_eq!(last["subtype"], "error_during_execution");
+    assert_eq!(last["error_kind"], "interrupted");
     assert!(!err.contains("panicked"), "{err}");
 
     let transcript = only_transcript(&env);
@@ -929,7 +931,8 @@ fn sigint_while_the_model_streams_keeps_the_partial_answer() {
     let (status, lines, err) = running.wait(Duration::from_secs(10));
     assert_eq!(status.code(), Some(130), "{status:?}\n{err}");
     let last: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
-    assert_eq!(last["subtype"], "interrupted", "{last}");
+    assert_eq!(last["subtype"], "error_during_execution", "{last}");
+    assert_eq!(last["error_kind"], "interrupted", "{last}");
     assert_eq!(mock.received().len(), 1);
 
     let all = records(&only_transcript(&env));
@@ -1136,7 +1139,7 @@ fn max_turns_stops_a_model_that_keeps_calling_tools() {
     let result: Value = serde_json::from_str(stdout(&output).trim()).unwrap();
     assert_eq!(result["subtype"], "error_max_turns");
     assert_eq!(result["is_error"], true);
-    assert_eq!(result["num_requests"], 2);
+    assert_eq!(result["num_turns"], 2);
     assert!(result["error"].as_str().unwrap().contains("--max-turns"));
     assert_eq!(mock.received().len(), 2);
     assert_eq!(mock.replies_left(), 1);
@@ -1443,12 +1446,12 @@ fn json_output_is_one_result_object() {
     assert_eq!(result["subtype"], "success");
     assert_eq!(result["is_error"], false);
     assert_eq!(result["result"], "The whole answer.");
-    assert_eq!(result["num_requests"], 1);
+    assert_eq!(result["num_turns"], 1);
     let usage = &result["usage"];
     assert_eq!(usage["input_tokens"], 42, "{usage}");
     assert_eq!(usage["output_tokens"], 17, "{usage}");
-    assert_eq!(usage["cache_read_tokens"], 1000, "{usage}");
-    assert_eq!(usage["cache_write_tokens"], 200, "{usage}");
+    assert_eq!(usage["cache_read_input_tokens"], 1000, "{usage}");
+    assert_eq!(usage["cache_creation_input_tokens"], 200, "{usage}");
     let id = result["session_id"].as_str().unwrap();
     let transcript = only_transcript(&env);
     assert_eq!(transcript.file_stem().unwrap().to_str().unwrap(), id);

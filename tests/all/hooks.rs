@@ -247,7 +247,8 @@ fn a_user_prompt_submit_deny_blocks_the_prompt_before_the_model_sees_it() {
     assert_exit(&output, 4);
     assert!(mock.received().is_empty(), "the model was asked");
     let result: Value = serde_json::from_str(stdout(&output).lines().last().unwrap()).unwrap();
-    assert_eq!(result["subtype"], "error_prompt_blocked");
+    assert_eq!(result["subtype"], "error_during_execution");
+    assert_eq!(result["error_kind"], "denied");
     let error = result["error"].as_str().unwrap();
     assert!(
         error.contains("hook hook-echo blocked the prompt: hook-echo denies this UserPromptSubmit"),

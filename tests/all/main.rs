@@ -24,6 +24,7 @@ mod exec_grants;
 mod exec_sandbox;
 mod exec_tools;
 mod fs_tools;
+mod headless;
 mod hooks;
 mod host_edges;
 mod interactive;

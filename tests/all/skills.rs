@@ -605,7 +605,7 @@ fn the_scripted_model_can_load_a_skill() {
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
-    let init = events.iter().find(|e| e["type"] == "init").unwrap();
+    let init = events.iter().find(|e| e["subtype"] == "init").unwrap();
     assert_eq!(init["skills"], json!(["greeting"]));
     let result = events
         .iter()

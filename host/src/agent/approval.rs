@@ -305,6 +305,16 @@ impl Agent {
                 };
                 let answer = frontend.ask(&request).await;
                 self.apply_answer(&tool, answer, frontend, interrupt)
+            } else if let Some(prompt_tool) = self.parts.config.permission_prompt_tool.clone() {
+                self.ask_prompt_tool(
+                    &prompt_tool,
+                    &tool,
+                    &mut input,
+                    &call.id,
+                    &decision.reason,
+                    interrupt,
+                )
+                .await
             } else {
                 decision.without_prompt(&tool.name)
             };
@@ -470,6 +480,7 @@ fn describe_source(source: &DecisionSource) -> (String, Option<String>) {
         DecisionSource::NonInteractive => ("non-interactive".to_string(), None),
         DecisionSource::Hook(hook) => (format!("hook {hook}"), None),
         DecisionSource::Skill { skill, rule } => (format!("skill {skill}"), Some(rule.clone())),
+        DecisionSource::PromptTool(tool) => (format!("permission prompt tool {tool}"), None),
     }
 }
 

@@ -36,6 +36,7 @@ pub mod dispatch;
 pub mod exec_tool;
 pub mod interrupt;
 pub mod profile;
+pub mod prompt_tool;
 pub mod scheduler;
 pub mod session_parts;
 pub mod skill_tool;
@@ -100,6 +101,9 @@ pub struct AgentConfig {
     /// The model's context window in tokens; 0 turns automatic compaction
     /// off.
     pub context_window: u64,
+    /// The tool asked in the user's place when a call needs permission and
+    /// the front end cannot ask ([`prompt_tool`]); `None` denies such calls.
+    pub permission_prompt_tool: Option<String>,
 }
 
 impl AgentConfig {
@@ -113,6 +117,7 @@ impl AgentConfig {
             result_cap: 64 << 10,
             system: system.into(),
             context_window: 0,
+            permission_prompt_tool: None,
         }
         .with_context_window_of_model()
     }

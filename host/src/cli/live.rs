@@ -356,9 +356,9 @@ pub fn terminal_events(tty: bool, verbose: bool, style: Style) -> SessionEvents 
 
 /// Where a `--output-format stream-json` session sends what its calls
 /// report: one JSON event per report on stdout (`tool_output`, `tool_log`,
-/// `tool_progress`), at most [`MAX_STREAMED_OUTPUT`] bytes of each call's
-/// output.
-pub fn json_events() -> SessionEvents {
+/// `tool_progress`), each with the session's id, at most
+/// [`MAX_STREAMED_OUTPUT`] bytes of each call's output.
+pub fn json_events(session_id: String) -> SessionEvents {
     let streamed: Mutex<HashMap<String, usize>> = Mutex::default();
     Arc::new(move |call: &str, source: &str, event: PluginEvent| {
         let value = match event {
@@ -408,6 +408,8 @@ pub fn json_events() -> SessionEvents {
                 "total": total,
             }),
         };
+        let mut value = value;
+        value["session_id"] = json!(session_id);
         StreamJsonFrontend::emit(&value);
     })
 }

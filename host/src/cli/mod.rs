@@ -4,9 +4,11 @@
 mod audit;
 mod bang;
 mod change_preview;
+mod claude_flags;
 pub use crate::escape;
 mod exec;
 mod exit;
+mod headless;
 pub mod live;
 mod markdown;
 mod mcp;
@@ -27,6 +29,7 @@ pub mod setup;
 mod skill;
 mod slash;
 mod status_line;
+mod stream_input;
 mod tool;
 pub mod turn_keys;
 
@@ -177,6 +180,7 @@ pub fn main() -> ExitCode {
             Some(Command::Exec(_)) => Exit::Usage,
             None => {
                 let interactive = !cli.session.print
+                    && cli.session.input_format == setup::InputFormat::Text
                     && std::io::stdin().is_terminal()
                     && std::io::stderr().is_terminal();
                 if interactive {

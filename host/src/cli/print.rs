@@ -1,6 +1,9 @@
-//! Print mode (`capstan -p`): one task, no questions, a result scripts can
-//! read. A call that would need the user's permission is refused, and the
-//! refusal says how to allow it.
+//! Print mode (`capstan -p`): one task (or, with `--input-format
+//! stream-json`, one task per input line), no questions, a result scripts
+//! can read. A call that would need the user's permission is refused, and
+//! the refusal says how to allow it — unless `--permission-prompt-tool`
+//! names a tool that answers in the user's place. The JSON formats follow
+//! Claude Code's headless shapes ([`super::headless`]).
 
 use std::io::{IsTerminal, Read, Write};
 use std::time::Instant;
@@ -9,22 +12,41 @@ use serde_json::json;
 
 use super::Exit;
 use super::escape;
-use super::render::{SilentFrontend, StreamJsonFrontend, TerminalFrontend};
-use super::setup::{self, OutputFormat, SessionArgs};
+use super::headless::{self, Ending, Headless, Summary};
+use super::render::{StreamJsonFrontend, TerminalFrontend};
+use super::setup::{self, InputFormat, OutputFormat, Session, SessionArgs};
+use super::stream_input::{self, Line};
 use crate::agent::{AgentError, Frontend, Interrupt, TurnEnd};
 
 /// Runs print mode.
 pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
     let format = args.output_format;
+    let started = Instant::now();
     let fail = |exit: Exit, message: &str| {
-        report_failure(format, exit, message);
+        report_failure(format, exit, message, started);
         exit
     };
-    let prompt = match read_prompt(args.prompt.as_deref()) {
-        Ok(prompt) => prompt,
-        Err(message) => return fail(Exit::Usage, &message),
+    let first_prompt = match args.input_format {
+        InputFormat::Text => match read_prompt(args.prompt.as_deref()) {
+            Ok(prompt) => Some(prompt),
+            Err(message) => return fail(Exit::Usage, &message),
+        },
+        InputFormat::StreamJson => {
+            if format != OutputFormat::StreamJson {
+                return fail(
+                    Exit::Usage,
+                    "--input-format stream-json needs --output-format stream-json",
+                );
+            }
+            if args.prompt.is_some() {
+                return fail(
+                    Exit::Usage,
+                    "with --input-format stream-json the prompts come on stdin, one JSON user message a line; drop the PROMPT argument",
+                );
+            }
+            None
+        }
     };
-    let started = Instant::now();
     let mut session = match setup::build(&args).await {
         Ok(session) => session,
         Err(error) => return fail(error.exit, &error.message),
@@ -38,160 +60,322 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
     if verbose {
         eprintln!("capstan: session ready in {:.1} ms", session.setup_ms);
     }
-    let session_id = session.agent.session_id().unwrap_or_default().to_string();
-    if format == OutputFormat::StreamJson {
-        let tools: Vec<&str> = session
+    if let Some(name) = &args.permission_prompt_tool
+        && session.agent.toolbox().find(name).is_none()
+    {
+        let known: Vec<String> = session
             .agent
             .toolbox()
             .tools()
             .iter()
-            .map(|t| t.name.as_str())
+            .map(|t| t.model_name.clone())
             .collect();
-        StreamJsonFrontend::emit(&json!({
-            "type": "init",
-            "session_id": session_id,
-            "model": session.agent.config().model,
-            "provider": session.agent.provider_name(),
-            "workspace": session.workspace,
-            "permission_mode": session.agent.policy().mode().to_string(),
-            "tools": tools,
-            "skills": session
-                .agent
-                .toolbox()
-                .skills()
-                .map(|skills| {
-                    skills
-                        .set()
-                        .skills()
-                        .iter()
-                        .map(|s| s.meta.name.clone())
-                        .collect::<Vec<_>>()
-                })
-                .unwrap_or_default(),
-            "hooks": session.agent.hooks().names().collect::<Vec<_>>(),
-            "resumed": session.resumed,
-        }));
+        let _ = session.agent.finish();
+        return fail(
+            Exit::Usage,
+            &format!(
+                "--permission-prompt-tool {name}: this session has no such tool; it has {}",
+                known.join(", ")
+            ),
+        );
+    }
+    let session_id = session.agent.session_id().unwrap_or_default().to_string();
+    let model = session.agent.config().model.clone();
+    let tools: Vec<(String, String)> = session
+        .agent
+        .toolbox()
+        .tools()
+        .iter()
+        .map(|t| (t.name.clone(), t.model_name.clone()))
+        .collect();
+    let headless = Headless::new(
+        &session_id,
+        &model,
+        format == OutputFormat::StreamJson,
+        tools.iter().cloned(),
+    );
+    if format == OutputFormat::StreamJson {
+        headless.emit(init_message(&session, &tools));
     }
     let interrupt = Interrupt::new();
     super::watch_ctrl_c(interrupt.clone());
     let mut terminal = TerminalFrontend::answer_only(verbose);
-    let mut stream;
-    let mut silent;
-    let frontend: &mut dyn Frontend = match format {
+    match format {
+        // Stdout carries the answer alone: a command's output shows on
+        // stderr (its last lines under the spinner on a terminal).
         OutputFormat::Text => {
-            // Stdout carries the answer alone: a command's output shows on
-            // stderr (its last lines under the spinner on a terminal).
             session.call_events.set(terminal.call_events());
             terminal.show_edits_in(session.workspace.clone());
-            &mut terminal
         }
-        OutputFormat::StreamJson => {
-            session.call_events.set(super::live::json_events());
-            stream = StreamJsonFrontend;
-            &mut stream
-        }
-        OutputFormat::Json => {
-            silent = SilentFrontend;
-            &mut silent
-        }
+        OutputFormat::StreamJson => session
+            .call_events
+            .set(super::live::json_events(session_id.clone())),
+        OutputFormat::Json => {}
+    }
+    let mut run = Run {
+        format,
+        terminal,
+        headless,
+        interrupt,
+        session_id,
     };
-    // `/name arguments` runs a skill: its text becomes the prompt.
-    let prompt = match crate::skills::session::parse_invocation(&prompt) {
-        Some((name, arguments)) => {
-            let loaded = session
-                .agent
-                .toolbox()
-                .invoke_skill(name, arguments, Some(session_id.as_str()))
-                .await;
-            match loaded {
-                Ok(text) => text,
-                Err(message) => {
-                    let _ = session.agent.finish();
-                    return fail(Exit::Usage, &message);
+    let source = if session.resumed { "resume" } else { "startup" };
+    if let Err(error) = session.agent.start_session(source, run.frontend()).await {
+        let _ = session.agent.end_session("other", run.frontend()).await;
+        let exit = exit_of(&error);
+        run.report(&session, Ok(None), started, Some((exit, error.to_string())));
+        return exit;
+    }
+    let exit = match first_prompt {
+        Some(prompt) => run.prompt(&mut session, prompt, started).await,
+        None => run.stream_of_prompts(&mut session).await,
+    };
+    let _ = session.agent.end_session("other", run.frontend()).await;
+    exit
+}
+
+/// What print mode needs across prompts.
+struct Run {
+    format: OutputFormat,
+    terminal: TerminalFrontend,
+    headless: Headless,
+    interrupt: Interrupt,
+    session_id: String,
+}
+
+impl Run {
+    fn frontend(&mut self) -> &mut dyn Frontend {
+        match self.format {
+            OutputFormat::Text => &mut self.terminal,
+            OutputFormat::Json | OutputFormat::StreamJson => &mut self.headless,
+        }
+    }
+
+    /// Runs the prompts of `--input-format stream-json` as they come: each
+    /// gets its result message; a malformed line gets an `input_error`
+    /// event and the next lines still run. The exit code is the first
+    /// failing prompt's, else a usage error if a line was malformed.
+    async fn stream_of_prompts(&mut self, session: &mut Session) -> Exit {
+        let mut lines = stream_input::read_stdin();
+        let mut exit = Exit::Success;
+        let mut malformed = false;
+        loop {
+            let line = tokio::select! {
+                line = lines.recv() => line,
+                () = self.interrupt.raised() => {
+                    if exit == Exit::Success {
+                        exit = Exit::Interrupted;
+                    }
+                    break;
+                }
+            };
+            match line {
+                None => break,
+                Some(Line::Prompt(prompt)) => {
+                    let ended = self.prompt(session, prompt, Instant::now()).await;
+                    if exit == Exit::Success {
+                        exit = ended;
+                    }
+                    if ended == Exit::Interrupted {
+                        break;
+                    }
+                }
+                Some(Line::Malformed { line, error }) => {
+                    malformed = true;
+                    self.headless.emit(json!({
+                        "type": "input_error",
+                        "line": line,
+                        "error": error,
+                    }));
                 }
             }
         }
-        None => prompt,
-    };
-    let source = if session.resumed { "resume" } else { "startup" };
-    let outcome = match session.agent.start_session(source, frontend).await {
-        Ok(()) => session.agent.run_turn(&prompt, frontend, &interrupt).await,
-        Err(error) => Err(error),
-    };
-    let _ = session.agent.end_session("other", frontend).await;
-    let cost = session.agent.cost();
-    let usage = cost.usage;
-    let cost_usd = crate::agent::cost::cost_usd(&session.agent.config().model, &usage);
-    let (exit, subtype, result_text, error) = match &outcome {
-        Ok(report) => match &report.end {
-            TurnEnd::Finished(_) => (Exit::Success, "success", report.text.clone(), None),
-            TurnEnd::Interrupted => (
-                Exit::Interrupted,
-                "interrupted",
-                report.text.clone(),
-                Some("interrupted by the user".to_string()),
-            ),
-            TurnEnd::PromptBlocked { hook, reason } => (
-                Exit::Denied,
-                "error_prompt_blocked",
-                String::new(),
-                Some(format!("hook {hook} blocked the prompt: {reason}")),
-            ),
-            TurnEnd::MaxTurns(n) => (
-                Exit::MaxTurns,
-                "error_max_turns",
-                report.text.clone(),
-                Some(format!(
-                    "stopped after {n} model requests without finishing; raise --max-turns or split the task"
-                )),
-            ),
-        },
-        Err(error) => {
-            let exit = match error {
-                AgentError::Model(_) => Exit::Model,
-                AgentError::Session(_) | AgentError::Compact(_) => Exit::Error,
-            };
-            (exit, "error", String::new(), Some(error.to_string()))
-        }
-    };
-    let (requests, tool_calls) = match &outcome {
-        Ok(report) => (report.requests, report.tool_calls),
-        Err(_) => (0, 0),
-    };
-    match format {
-        OutputFormat::Text => {
-            // stdout carries the final answer and nothing else; an answer
-            // cut short or never finished was narration, shown on stderr.
-            let answered =
-                matches!(&outcome, Ok(report) if matches!(report.end, TurnEnd::Finished(_)));
-            if answered {
-                print_answer(&result_text);
-            } else {
-                terminal.show_held_as_narration();
-            }
-            if let Some(error) = &error {
-                eprintln!("error: {}", escape::message(error));
-            }
-        }
-        OutputFormat::Json | OutputFormat::StreamJson => {
-            let value = json!({
-                "type": "result",
-                "subtype": subtype,
-                "is_error": exit != Exit::Success,
-                "result": result_text,
-                "error": error,
-                "session_id": session_id,
-                "model": session.agent.config().model,
-                "num_requests": requests,
-                "num_tool_calls": tool_calls,
-                "duration_ms": started.elapsed().as_secs_f64() * 1e3,
-                "usage": usage,
-                "total_cost_usd": cost_usd,
-            });
-            StreamJsonFrontend::emit(&value);
+        if exit == Exit::Success && malformed {
+            Exit::Usage
+        } else {
+            exit
         }
     }
-    exit
+
+    /// Runs one prompt and reports its result; `started` is when its
+    /// duration starts.
+    async fn prompt(&mut self, session: &mut Session, prompt: String, started: Instant) -> Exit {
+        let usage_before = session.agent.cost().usage;
+        self.headless.take_denials();
+        self.headless.take_api_time();
+        // `/name arguments` runs a skill: its text becomes the prompt.
+        let prompt = match crate::skills::session::parse_invocation(&prompt) {
+            Some((name, arguments)) => {
+                let loaded = session
+                    .agent
+                    .toolbox()
+                    .invoke_skill(name, arguments, Some(self.session_id.as_str()))
+                    .await;
+                match loaded {
+                    Ok(text) => text,
+                    Err(message) => {
+                        self.report(session, Ok(None), started, Some((Exit::Usage, message)));
+                        return Exit::Usage;
+                    }
+                }
+            }
+            None => prompt,
+        };
+        let interrupt = self.interrupt.clone();
+        let outcome = session
+            .agent
+            .run_turn(&prompt, self.frontend(), &interrupt)
+            .await;
+        let usage = headless::usage_since(&usage_before, &session.agent.cost().usage);
+        let outcome = outcome.map(|report| Some((report, usage)));
+        self.report(session, outcome, started, None)
+    }
+
+    /// Reports how a prompt ended — its turn's report and the tokens it
+    /// used, or the error that stopped it, or a failure before it ran —
+    /// and returns the exit code it calls for.
+    fn report(
+        &mut self,
+        session: &Session,
+        outcome: Result<Option<(crate::agent::TurnReport, crate::model::Usage)>, AgentError>,
+        started: Instant,
+        failed_before: Option<(Exit, String)>,
+    ) -> Exit {
+        let (exit, subtype, result_text, error) = match (&outcome, failed_before) {
+            (_, Some((exit, message))) => {
+                (exit, "error_during_execution", String::new(), Some(message))
+            }
+            (Ok(Some((report, _))), None) => match &report.end {
+                TurnEnd::Finished(_) => (Exit::Success, "success", report.text.clone(), None),
+                TurnEnd::Interrupted => (
+                    Exit::Interrupted,
+                    "error_during_execution",
+                    report.text.clone(),
+                    Some("interrupted by the user".to_string()),
+                ),
+                TurnEnd::PromptBlocked { hook, reason } => (
+                    Exit::Denied,
+                    "error_during_execution",
+                    String::new(),
+                    Some(format!("hook {hook} blocked the prompt: {reason}")),
+                ),
+                TurnEnd::MaxTurns(n) => (
+                    Exit::MaxTurns,
+                    "error_max_turns",
+                    report.text.clone(),
+                    Some(format!(
+                        "stopped after {n} model requests without finishing; raise --max-turns or split the task"
+                    )),
+                ),
+            },
+            (Ok(None), None) => (Exit::Error, "error_during_execution", String::new(), None),
+            (Err(error), None) => (
+                exit_of(error),
+                "error_during_execution",
+                String::new(),
+                Some(error.to_string()),
+            ),
+        };
+        let (requests, tool_calls, usage) = match &outcome {
+            Ok(Some((report, usage))) => (report.requests, report.tool_calls, *usage),
+            _ => (0, 0, crate::model::Usage::default()),
+        };
+        match self.format {
+            OutputFormat::Text => {
+                // stdout carries the final answer and nothing else; an
+                // answer cut short or never finished was narration, shown
+                // on stderr.
+                if exit == Exit::Success {
+                    print_answer(&result_text);
+                } else {
+                    self.terminal.show_held_as_narration();
+                }
+                if let Some(error) = &error {
+                    eprintln!("error: {}", escape::message(error));
+                }
+            }
+            OutputFormat::Json | OutputFormat::StreamJson => {
+                let model = &session.agent.config().model;
+                let value = headless::result_message(Summary {
+                    ending: Ending {
+                        subtype,
+                        result: result_text,
+                        error,
+                        kind: exit.kind(),
+                    },
+                    session_id: &self.session_id,
+                    model,
+                    duration: started.elapsed(),
+                    api_duration: self.headless.take_api_time(),
+                    num_turns: requests,
+                    tool_calls,
+                    usage,
+                    cost_usd: crate::agent::cost::cost_usd(model, &usage),
+                    denials: self.headless.take_denials(),
+                });
+                StreamJsonFrontend::emit(&value);
+            }
+        }
+        exit
+    }
+}
+
+/// The `system`/`init` message that starts a stream: Claude Code's fields,
+/// then capstan's own (`provider`, `skills`, `hooks`, `resumed`).
+fn init_message(session: &Session, tools: &[(String, String)]) -> serde_json::Value {
+    let agent = &session.agent;
+    let skills: Vec<String> = agent
+        .toolbox()
+        .skills()
+        .map(|skills| {
+            skills
+                .set()
+                .skills()
+                .iter()
+                .map(|s| s.meta.name.clone())
+                .collect()
+        })
+        .unwrap_or_default();
+    json!({
+        "type": "system",
+        "subtype": "init",
+        "cwd": session.workspace,
+        "tools": tools.iter().map(|(_, model_name)| model_name).collect::<Vec<_>>(),
+        "mcp_servers": session
+            .mcp
+            .states()
+            .into_iter()
+            .map(|(name, status)| json!({"name": name, "status": status}))
+            .collect::<Vec<_>>(),
+        "model": agent.config().model,
+        "permissionMode": claude_mode(agent.policy().mode()),
+        "slash_commands": skills,
+        "apiKeySource": "none",
+        "output_style": "default",
+        "uuid": headless::new_uuid(),
+        "provider": agent.provider_name(),
+        "skills": skills,
+        "hooks": agent.hooks().names().collect::<Vec<_>>(),
+        "resumed": session.resumed,
+    })
+}
+
+/// A permission mode under Claude Code's name for it.
+fn claude_mode(mode: crate::policy::Mode) -> &'static str {
+    use crate::policy::Mode;
+    match mode {
+        Mode::Default => "default",
+        Mode::AcceptEdits => "acceptEdits",
+        Mode::Plan => "plan",
+        Mode::Bypass => "bypassPermissions",
+    }
+}
+
+fn exit_of(error: &AgentError) -> Exit {
+    match error {
+        AgentError::Model(_) => Exit::Model,
+        AgentError::Session(_) | AgentError::Compact(_) => Exit::Error,
+    }
 }
 
 /// Prints the final answer on stdout, ending with a newline; an empty
@@ -235,16 +419,28 @@ fn read_prompt(arg: Option<&str>) -> Result<String, String> {
     Ok(text)
 }
 
-/// Reports a failure before the turn ran, in the chosen format.
-fn report_failure(format: OutputFormat, exit: Exit, message: &str) {
+/// Reports a failure before the session was ready, in the chosen format.
+fn report_failure(format: OutputFormat, exit: Exit, message: &str, started: Instant) {
     match format {
         OutputFormat::Text => eprintln!("error: {}", escape::message(message)),
-        OutputFormat::Json | OutputFormat::StreamJson => StreamJsonFrontend::emit(&json!({
-            "type": "result",
-            "subtype": "error",
-            "is_error": true,
-            "error": message,
-            "error_kind": exit.kind(),
-        })),
+        OutputFormat::Json | OutputFormat::StreamJson => {
+            StreamJsonFrontend::emit(&headless::result_message(Summary {
+                ending: Ending {
+                    subtype: "error_during_execution",
+                    result: String::new(),
+                    error: Some(message.to_string()),
+                    kind: exit.kind(),
+                },
+                session_id: "",
+                model: "",
+                duration: started.elapsed(),
+                api_duration: std::time::Duration::ZERO,
+                num_turns: 0,
+                tool_calls: 0,
+                usage: crate::model::Usage::default(),
+                cost_usd: None,
+                denials: Vec::new(),
+            }))
+        }
     }
 }

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures_util::future::LocalBoxFuture;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::change_preview::{Change, read_for_preview};
 use super::escape;
@@ -714,71 +714,6 @@ impl StreamJsonFrontend {
     }
 }
 
-impl Frontend for StreamJsonFrontend {
-    fn event(&mut self, event: AgentEvent<'_>) {
-        let value = match event {
-            AgentEvent::Thinking | AgentEvent::PreparingTool { .. } => return,
-            AgentEvent::Text(text) => json!({ "type": "text_delta", "text": text }),
-            AgentEvent::Retrying {
-                attempt,
-                after,
-                reason,
-            } => json!({
-                "type": "retry",
-                "attempt": attempt,
-                "after_ms": u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
-                "reason": reason,
-            }),
-            AgentEvent::Answer(message) => json!({ "type": "assistant", "message": message }),
-            AgentEvent::Permission { id, tool, decision } => json!({
-                "type": "permission",
-                "tool_use_id": id,
-                "tool": tool,
-                "outcome": if decision.outcome == Outcome::Allow { "allow" } else { "deny" },
-                "reason": decision.reason,
-            }),
-            AgentEvent::ToolStarted { id, tool, input } => json!({
-                "type": "tool_started", "tool_use_id": id, "tool": tool, "input": input,
-            }),
-            AgentEvent::ToolFinished {
-                id,
-                tool,
-                is_error,
-                output,
-                duration,
-                ..
-            } => json!({
-                "type": "tool_result",
-                "tool_use_id": id,
-                "tool": tool,
-                "is_error": is_error,
-                "content": output,
-                "duration_ms": duration.as_secs_f64() * 1e3,
-            }),
-            AgentEvent::ToolResults(message) => json!({ "type": "user", "message": message }),
-            AgentEvent::Usage(usage) => json!({ "type": "usage", "usage": usage }),
-            AgentEvent::Notice(text) => json!({ "type": "notice", "text": text }),
-            AgentEvent::Compacting { .. } => return,
-            AgentEvent::Compacted(report) => json!({
-                "type": "compact",
-                "trigger": report.trigger.name(),
-                "messages_before": report.messages_before,
-                "tokens_before": report.tokens_before,
-                "summary": report.summary,
-            }),
-        };
-        Self::emit(&value);
-    }
-}
-
-/// Shows nothing while running (`--output-format json` prints one result
-/// at the end).
-pub struct SilentFrontend;
-
-impl Frontend for SilentFrontend {
-    fn event(&mut self, _event: AgentEvent<'_>) {}
-}
-
 /// The argument that says most about a call: its path, pattern, URL or
 /// first string, cut to 60 characters.
 pub fn key_argument(input: &Value) -> String {
@@ -855,6 +790,7 @@ pub fn format_duration(duration: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn the_key_argument_prefers_paths_and_is_cut() {

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::Exit;
+pub use super::claude_flags::RuleList;
 use super::exit::Failure;
 use super::provider::{self, ModelFlags};
 use crate::agent::context::{self, Instructions, PromptInputs};
@@ -60,9 +61,55 @@ pub struct SessionArgs {
     #[arg(long = "deny", value_name = "RULE")]
     pub deny: Vec<Rule>,
 
-    /// The most model requests one prompt may take.
+    /// Allow rules as Claude Code takes them: a comma- or space-separated
+    /// list, e.g. "Read Edit(src/**) Bash(git log:*)" (repeatable; same as
+    /// --allow for each).
+    #[arg(
+        long = "allowedTools",
+        visible_alias = "allowed-tools",
+        value_name = "RULES"
+    )]
+    pub allowed_tools: Vec<RuleList>,
+
+    /// Deny rules as Claude Code takes them: a comma- or space-separated
+    /// list (repeatable; same as --deny for each).
+    #[arg(
+        long = "disallowedTools",
+        visible_alias = "disallowed-tools",
+        value_name = "RULES"
+    )]
+    pub disallowed_tools: Vec<RuleList>,
+
+    /// The most model requests one prompt may take; a prompt that needs
+    /// more ends with `error_max_turns`.
     #[arg(long, value_name = "N", default_value_t = 50)]
     pub max_turns: u32,
+
+    /// Replace capstan's system prompt with this text.
+    #[arg(long, value_name = "TEXT", conflicts_with = "system_prompt_file")]
+    pub system_prompt: Option<String>,
+
+    /// Replace capstan's system prompt with this file's text.
+    #[arg(long, value_name = "FILE")]
+    pub system_prompt_file: Option<PathBuf>,
+
+    /// Add this text at the end of the system prompt.
+    #[arg(long, value_name = "TEXT")]
+    pub append_system_prompt: Option<String>,
+
+    /// In print mode, where a call would need the user's permission, call
+    /// this tool instead (any tool of the session, e.g. PLUGIN.TOOL or an
+    /// MCP server's mcp__server__tool) with {tool_name, input, tool_use_id};
+    /// it answers {"behavior":"allow","updatedInput":{...}} or
+    /// {"behavior":"deny","message":"..."}.
+    #[arg(long, value_name = "TOOL")]
+    pub permission_prompt_tool: Option<String>,
+
+    /// How print mode reads its prompt: all of stdin as text, or
+    /// Claude Code's stream-json, one user message per line (needs
+    /// --output-format stream-json).
+    #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
+    pub input_format: InputFormat,
 
     /// Resume the most recent session in this folder.
     #[arg(short = 'c', long = "continue", conflicts_with = "resume")]
@@ -90,6 +137,15 @@ pub enum OutputFormat {
     /// One JSON object with the result, at the end.
     Json,
     /// One JSON object per line, per event, as they happen.
+    StreamJson,
+}
+
+/// How print mode reads its prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum InputFormat {
+    /// The argument, or all of stdin, as one prompt.
+    Text,
+    /// One JSON user message per line on stdin, each a prompt.
     StreamJson,
 }
 
@@ -239,12 +295,26 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
 
     let instructions = context::discover_instructions(Some(home.config_dir()), &workspace);
     notices.extend(instructions.warnings.iter().cloned());
-    let mut system = system_prompt(&toolbox, &workspace, &policy, &instructions, &choice.model);
-    system.push_str(&skill_listing.text);
+    let mut system = match super::claude_flags::system_prompt_override(args)
+        .map_err(|message| Failure::new(Exit::Usage, message))?
+    {
+        Some(replaced) => replaced,
+        None => {
+            let mut system =
+                system_prompt(&toolbox, &workspace, &policy, &instructions, &choice.model);
+            system.push_str(&skill_listing.text);
+            system
+        }
+    };
+    if let Some(extra) = &args.append_system_prompt {
+        system.push_str("\n\n");
+        system.push_str(extra);
+    }
 
     let mut config = AgentConfig::new(choice.model.clone(), system);
     config.max_tokens = choice.max_tokens;
     config.max_turns = args.max_turns.max(1);
+    config.permission_prompt_tool = args.permission_prompt_tool.clone();
     if let Some(window) = settings.model.context_window {
         config.context_window = window;
     }
@@ -433,20 +503,36 @@ fn start_mcp_servers(
 /// The policy from the settings plus the command line's mode and rules.
 fn build_policy(settings: &Settings, args: &SessionArgs) -> Policy {
     let mut settings = settings.clone();
-    for rule in &args.allow {
+    let listed = |lists: &[RuleList]| -> Vec<Rule> {
+        lists
+            .iter()
+            .flat_map(|list| list.0.iter().cloned())
+            .collect()
+    };
+    for rule in args
+        .allow
+        .iter()
+        .cloned()
+        .chain(listed(&args.allowed_tools))
+    {
         settings
             .rules
-            .push((RuleKind::Allow, rule.clone(), Layer::CommandLine));
+            .push((RuleKind::Allow, rule, Layer::CommandLine));
     }
     for rule in &args.ask {
         settings
             .rules
             .push((RuleKind::Ask, rule.clone(), Layer::CommandLine));
     }
-    for rule in &args.deny {
+    for rule in args
+        .deny
+        .iter()
+        .cloned()
+        .chain(listed(&args.disallowed_tools))
+    {
         settings
             .rules
-            .push((RuleKind::Deny, rule.clone(), Layer::CommandLine));
+            .push((RuleKind::Deny, rule, Layer::CommandLine));
     }
     settings.policy(args.permission_mode)
 }

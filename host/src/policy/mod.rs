@@ -128,6 +128,9 @@ pub enum DecisionSource {
         /// The entry of its `allowed-tools` that covers the call.
         rule: String,
     },
+    /// The tool named by `--permission-prompt-tool` answered in the
+    /// user's place.
+    PromptTool(String),
 }
 
 /// The policy's answer for one call.

@@ -173,6 +173,22 @@ impl McpClients {
         bridge::McpToolSource::new(self.servers.clone(), audit)
     }
 
+    /// Each server's name and state in Claude Code's words (`connected`,
+    /// `pending`, `failed`), for the headless `init` message.
+    pub fn states(&self) -> Vec<(String, &'static str)> {
+        self.servers
+            .iter()
+            .map(|server| {
+                let state = match server.view().status {
+                    Status::Ready => "connected",
+                    Status::Starting(_) => "pending",
+                    Status::Restarting { .. } | Status::Refused(_) => "failed",
+                };
+                (server.spec.name.clone(), state)
+            })
+            .collect()
+    }
+
     /// One line per server: name, state, tool count (`/mcp`).
     pub fn summary(&self) -> Vec<String> {
         self.servers

@@ -1,0 +1,311 @@
+//! Print mode's JSON output in Claude Code's headless shapes (`claude -p
+//! --output-format json|stream-json`): the `system`/`init` message, the
+//! `assistant` and `user` messages of the conversation, and the `result`
+//! message, with the fields Claude Code's SDK documents; capstan's own
+//! events (`text_delta`, `permission`, `tool_started`, `tool_result`,
+//! `retry`, `notice`, `compact`, `input_error`, and the calls' `tool_output`,
+//! `tool_log`, `tool_progress`) come between them, each with its own
+//! `type`, so a consumer that skips unknown types reads a Claude Code
+//! stream. Every event carries the `session_id`; tools are named as the
+//! model calls them (`fs__read`) everywhere.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::render::StreamJsonFrontend;
+use crate::agent::{AgentEvent, Frontend};
+use crate::model::{Block, Usage};
+use crate::policy::Outcome;
+
+/// The front end of `--output-format json` (quiet) and `stream-json`
+/// (one event per line): it also keeps what the result reports — time
+/// spent waiting for the model, and the calls that were denied.
+pub struct Headless {
+    session_id: String,
+    model: String,
+    stream: bool,
+    model_names: HashMap<String, String>,
+    last_usage: Usage,
+    answers: u64,
+    inputs: HashMap<String, Value>,
+    denials: Vec<Value>,
+    request_started: Option<Instant>,
+    api_time: Duration,
+}
+
+impl Headless {
+    /// A front end for session `session_id` with `model`; `stream` emits
+    /// every event, otherwise only the result is printed (by the caller).
+    /// `tools` pairs each tool's full name with the name the model calls
+    /// it by.
+    pub fn new(
+        session_id: &str,
+        model: &str,
+        stream: bool,
+        tools: impl IntoIterator<Item = (String, String)>,
+    ) -> Self {
+        Self {
+            session_id: session_id.to_string(),
+            model: model.to_string(),
+            stream,
+            model_names: tools.into_iter().collect(),
+            last_usage: Usage::default(),
+            answers: 0,
+            inputs: HashMap::new(),
+            denials: Vec::new(),
+            request_started: None,
+            api_time: Duration::ZERO,
+        }
+    }
+
+    /// Prints `value` as one line with the session's id.
+    pub fn emit(&self, mut value: Value) {
+        if let Some(object) = value.as_object_mut() {
+            object.insert("session_id".into(), json!(self.session_id));
+        }
+        StreamJsonFrontend::emit(&value);
+    }
+
+    /// The calls denied since the last call, as `permission_denials`.
+    pub fn take_denials(&mut self) -> Vec<Value> {
+        std::mem::take(&mut self.denials)
+    }
+
+    /// The time spent waiting for the model since the last call.
+    pub fn take_api_time(&mut self) -> Duration {
+        std::mem::take(&mut self.api_time)
+    }
+
+    fn model_name<'a>(&'a self, tool: &'a str) -> &'a str {
+        self.model_names.get(tool).map_or(tool, String::as_str)
+    }
+}
+
+impl Frontend for Headless {
+    fn event(&mut self, event: AgentEvent<'_>) {
+        let value = match event {
+            AgentEvent::Thinking => {
+                self.request_started = Some(Instant::now());
+                return;
+            }
+            AgentEvent::PreparingTool { .. } | AgentEvent::Compacting { .. } => return,
+            AgentEvent::Usage(usage) => {
+                if let Some(started) = self.request_started.take() {
+                    self.api_time += started.elapsed();
+                }
+                self.last_usage = usage;
+                return;
+            }
+            AgentEvent::Text(text) => json!({ "type": "text_delta", "text": text }),
+            AgentEvent::Retrying {
+                attempt,
+                after,
+                reason,
+            } => json!({
+                "type": "retry",
+                "attempt": attempt,
+                "after_ms": u64::try_from(after.as_millis()).unwrap_or(u64::MAX),
+                "reason": reason,
+            }),
+            AgentEvent::Answer(message) => {
+                for block in &message.content {
+                    if let Block::ToolUse { id, input, .. } = block {
+                        self.inputs.insert(id.clone(), input.clone());
+                    }
+                }
+                self.answers += 1;
+                json!({
+                    "type": "assistant",
+                    "uuid": new_uuid(),
+                    "parent_tool_use_id": null,
+                    "message": {
+                        "id": format!("msg_{}_{}", self.session_id.replace('-', ""), self.answers),
+                        "type": "message",
+                        "role": "assistant",
+                        "model": self.model,
+                        "content": message.content,
+                        "stop_reason": null,
+                        "stop_sequence": null,
+                        "usage": usage_json(&self.last_usage),
+                    },
+                })
+            }
+            AgentEvent::Permission { id, tool, decision } => {
+                let tool = self.model_name(tool).to_string();
+                if decision.outcome != Outcome::Allow {
+                    self.denials.push(json!({
+                        "tool_name": tool,
+                        "tool_use_id": id,
+                        "tool_input": self.inputs.get(id).cloned().unwrap_or(json!({})),
+                    }));
+                }
+                json!({
+                    "type": "permission",
+                    "tool_use_id": id,
+                    "tool": tool,
+                    "outcome": if decision.outcome == Outcome::Allow { "allow" } else { "deny" },
+                    "reason": decision.reason,
+                })
+            }
+            AgentEvent::ToolStarted { id, tool, input } => json!({
+                "type": "tool_started",
+                "tool_use_id": id,
+                "tool": self.model_name(tool),
+                "input": input,
+            }),
+            AgentEvent::ToolFinished {
+                id,
+                tool,
+                is_error,
+                output,
+                duration,
+                ..
+            } => json!({
+                "type": "tool_result",
+                "tool_use_id": id,
+                "tool": self.model_name(tool),
+                "is_error": is_error,
+                "content": output,
+                "duration_ms": duration.as_secs_f64() * 1e3,
+            }),
+            AgentEvent::ToolResults(message) => json!({
+                "type": "user",
+                "uuid": new_uuid(),
+                "parent_tool_use_id": null,
+                "message": { "role": "user", "content": message.content },
+            }),
+            AgentEvent::Notice(text) => json!({ "type": "notice", "text": text }),
+            AgentEvent::Compacted(report) => json!({
+                "type": "compact",
+                "trigger": report.trigger.name(),
+                "messages_before": report.messages_before,
+                "tokens_before": report.tokens_before,
+                "summary": report.summary,
+            }),
+        };
+        if self.stream {
+            self.emit(value);
+        }
+    }
+}
+
+/// Token counts under Claude Code's (the Messages API's) names.
+pub fn usage_json(usage: &Usage) -> Value {
+    json!({
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_input_tokens": usage.cache_read_tokens,
+        "cache_creation_input_tokens": usage.cache_write_tokens,
+    })
+}
+
+/// The tokens used between two readings of a session's running total.
+pub fn usage_since(before: &Usage, now: &Usage) -> Usage {
+    Usage {
+        input_tokens: now.input_tokens.saturating_sub(before.input_tokens),
+        output_tokens: now.output_tokens.saturating_sub(before.output_tokens),
+        cache_read_tokens: now
+            .cache_read_tokens
+            .saturating_sub(before.cache_read_tokens),
+        cache_write_tokens: now
+            .cache_write_tokens
+            .saturating_sub(before.cache_write_tokens),
+    }
+}
+
+/// How a prompt ended, for its `result` message.
+pub struct Ending {
+    /// `success`, `error_max_turns` or `error_during_execution`.
+    pub subtype: &'static str,
+    /// The answer's text (what the model said last).
+    pub result: String,
+    /// What went wrong, when something did.
+    pub error: Option<String>,
+    /// capstan's exit kind (`ok`, `max_turns`, `model_error`, ...).
+    pub kind: &'static str,
+}
+
+/// What one prompt's `result` message reports.
+pub struct Summary<'a> {
+    /// How it ended.
+    pub ending: Ending,
+    /// The session's id.
+    pub session_id: &'a str,
+    /// The model.
+    pub model: &'a str,
+    /// From the start of the prompt (the first one: of the process).
+    pub duration: Duration,
+    /// Spent waiting for the model.
+    pub api_duration: Duration,
+    /// Model requests this prompt made.
+    pub num_turns: u32,
+    /// Tool calls the model asked for.
+    pub tool_calls: u32,
+    /// Tokens this prompt used.
+    pub usage: Usage,
+    /// Its cost, if the model's prices are known.
+    pub cost_usd: Option<f64>,
+    /// The calls denied, as `{tool_name, tool_use_id, tool_input}`.
+    pub denials: Vec<Value>,
+}
+
+/// The `result` message: Claude Code's fields, then capstan's own
+/// (`error`, `error_kind`, `model`, `num_tool_calls`).
+pub fn result_message(summary: Summary<'_>) -> Value {
+    let is_error = summary.ending.subtype != "success";
+    json!({
+        "type": "result",
+        "subtype": summary.ending.subtype,
+        "is_error": is_error,
+        "duration_ms": millis(summary.duration),
+        "duration_api_ms": millis(summary.api_duration),
+        "num_turns": summary.num_turns,
+        "result": summary.ending.result,
+        "session_id": summary.session_id,
+        "total_cost_usd": summary.cost_usd.unwrap_or(0.0),
+        "usage": usage_json(&summary.usage),
+        "permission_denials": summary.denials,
+        "uuid": new_uuid(),
+        "error": summary.ending.error,
+        "error_kind": summary.ending.kind,
+        "model": summary.model,
+        "num_tool_calls": summary.tool_calls,
+    })
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A random version-4 UUID, as Claude Code gives each message.
+pub fn new_uuid() -> String {
+    let bits = (fastrand::u128(..) & !(0xf000 << 64) | (0x4000 << 64)) & !(0xc << 60) | (0x8 << 60);
+    let hex = format!("{bits:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuids_have_the_version_4_shape() {
+        let id = new_uuid();
+        let parts: Vec<&str> = id.split('-').collect();
+        assert_eq!(
+            parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+            [8, 4, 4, 4, 12]
+        );
+        assert!(parts[2].starts_with('4'), "{id}");
+        assert!(matches!(&parts[3][..1], "8" | "9" | "a" | "b"), "{id}");
+    }
+}
