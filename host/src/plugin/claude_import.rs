@@ -624,7 +624,7 @@ fn group_files(kept: &[String], hooks: bool) -> Vec<String> {
     if !kept.is_empty() {
         let programs: usize = folders.values().flat_map(|k| k.values()).sum();
         lines.push(format!(
-            "{} file{} in all ({} of them programs): the model may read them; {}",
+            "{} file{} in all ({} of them programs): the model may read them, {}",
             kept.len(),
             if kept.len() == 1 { "" } else { "s" },
             programs,
