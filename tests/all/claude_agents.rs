@@ -508,3 +508,84 @@ fn inline_commands_put_their_output_in_the_skill_and_report_refused_reach() {
         .collect();
     assert_eq!(runs.len(), 3, "{runs:#?}");
 }
+
+/// An update of a Claude Code plugin that brings a command hook, a
+/// sub-agent or an MCP server it did not have asks again, naming them: they
+/// act for the user though they are no grant in the lock.
+#[test]
+fn an_update_that_adds_hooks_agents_or_servers_asks_again() {
+    let env = Env::new();
+    let v1 = env.outside.path().join("kit-1");
+    write(
+        &v1.join(".claude-plugin/plugin.json"),
+        r#"{"name":"kit","version":"1.0.0"}"#,
+    );
+    write(
+        &v1.join("skills/tidy/SKILL.md"),
+        "---\nname: tidy\ndescription: Tidies.\n---\nTidy up.\n",
+    );
+    support::install(&env, &v1);
+
+    let v2 = env.outside.path().join("kit-2");
+    write(
+        &v2.join(".claude-plugin/plugin.json"),
+        r#"{"name":"kit","version":"1.1.0"}"#,
+    );
+    write(
+        &v2.join("skills/tidy/SKILL.md"),
+        "---\nname: tidy\ndescription: Tidies.\n---\nTidy up.\n",
+    );
+    write(
+        &v2.join("hooks/hooks.json"),
+        r#"{"hooks":{"PreToolUse":[{"matcher":"Write","hooks":[{"type":"command","command":"./scripts/check.sh"}]}]}}"#,
+    );
+    executable(&v2.join("scripts/check.sh"), "#!/bin/sh\nexit 0\n");
+    write(
+        &v2.join("agents/helper.md"),
+        "---\nname: helper\ndescription: Helps.\ntools: Read\n---\nYou help.\n",
+    );
+    write(
+        &v2.join(".mcp.json"),
+        r#"{"mcpServers":{"issues":{"type":"http","url":"https://mcp.example.com/issues"}}}"#,
+    );
+
+    // Without consent nothing changes.
+    let out = env
+        .capstan()
+        .args(["plugin", "update", v2.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_exit(&out, 9);
+    let err = stderr(&out);
+    for expected in [
+        "it now has parts that act for you, which it did not have before:",
+        "command hook hooks/hooks.json: PreToolUse for Write",
+        "agents/helper.md: sub-agent `helper`",
+        "MCP server issues: connects to https://mcp.example.com/issues",
+    ] {
+        assert!(err.contains(expected), "missing {expected:?} in:\n{err}");
+    }
+    let lock = std::fs::read_to_string(env.home.path().join("plugins/capstan.lock")).unwrap();
+    assert!(lock.contains("version = \"1.0.0\""), "{lock}");
+
+    let out = env
+        .capstan()
+        .args(["plugin", "update", v2.to_str().unwrap(), "--yes"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+
+    // The same parts again: nothing new, so no question.
+    let v3 = env.outside.path().join("kit-3");
+    std::fs::rename(&v2, &v3).unwrap();
+    write(
+        &v3.join(".claude-plugin/plugin.json"),
+        r#"{"name":"kit","version":"1.2.0"}"#,
+    );
+    let out = env
+        .capstan()
+        .args(["plugin", "update", v3.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_exit(&out, 0);
+}

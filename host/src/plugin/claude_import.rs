@@ -318,6 +318,73 @@ fn import_defined(root: &Path, manifest: &Value, staging: &Path) -> Result<Impor
     })
 }
 
+/// What in an imported package (its folder, staged or installed) runs or
+/// acts on the user's behalf: one line per sub-agent, command hook and MCP
+/// server, as the consent text words them, and one per skill file with
+/// inline commands. An update that brings a line the installed version did
+/// not have asks again.
+pub fn runnable_parts(package: &Path) -> BTreeSet<String> {
+    let mut parts = BTreeSet::new();
+    let mut ignored = Vec::new();
+    parts.extend(import_agents(package, &mut ignored));
+    let manifest_hooks = read_text(
+        package,
+        &package.join(crate::plugin::command_hooks::MANIFEST_HOOKS_FILE),
+    )
+    .ok()
+    .flatten()
+    .and_then(|text| serde_json::from_str::<Value>(&text).ok());
+    let manifest = match manifest_hooks {
+        Some(hooks) => serde_json::json!({ "hooks": hooks }),
+        None => serde_json::json!({}),
+    };
+    parts.extend(
+        import_hooks(package, &manifest, &mut ignored)
+            .0
+            .into_iter()
+            .map(|line| format!("command hook {line}")),
+    );
+    let servers = read_text(package, &package.join(MCP_SERVERS))
+        .ok()
+        .flatten()
+        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+        .unwrap_or_else(|| serde_json::json!({}));
+    if let Ok(lines) = import_mcp(package, &servers, None, &mut ignored) {
+        parts.extend(lines.into_iter().map(|line| format!("MCP server {line}")));
+    }
+    for folder in ["skills", "commands"] {
+        for entry in walkdir_files(&package.join(folder)) {
+            let inline = read_text(package, &entry)
+                .ok()
+                .flatten()
+                .is_some_and(|text| text.contains("!`") || text.contains("```!"));
+            if inline && let Ok(rel) = entry.strip_prefix(package) {
+                parts.insert(format!("inline commands in {}", rel.to_string_lossy()));
+            }
+        }
+    }
+    parts
+}
+
+/// The markdown files under `dir`, at any depth; links are not followed.
+fn walkdir_files(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in sorted_entries(&dir) {
+            let Ok(meta) = std::fs::symlink_metadata(&entry) else {
+                continue;
+            };
+            if meta.is_dir() {
+                stack.push(entry);
+            } else if meta.is_file() && entry.extension().is_some_and(|e| e == "md") {
+                found.push(entry);
+            }
+        }
+    }
+    found
+}
+
 /// Whether the package path `rel` is `prefix` or lies beneath it.
 fn under(rel: &str, prefix: &str) -> bool {
     rel == prefix

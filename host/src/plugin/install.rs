@@ -542,7 +542,19 @@ impl<'a> Installer<'a> {
         let changes = old.consented.diff(&requested);
         let hooks = self.hook_subscriptions(&prepared).await?;
         let gains_hooks = !hooks.components.is_empty() && old.hook_components().next().is_none();
-        let widened = !requested.is_within(&old.consented) || gains_hooks;
+        // A Claude Code plugin's sub-agents, command hooks, MCP servers and
+        // inline commands are not grants, but they act for the user: new
+        // ones ask again.
+        let new_parts: Vec<String> = if prepared.imported.is_some() {
+            let before = crate::plugin::claude_import::runnable_parts(&old.dir(self.store.root()));
+            crate::plugin::claude_import::runnable_parts(&prepared.root)
+                .difference(&before)
+                .cloned()
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let widened = !requested.is_within(&old.consented) || gains_hooks || !new_parts.is_empty();
         if widened {
             let mut text = format!(
                 "{} {} -> {} ({}) asks for more than you granted:\n{changes}",
@@ -551,6 +563,14 @@ impl<'a> Installer<'a> {
             if gains_hooks {
                 text.push_str("  it now has hooks, which it did not have before:\n");
                 text.push_str(&describe_hooks(&hooks));
+            }
+            if !new_parts.is_empty() {
+                text.push_str(
+                    "  it now has parts that act for you, which it did not have before:\n",
+                );
+                for part in &new_parts {
+                    text.push_str(&format!("    {part}\n"));
+                }
             }
             let request = ConsentRequest {
                 name: name.clone(),
