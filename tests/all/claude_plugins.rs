@@ -44,27 +44,6 @@ fn skill_names(env: &Env) -> Vec<String> {
         .collect()
 }
 
-/// The tool result `id` in `request`, and whether it is an error.
-fn tool_result(request: &Received, id: &str) -> (String, bool) {
-    for message in request.messages() {
-        for block in message["content"].as_array().into_iter().flatten() {
-            if block["type"] == "tool_result" && block["tool_use_id"] == id {
-                let content = match &block["content"] {
-                    Value::String(s) => s.clone(),
-                    Value::Array(parts) => parts
-                        .iter()
-                        .filter_map(|p| p["text"].as_str())
-                        .collect::<Vec<_>>()
-                        .join(""),
-                    other => other.to_string(),
-                };
-                return (content, block["is_error"].as_bool().unwrap_or(false));
-            }
-        }
-    }
-    panic!("no tool result {id} in {:#?}", request.messages());
-}
-
 /// The lines of the consent text's section that starts with `heading`
 /// (indented four spaces beneath it).
 fn section<'a>(text: &'a str, heading: &str) -> Vec<&'a str> {
@@ -277,7 +256,7 @@ fn plugin_root_paths_in_a_skill_open_with_fs_read_and_nothing_else_does() {
         "record the decision",
         &[("t1", "skill", json!({"name": "adr"}))],
     );
-    let (loaded, is_error) = tool_result(&received, "t1");
+    let (loaded, is_error) = received.tool_result("t1");
     assert!(!is_error, "{loaded}");
     assert!(!loaded.contains("${CLAUDE_PLUGIN_ROOT}"), "{loaded}");
     let template = path_in(&loaded, "/templates/adr.md");
@@ -314,11 +293,11 @@ fn plugin_root_paths_in_a_skill_open_with_fs_read_and_nothing_else_does() {
             ),
         ],
     );
-    let (read, is_error) = tool_result(&received, "r1");
+    let (read, is_error) = received.tool_result("r1");
     assert!(!is_error && read.contains("TEMPLATE-ADR-MARKER"), "{read}");
-    let (lock, is_error) = tool_result(&received, "r2");
+    let (lock, is_error) = received.tool_result("r2");
     assert!(is_error && !lock.contains("sha256"), "{lock}");
-    let (write, is_error) = tool_result(&received, "r3");
+    let (write, is_error) = received.tool_result("r3");
     assert!(is_error, "{write}");
     assert!(
         std::fs::read_to_string(&template)
@@ -333,7 +312,7 @@ fn plugin_root_paths_in_a_skill_open_with_fs_read_and_nothing_else_does() {
         "read the template",
         &[("c1", "fs__read", json!({"path": template}))],
     );
-    let (read, is_error) = tool_result(&received, "c1");
+    let (read, is_error) = received.tool_result("c1");
     assert!(is_error && !read.contains("CHANGED"), "{read}");
 }
 
@@ -371,7 +350,7 @@ fn a_user_only_skills_supporting_file_is_readable_once_the_user_runs_it() {
     assert!(!first.contains("${CLAUDE_SKILL_DIR}"), "{first}");
     let tools = received[0].body["tools"].as_array().unwrap();
     assert!(tools.iter().any(|t| t["name"] == "skill"), "{tools:?}");
-    let (outline, is_error) = tool_result(&received[1], "o1");
+    let (outline, is_error) = received[1].tool_result("o1");
     assert!(
         !is_error && outline.contains("OUTLINE-POSTMORTEM-MARKER"),
         "{outline}"
@@ -383,7 +362,7 @@ fn a_user_only_skills_supporting_file_is_readable_once_the_user_runs_it() {
         "read it",
         &[("p1", "fs__read", json!({"path": outline_path}))],
     );
-    let (read, is_error) = tool_result(&received, "p1");
+    let (read, is_error) = received.tool_result("p1");
     assert!(
         !is_error && read.contains("OUTLINE-POSTMORTEM-MARKER"),
         "{read}"

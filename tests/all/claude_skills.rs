@@ -16,7 +16,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::mock_model::{Answer, MockModel, Received, Reply};
+use support::mock_model::{Answer, MockModel, Reply};
 use support::{Env, assert_exit, repo_root, stderr, stdout};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
@@ -58,59 +58,12 @@ fn session(env: &Env, mock: &MockModel, prompt: &str, args: &[&str]) -> Output {
     cmd.output().unwrap()
 }
 
-/// The text of the first user message.
-fn first_user_text(request: &Received) -> String {
-    request.messages()[0]["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|b| b["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("")
-}
-
-/// The system prompt of a request.
-fn system(request: &Received) -> String {
-    match &request.body["system"] {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
-/// The result of tool call `id` and whether it is an error.
-fn tool_result(mock: &MockModel, id: &str) -> (String, bool) {
-    for request in mock.received() {
-        for message in request.messages() {
-            for block in message["content"].as_array().into_iter().flatten() {
-                if block["type"] == "tool_result" && block["tool_use_id"] == id {
-                    let content = match &block["content"] {
-                        Value::String(s) => s.clone(),
-                        Value::Array(parts) => parts
-                            .iter()
-                            .filter_map(|p| p["text"].as_str())
-                            .collect::<Vec<_>>()
-                            .join(""),
-                        other => other.to_string(),
-                    };
-                    return (content, block["is_error"].as_bool().unwrap_or(false));
-                }
-            }
-        }
-    }
-    panic!("no tool result {id}");
-}
-
 /// The first user message of a `-p PROMPT` run that answers at once.
 fn prompt_text(env: &Env, prompt: &str) -> String {
     let mock = MockModel::start(vec![Reply::sse(Answer::text("ok").anthropic())]);
     let output = session(env, &mock, prompt, &[]);
     assert_exit(&output, 0);
-    first_user_text(&mock.received()[0])
+    mock.received()[0].first_user_text()
 }
 
 /// Installs a fixture plugin, consenting.
@@ -201,31 +154,31 @@ fn allowed_tools_of_only_bash_entries_pre_approve_and_restrict_nothing() {
     ]);
     let output = session(&env, &mock, "/commit", &[]);
     assert_exit(&output, 0);
-    let text = first_user_text(&mock.received()[0]);
+    let text = mock.received()[0].first_user_text();
     assert!(text.contains("run without asking"), "{text}");
     assert!(text.contains("`Bash(git add:*)`"), "{text}");
 
     // Not listed, still allowed: reading.
-    let (read, is_error) = tool_result(&mock, "read");
+    let (read, is_error) = mock.tool_result("read");
     assert!(!is_error && read.contains("NOTES-CONTENT"), "{read}");
     // Pre-approved: `git add` with a writable workspace runs without a
     // question, which this run could not have asked.
-    let (added, _) = tool_result(&mock, "add");
+    let (added, _) = mock.tool_result("add");
     assert!(added.starts_with("exit code"), "{added}");
     assert_eq!(commands_run(&env, "add"), 1);
     // Not covered: decided by the mode, which asks, and -p cannot ask.
-    let (other, is_error) = tool_result(&mock, "other");
+    let (other, is_error) = mock.tool_result("other");
     assert!(is_error && other.contains("Permission denied"), "{other}");
     assert!(!env.ws.path().join("made-by-other").exists());
     // A compound command is not pre-approved by its first word.
-    let (chained, is_error) = tool_result(&mock, "chained");
+    let (chained, is_error) = mock.tool_result("chained");
     assert!(
         is_error && chained.contains("Permission denied"),
         "{chained}"
     );
     assert!(!env.ws.path().join("made-by-chain").exists());
     // disallowed-tools: refused while the command is active.
-    let (push, is_error) = tool_result(&mock, "push");
+    let (push, is_error) = mock.tool_result("push");
     assert!(
         is_error && push.contains("`commit` is active") && push.contains("Bash(git push:*)"),
         "{push}"
@@ -247,7 +200,7 @@ fn allowed_tools_of_only_bash_entries_pre_approve_and_restrict_nothing() {
     ]);
     let output = session(&env, &mock, "stage again", &["--continue"]);
     assert_exit(&output, 0);
-    let (again, is_error) = tool_result(&mock, "add2");
+    let (again, is_error) = mock.tool_result("add2");
     assert!(is_error && again.contains("Permission denied"), "{again}");
     assert_eq!(commands_run(&env, "add2"), 0);
 }
@@ -272,13 +225,13 @@ fn pre_approval_never_passes_plan_mode_or_a_deny_rule() {
     let mock = script("planned");
     let output = session(&env, &mock, "/commit", &["--permission-mode", "plan"]);
     assert_exit(&output, 0);
-    let (planned, is_error) = tool_result(&mock, "planned");
+    let (planned, is_error) = mock.tool_result("planned");
     assert!(is_error && planned.contains("plan mode"), "{planned}");
 
     let mock = script("denied");
     let output = session(&env, &mock, "/commit", &["--deny", "Bash(git add:*)"]);
     assert_exit(&output, 0);
-    let (denied, is_error) = tool_result(&mock, "denied");
+    let (denied, is_error) = mock.tool_result("denied");
     assert!(
         is_error && denied.contains("denied by the rule `Bash(git add:*)`"),
         "{denied}"
@@ -308,10 +261,10 @@ fn pre_approval_never_passes_plan_mode_or_a_deny_rule() {
     ]);
     let output = session(&env, &mock, "/fetch", &[]);
     assert_exit(&output, 0);
-    let (net, is_error) = tool_result(&mock, "net");
+    let (net, is_error) = mock.tool_result("net");
     assert!(is_error && net.contains("Permission denied"), "{net}");
     assert_eq!(commands_run(&env, "net"), 0);
-    let (local, _) = tool_result(&mock, "local");
+    let (local, _) = mock.tool_result("local");
     assert!(!local.contains("Permission denied"), "{local}");
     assert_eq!(commands_run(&env, "local"), 1);
 }
@@ -419,7 +372,7 @@ fn plugins_sharing_a_skill_name_stay_reachable_by_qualified_names() {
     ]);
     let output = session(&env, &mock, "review lib", &[]);
     assert_exit(&output, 0);
-    let prompt = system(&mock.received()[0]);
+    let prompt = mock.received()[0].system_text();
     assert!(
         prompt.contains("- tools-one:review: Reviews code the tools-one way."),
         "{prompt}"
@@ -429,17 +382,17 @@ fn plugins_sharing_a_skill_name_stay_reachable_by_qualified_names() {
         prompt.contains("- agent-development (Agent Development):"),
         "{prompt}"
     );
-    let (loaded, is_error) = tool_result(&mock, "q");
+    let (loaded, is_error) = mock.tool_result("q");
     assert!(
         !is_error && loaded.contains("REVIEW-BY-TOOLS-TWO of lib."),
         "{loaded}"
     );
-    let (bare, is_error) = tool_result(&mock, "bare");
+    let (bare, is_error) = mock.tool_result("bare");
     assert!(
         is_error && bare.contains("tools-one:review, tools-two:review"),
         "{bare}"
     );
-    let (display, is_error) = tool_result(&mock, "display");
+    let (display, is_error) = mock.tool_result("display");
     assert!(
         !is_error && display.contains("AGENT-DEVELOPMENT-BODY"),
         "{display}"

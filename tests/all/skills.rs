@@ -16,7 +16,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::mock_model::{Answer, MockModel, Received, Reply};
+use support::mock_model::{Answer, MockModel, Reply};
 use support::{Env, assert_exit, fixture, repo_root, stderr, stdout};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(90);
@@ -51,51 +51,6 @@ fn project_skills(env: &Env) -> PathBuf {
 
 fn user_skills(env: &Env) -> PathBuf {
     env.home.path().join("skills")
-}
-
-/// The system prompt of a request.
-fn system(request: &Received) -> String {
-    match &request.body["system"] {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| b["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
-/// The tool results in a request's last message, by tool_use_id.
-fn tool_result(request: &Received, id: &str) -> (String, bool) {
-    for message in request.messages() {
-        for block in message["content"].as_array().into_iter().flatten() {
-            if block["type"] == "tool_result" && block["tool_use_id"] == id {
-                let content = match &block["content"] {
-                    Value::String(s) => s.clone(),
-                    Value::Array(parts) => parts
-                        .iter()
-                        .filter_map(|p| p["text"].as_str())
-                        .collect::<Vec<_>>()
-                        .join(""),
-                    other => other.to_string(),
-                };
-                return (content, block["is_error"].as_bool().unwrap_or(false));
-            }
-        }
-    }
-    panic!("no tool result {id} in {:#?}", request.messages());
-}
-
-/// The text of the first user message.
-fn first_user_text(request: &Received) -> String {
-    request.messages()[0]["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|b| b["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("")
 }
 
 fn skill_list_json(env: &Env) -> Value {
@@ -277,7 +232,7 @@ fn the_model_sees_skills_and_loads_one_with_arguments_and_its_files() {
     let received = mock.received();
     assert_eq!(received.len(), 3);
 
-    let prompt = system(&received[0]);
+    let prompt = received[0].system_text();
     assert!(prompt.contains("# Skills"), "{prompt}");
     assert!(
         prompt.contains(
@@ -290,7 +245,7 @@ fn the_model_sees_skills_and_loads_one_with_arguments_and_its_files() {
     let skill_tool = tools.iter().find(|t| t["name"] == "skill").unwrap();
     assert_eq!(skill_tool["input_schema"]["required"], json!(["name"]));
 
-    let (loaded, is_error) = tool_result(&received[1], "t1");
+    let (loaded, is_error) = received[1].tool_result("t1");
     assert!(!is_error, "{loaded}");
     assert!(
         loaded.contains("Review PR 123 focusing on error handling. All: 123 \"error handling\". Index: error handling."),
@@ -304,11 +259,11 @@ fn the_model_sees_skills_and_loads_one_with_arguments_and_its_files() {
     );
     assert!(loaded.contains("resource"), "{loaded}");
 
-    let (file, is_error) = tool_result(&received[2], "t2");
+    let (file, is_error) = received[2].tool_result("t2");
     assert!(!is_error && file.contains("CHECKLIST-CONTENT"), "{file}");
-    let (escape, is_error) = tool_result(&received[2], "t3");
+    let (escape, is_error) = received[2].tool_result("t3");
     assert!(is_error && !escape.contains("TOP-SECRET"), "{escape}");
-    let (hidden, is_error) = tool_result(&received[2], "t4");
+    let (hidden, is_error) = received[2].tool_result("t4");
     assert!(
         is_error && hidden.contains("only the user can run it"),
         "{hidden}"
@@ -338,7 +293,7 @@ fn many_skills_are_cut_to_the_budget_users_own_first() {
     let mock = MockModel::start(vec![Reply::sse(Answer::text("ok").anthropic())]);
     let output = run(&mut session(&env, &mock, "hi"));
     assert_exit(&output, 0);
-    let prompt = system(&mock.received()[0]);
+    let prompt = mock.received()[0].system_text();
     let section = &prompt[prompt.find("\n# Skills\n").unwrap()..];
     for i in 0..5 {
         assert!(section.contains(&format!("- project-{i}:")), "{section}");
@@ -395,20 +350,20 @@ fn allowed_tools_pre_approve_until_the_turn_ends_and_restrict_nothing() {
     let output = run(&mut session(&env, &mock, "take notes"));
     assert_exit(&output, 0);
     let received = mock.received();
-    let (refused, is_error) = tool_result(&received[2], "t2");
+    let (refused, is_error) = received[2].tool_result("t2");
     assert!(is_error, "{refused}");
     assert!(
         refused.contains("the skill `note-taker` is active") && refused.contains("fs.ls"),
         "{refused}"
     );
-    let (read, is_error) = tool_result(&received[2], "t3");
+    let (read, is_error) = received[2].tool_result("t3");
     assert!(!is_error && read.contains("hello"), "{read}");
     // Pre-approved: print mode cannot ask, and the write still runs.
-    let (written, is_error) = tool_result(&received[2], "t4");
+    let (written, is_error) = received[2].tool_result("t4");
     assert!(!is_error, "{written}");
     assert_eq!(env.read("out.txt"), "written");
     // Not listed and not disallowed: runs as the mode decides.
-    let (grep, is_error) = tool_result(&received[2], "t5");
+    let (grep, is_error) = received[2].tool_result("t5");
     assert!(!is_error && grep.contains("notes.txt"), "{grep}");
 
     // The next turn (a resumed session) has no active skill: listing runs,
@@ -428,9 +383,9 @@ fn allowed_tools_pre_approve_until_the_turn_ends_and_restrict_nothing() {
     ]);
     let output = run(session(&env, &mock, "list files").arg("--continue"));
     assert_exit(&output, 0);
-    let (listed, is_error) = tool_result(&mock.received()[1], "t6");
+    let (listed, is_error) = mock.received()[1].tool_result("t6");
     assert!(!is_error && listed.contains("notes.txt"), "{listed}");
-    let (denied, is_error) = tool_result(&mock.received()[1], "t7");
+    let (denied, is_error) = mock.received()[1].tool_result("t7");
     assert!(is_error && denied.contains("Permission denied"), "{denied}");
     assert!(!env.ws.path().join("out2.txt").exists());
 }
@@ -466,7 +421,7 @@ fn allowed_tools_never_pass_a_deny_rule_or_plan_mode() {
     let mock = script();
     let output = run(session(&env, &mock, "write").args(["--deny", "fs.write"]));
     assert_exit(&output, 0);
-    let (denied, is_error) = tool_result(&mock.received()[2], "t2");
+    let (denied, is_error) = mock.received()[2].tool_result("t2");
     assert!(
         is_error && denied.contains("denied by the rule"),
         "{denied}"
@@ -475,7 +430,7 @@ fn allowed_tools_never_pass_a_deny_rule_or_plan_mode() {
     let mock = script();
     let output = run(session(&env, &mock, "write").args(["--permission-mode", "plan"]));
     assert_exit(&output, 0);
-    let (planned, is_error) = tool_result(&mock.received()[2], "t2");
+    let (planned, is_error) = mock.received()[2].tool_result("t2");
     assert!(is_error && planned.contains("plan mode"), "{planned}");
     assert!(!env.ws.path().join("out.txt").exists());
 }
@@ -507,7 +462,7 @@ fn inline_shell_in_a_skill_runs_read_only() {
     ]);
     let output = run(&mut session(&env, &mock, "go"));
     assert_exit(&output, 0);
-    let (loaded, _) = tool_result(&mock.received()[1], "t1");
+    let (loaded, _) = mock.received()[1].tool_result("t1");
     assert!(
         loaded.contains("Read-only file system")
             && loaded.contains("it lacked: write the workspace"),
@@ -522,7 +477,7 @@ fn inline_shell_in_a_skill_runs_read_only() {
     let mock = MockModel::start(vec![Reply::sse(Answer::text("ok").anthropic())]);
     let output = run(&mut session(&env, &mock, "/shelly"));
     assert_exit(&output, 0);
-    let text = first_user_text(&mock.received()[0]);
+    let text = mock.received()[0].first_user_text();
     assert!(text.contains("Read-only file system"), "{text}");
     assert!(
         !marker.exists() && !marker2.exists(),
@@ -552,14 +507,14 @@ fn slash_name_in_print_mode_runs_the_skill_and_honours_invocability() {
     let output = run(&mut session(&env, &mock, "/deploy staging"));
     assert_exit(&output, 0);
     let request = &mock.received()[0];
-    let text = first_user_text(request);
+    let text = request.first_user_text();
     assert!(
         text.contains("The user ran the skill /deploy with arguments: staging"),
         "{text}"
     );
     assert!(text.contains("Deploy to staging now."), "{text}");
-    assert!(!system(request).contains("- deploy:"));
-    assert!(system(request).contains("- background:"));
+    assert!(!request.system_text().contains("- deploy:"));
+    assert!(request.system_text().contains("- background:"));
 
     let mock = MockModel::start(vec![]);
     let output = run(&mut session(&env, &mock, "/background"));
@@ -681,36 +636,36 @@ fn a_skill_component_is_installed_listed_and_loaded_under_its_grants() {
     let output = run(&mut session(&env, &mock, "release notes please"));
     assert_exit(&output, 0);
     let received = mock.received();
-    let prompt = system(&received[0]);
+    let prompt = received[0].system_text();
     assert!(
         prompt.contains("- release-notes: Drafts release notes"),
         "{prompt}"
     );
     assert!(!prompt.contains("maintainer-only"), "{prompt}");
-    let (loaded, is_error) = tool_result(&received[1], "t1");
+    let (loaded, is_error) = received[1].tool_result("t1");
     assert!(!is_error, "{loaded}");
     assert!(
         loaded.contains("Draft release notes for 2.0 (computed with 2 argument(s))"),
         "{loaded}"
     );
     assert!(loaded.contains("The VERSION file says 9.9.9."), "{loaded}");
-    let (template, is_error) = tool_result(&received[2], "t2");
+    let (template, is_error) = received[2].tool_result("t2");
     assert!(
         !is_error && template.contains("TEMPLATE-MARKER"),
         "{template}"
     );
-    let (denied, is_error) = tool_result(&received[2], "t3");
+    let (denied, is_error) = received[2].tool_result("t3");
     assert!(is_error && denied.contains("only the user"), "{denied}");
     // Its allowed-tools (fs.read, fs.grep) pre-approve; they restrict
     // nothing, so t4 is decided by the mode as usual.
-    let (t4, is_error) = tool_result(&received[2], "t4");
+    let (t4, is_error) = received[2].tool_result("t4");
     assert!(!is_error && !t4.contains("is active"), "{t4}");
 
     // The user runs it as /release-notes.
     let mock = MockModel::start(vec![Reply::sse(Answer::text("ok").anthropic())]);
     let output = run(&mut session(&env, &mock, "/release-notes 3.1"));
     assert_exit(&output, 0);
-    let text = first_user_text(&mock.received()[0]);
+    let text = mock.received()[0].first_user_text();
     assert!(text.contains("Draft release notes for 3.1"), "{text}");
 }
 
@@ -816,7 +771,7 @@ fn a_claude_code_plugin_folder_is_imported_with_its_native_parts_refused() {
     let output = run(&mut session(&env, &mock, "review feature-x"));
     assert_exit(&output, 0);
     let received = mock.received();
-    let (loaded, is_error) = tool_result(&received[1], "t1");
+    let (loaded, is_error) = received[1].tool_result("t1");
     assert!(!is_error, "{loaded}");
     assert!(loaded.contains("Review feature-x."), "{loaded}");
     assert!(
@@ -825,7 +780,7 @@ fn a_claude_code_plugin_folder_is_imported_with_its_native_parts_refused() {
             && loaded.contains("inline commands run in capstan's sandbox"),
         "{loaded}"
     );
-    let (checklist, is_error) = tool_result(&received[2], "t2");
+    let (checklist, is_error) = received[2].tool_result("t2");
     assert!(
         !is_error && checklist.contains("CHECKLIST-MARKER"),
         "{checklist}"
@@ -940,9 +895,9 @@ fn capstan_new_skill_without_a_language_writes_a_skill_md_plugin_that_installs_a
     let output = run(&mut session(&env, &mock, "review src/"));
     assert_exit(&output, 0);
     let requests = mock.received();
-    let (text, is_error) = tool_result(&requests[1], "t1");
+    let (text, is_error) = requests[1].tool_result("t1");
     assert!(!is_error && text.contains("Review src/."), "{text}");
-    let (text, is_error) = tool_result(&requests[1], "t2");
+    let (text, is_error) = requests[1].tool_result("t2");
     assert!(!is_error && text.contains("checklist"), "{text}");
 
     // A tool or hook still needs a language.

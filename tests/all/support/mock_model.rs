@@ -121,6 +121,59 @@ impl Received {
             .as_array()
             .map_or(&[][..], Vec::as_slice)
     }
+
+    /// The system prompt, its blocks joined by newlines.
+    pub fn system_text(&self) -> String {
+        match &self.body["system"] {
+            Value::String(s) => s.clone(),
+            Value::Array(blocks) => blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        }
+    }
+
+    /// The text of the first user message.
+    pub fn first_user_text(&self) -> String {
+        self.messages()[0]["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("")
+    }
+
+    /// The result of tool call `id` in this request, and whether it is an
+    /// error, if the request carries it.
+    pub fn find_tool_result(&self, id: &str) -> Option<(String, bool)> {
+        for message in self.messages() {
+            for block in message["content"].as_array().into_iter().flatten() {
+                if block["type"] == "tool_result" && block["tool_use_id"] == id {
+                    let content = match &block["content"] {
+                        Value::String(s) => s.clone(),
+                        Value::Array(parts) => parts
+                            .iter()
+                            .filter_map(|p| p["text"].as_str())
+                            .collect::<Vec<_>>()
+                            .join(""),
+                        other => other.to_string(),
+                    };
+                    return Some((content, block["is_error"].as_bool().unwrap_or(false)));
+                }
+            }
+        }
+        None
+    }
+
+    /// The result of tool call `id` in this request, and whether it is an
+    /// error.
+    pub fn tool_result(&self, id: &str) -> (String, bool) {
+        self.find_tool_result(id)
+            .unwrap_or_else(|| panic!("no tool result {id} in {:#?}", self.messages()))
+    }
 }
 
 struct Shared {
@@ -160,6 +213,15 @@ impl MockModel {
             }
         }
         panic!("the model never got a result for {id}");
+    }
+
+    /// The result of tool call `id` in the first request that carries it,
+    /// and whether it is an error.
+    pub fn tool_result(&self, id: &str) -> (String, bool) {
+        self.received()
+            .iter()
+            .find_map(|request| request.find_tool_result(id))
+            .unwrap_or_else(|| panic!("no tool result {id}"))
     }
 
     /// Starts a server that gives `replies` in order, one per request.
