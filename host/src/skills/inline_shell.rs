@@ -19,8 +19,9 @@ pub const INLINE_TIMEOUT: Duration = Duration::from_secs(30);
 /// The most characters of one command's output put in the text.
 const OUTPUT_CAP: usize = 16 << 10;
 
-/// `body` with every inline command replaced by what `run` returns for it.
-/// The syntax is the one [`super::text::inline_shell`] finds.
+/// `body` with every inline command replaced by what `run` returns for it
+/// (`` !`cmd` `` in a line, or a block opened with ```` ```! ````); it is
+/// also how [`super::text::inline_shell`] finds them.
 pub fn replace(body: &str, run: &mut dyn FnMut(&str) -> String) -> String {
     let mut out = String::with_capacity(body.len());
     let mut block: Option<String> = None;

@@ -155,38 +155,10 @@ pub fn substitute(body: &str, subs: &Substitutions<'_>) -> String {
 /// blocks opened with ```` ```! ````.
 pub fn inline_shell(body: &str) -> Vec<String> {
     let mut found = Vec::new();
-    let mut in_block: Option<String> = None;
-    for line in body.lines() {
-        let trimmed = line.trim_start();
-        if let Some(block) = &mut in_block {
-            if trimmed.starts_with("```") {
-                found.push(block.trim().to_string());
-                in_block = None;
-            } else {
-                block.push_str(line);
-                block.push('\n');
-            }
-            continue;
-        }
-        if let Some(rest) = trimmed.strip_prefix("```!") {
-            in_block = Some(format!("{}\n", rest.trim()).trim_start().to_string());
-            continue;
-        }
-        let mut rest = line;
-        while let Some(at) = rest.find("!`") {
-            let after = &rest[at + 2..];
-            match after.find('`') {
-                Some(end) if end > 0 => {
-                    found.push(after[..end].to_string());
-                    rest = &after[end + 1..];
-                }
-                _ => break,
-            }
-        }
-    }
-    if let Some(block) = in_block {
-        found.push(block.trim().to_string());
-    }
+    super::inline_shell::replace(body, &mut |command| {
+        found.push(command.to_string());
+        String::new()
+    });
     found
 }
 
