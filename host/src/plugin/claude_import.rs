@@ -318,6 +318,13 @@ fn import_defined(root: &Path, manifest: &Value, staging: &Path) -> Result<Impor
     })
 }
 
+/// Whether a skill's or command's text looks like it holds inline shell
+/// commands (`` !`cmd` `` or a ```` ```! ```` block), which run when it
+/// loads.
+pub fn has_inline_commands(text: &str) -> bool {
+    text.contains("!`") || text.contains("```!")
+}
+
 /// What in an imported package (its folder, staged or installed) runs or
 /// acts on the user's behalf: one line per sub-agent, command hook and MCP
 /// server, as the consent text words them, and one per skill file with
@@ -352,37 +359,21 @@ pub fn runnable_parts(package: &Path) -> BTreeSet<String> {
     if let Ok(lines) = import_mcp(package, &servers, None, &mut ignored) {
         parts.extend(lines.into_iter().map(|line| format!("MCP server {line}")));
     }
-    for folder in ["skills", "commands"] {
-        for entry in walkdir_files(&package.join(folder)) {
-            let inline = read_text(package, &entry)
-                .ok()
-                .flatten()
-                .is_some_and(|text| text.contains("!`") || text.contains("```!"));
-            if inline && let Ok(rel) = entry.strip_prefix(package) {
-                parts.insert(format!("inline commands in {}", rel.to_string_lossy()));
-            }
+    let files = package::whole_folder(package)
+        .map(|(files, _)| files)
+        .unwrap_or_default();
+    for rel in files.iter().filter(|rel| {
+        (rel.starts_with("skills/") || rel.starts_with("commands/")) && rel.ends_with(".md")
+    }) {
+        let inline = read_text(package, &package.join(rel))
+            .ok()
+            .flatten()
+            .is_some_and(|text| has_inline_commands(&text));
+        if inline {
+            parts.insert(format!("inline commands in {rel}"));
         }
     }
     parts
-}
-
-/// The markdown files under `dir`, at any depth; links are not followed.
-fn walkdir_files(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in sorted_entries(&dir) {
-            let Ok(meta) = std::fs::symlink_metadata(&entry) else {
-                continue;
-            };
-            if meta.is_dir() {
-                stack.push(entry);
-            } else if meta.is_file() && entry.extension().is_some_and(|e| e == "md") {
-                found.push(entry);
-            }
-        }
-    }
-    found
 }
 
 /// Whether the package path `rel` is `prefix` or lies beneath it.

@@ -1161,7 +1161,7 @@ fn describe_skills(prepared: &Prepared) -> String {
             .iter()
             .filter(|rel| {
                 std::fs::read_to_string(prepared.root.join(rel))
-                    .is_ok_and(|text| text.contains("!`") || text.contains("```!"))
+                    .is_ok_and(|text| crate::plugin::claude_import::has_inline_commands(&text))
             })
             .map(String::as_str)
             .collect();
