@@ -183,6 +183,7 @@ fn request() -> Request {
                     tool_use_id: "call_1".into(),
                     content: "a.txt\nb.txt".into(),
                     is_error: false,
+                    images: Vec::new(),
                 }],
             },
         ],

@@ -234,6 +234,7 @@ mod tests {
                     tool_use_id: "1".into(),
                     content: "r".repeat(4000),
                     is_error: false,
+                    images: Vec::new(),
                 }],
             },
         ];

@@ -16,7 +16,7 @@ use super::approval::Authorized;
 use super::tool::{ToolCall, ToolOutcome};
 use super::{Agent, AgentError, AgentEvent, Frontend, INTERRUPTED_RESULT, Interrupt, scheduler};
 use crate::hooks::{self, Combined, HookAnswer, HookEvent, SessionFacts};
-use crate::model::{Block, Usage};
+use crate::model::{Block, Image, Usage};
 use crate::session::TranscriptWriter;
 
 /// One tool call the model asked for.
@@ -43,6 +43,7 @@ struct Settled<'a> {
     authorized: &'a Authorized,
     output: String,
     is_error: bool,
+    images: Vec<Image>,
     duration: Duration,
     post: PostHooks,
 }
@@ -76,6 +77,7 @@ impl<'a> Ran<'a> {
             authorized: self.authorized,
             output,
             is_error,
+            images: self.outcome.images,
             duration: self.duration,
             post: PostHooks {
                 call_id: call_id.to_string(),
@@ -104,7 +106,7 @@ impl Agent {
         frontend: &mut dyn Frontend,
         interrupt: &Interrupt,
     ) -> Result<Vec<Block>, AgentError> {
-        let mut results: Vec<Option<(String, bool)>> = vec![None; calls.len()];
+        let mut results: Vec<Option<(String, bool, Vec<Image>)>> = vec![None; calls.len()];
         let read_only: Vec<bool> = calls
             .iter()
             .map(|call| {
@@ -131,7 +133,7 @@ impl Agent {
                             output: &refusal,
                             duration: Duration::ZERO,
                         });
-                        results[index] = Some((refusal, true));
+                        results[index] = Some((refusal, true, Vec::new()));
                     }
                 }
             }
@@ -147,7 +149,7 @@ impl Agent {
             .iter()
             .zip(results)
             .map(|(call, result)| {
-                let (content, is_error) = result.unwrap_or_else(|| {
+                let (content, is_error, images) = result.unwrap_or_else(|| {
                     let tool = self.tool_label(&call.name);
                     frontend.event(AgentEvent::ToolFinished {
                         id: &call.id,
@@ -157,12 +159,13 @@ impl Agent {
                         output: INTERRUPTED_RESULT,
                         duration: Duration::ZERO,
                     });
-                    (INTERRUPTED_RESULT.to_string(), true)
+                    (INTERRUPTED_RESULT.to_string(), true, Vec::new())
                 });
                 Block::ToolResult {
                     tool_use_id: call.id.clone(),
                     content,
                     is_error,
+                    images,
                 }
             })
             .collect())
@@ -181,7 +184,7 @@ impl Agent {
         &mut self,
         calls: &[Call],
         runnable: &[(usize, Authorized)],
-        results: &mut [Option<(String, bool)>],
+        results: &mut [Option<(String, bool, Vec<Image>)>],
         frontend: &mut dyn Frontend,
         interrupt: &Interrupt,
     ) -> Result<(), AgentError> {
@@ -231,7 +234,7 @@ impl Agent {
                 output: &settled.output,
                 duration: settled.duration,
             });
-            results[settled.index] = Some((settled.output, settled.is_error));
+            results[settled.index] = Some((settled.output, settled.is_error, settled.images));
             post_hooks.push(settled.post);
         }
         drop(runs);

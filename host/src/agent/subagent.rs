@@ -272,6 +272,7 @@ fn run<'a>(
                 return ToolOutcome {
                     result: Err(CallError::Failed(format!("the sub-agent failed: {error}"))),
                     usage: agent.cost().usage,
+                    images: Vec::new(),
                 };
             }
         };
@@ -298,6 +299,7 @@ fn run<'a>(
         ToolOutcome {
             result,
             usage: report.usage,
+            images: Vec::new(),
         }
     })
 }

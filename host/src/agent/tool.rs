@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::interrupt::Interrupt;
 use super::session_parts::SessionParts;
 use crate::audit::AuditLog;
-use crate::model::Usage;
+use crate::model::{Image, Usage};
 use crate::sandbox::{CallError, EventSink, ToolSpec};
 
 /// Receives what the calls of a session report as they run — plugins' log
@@ -79,6 +79,9 @@ pub struct ToolOutcome {
     pub result: Result<String, CallError>,
     /// Tokens spent on the call's own model requests.
     pub usage: Usage,
+    /// Images the result carries (an MCP tool's), sent to the model with
+    /// the text; empty for most tools.
+    pub images: Vec<Image>,
 }
 
 impl From<Result<String, CallError>> for ToolOutcome {
@@ -86,6 +89,7 @@ impl From<Result<String, CallError>> for ToolOutcome {
         Self {
             result,
             usage: Usage::default(),
+            images: Vec::new(),
         }
     }
 }

@@ -174,7 +174,7 @@ impl Frontend for Headless {
                 "type": "user",
                 "uuid": new_uuid(),
                 "parent_tool_use_id": null,
-                "message": { "role": "user", "content": message.content },
+                "message": { "role": "user", "content": results_json(&message.content) },
             }),
             AgentEvent::Notice(text) => json!({ "type": "notice", "text": text }),
             AgentEvent::Compacted(report) => json!({
@@ -189,6 +189,31 @@ impl Frontend for Headless {
             self.emit(value);
         }
     }
+}
+
+/// Tool results as Claude Code's headless output shows them: a result
+/// that carries images has a list of `text` and base64 `image` blocks as
+/// its `content`, as the Messages API takes it.
+fn results_json(content: &[Block]) -> Value {
+    Value::Array(
+        content
+            .iter()
+            .map(|block| match block {
+                Block::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                    images,
+                } if !images.is_empty() => json!({
+                    "type": "tool_result",
+                    "tool_use_id": tool_use_id,
+                    "content": crate::model::anthropic::tool_result_content(content, images),
+                    "is_error": is_error,
+                }),
+                other => json!(other),
+            })
+            .collect(),
+    )
 }
 
 /// Token counts under Claude Code's (the Messages API's) names.

@@ -14,7 +14,7 @@ use super::retry::{Attempt, RetryPolicy, stream_with_retries};
 use super::sse::SseEvent;
 use super::transport::{ErrorContext, EventStream, ReadEvents, Waits, send};
 use super::{
-    Block, EventSink, Message, ModelError, ModelFuture, Provider, Request, Response, Role,
+    Block, EventSink, Image, Message, ModelError, ModelFuture, Provider, Request, Response, Role,
     StopReason, StreamEvent, ToolDef, Usage,
 };
 
@@ -236,15 +236,37 @@ fn message_json(message: &Message) -> Value {
                 tool_use_id,
                 content,
                 is_error,
+                images,
             } => json!({
                 "type": "tool_result",
                 "tool_use_id": tool_use_id,
-                "content": content,
+                "content": tool_result_content(content, images),
                 "is_error": is_error,
             }),
         })
         .collect();
     json!({"role": role, "content": content})
+}
+
+/// A tool result's `content` as the Messages API takes it: the text alone,
+/// or, when the result carries images, a list of the text block and one
+/// base64 `image` block per image. Claude Code's headless output shows
+/// results in the same shape.
+pub fn tool_result_content(text: &str, images: &[Image]) -> Value {
+    if images.is_empty() {
+        return json!(text);
+    }
+    let mut blocks = Vec::with_capacity(images.len() + 1);
+    if !text.is_empty() {
+        blocks.push(json!({"type": "text", "text": text}));
+    }
+    blocks.extend(images.iter().map(|image| {
+        json!({
+            "type": "image",
+            "source": {"type": "base64", "media_type": image.media_type, "data": image.data},
+        })
+    }));
+    Value::Array(blocks)
 }
 
 fn tool_json(tool: &ToolDef) -> Value {

@@ -56,7 +56,37 @@ pub enum Block {
         content: String,
         /// Whether the call failed.
         is_error: bool,
+        /// Images the result carries (an MCP tool's screenshot, a chart),
+        /// sent to the model after the text; absent from older transcripts.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<Image>,
     },
+}
+
+/// An image a tool result carries, as the model APIs take it inline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Image {
+    /// Its media type (`image/png`, `image/jpeg`, `image/gif`,
+    /// `image/webp`).
+    pub media_type: String,
+    /// Its bytes, base64-encoded (standard alphabet, padded).
+    pub data: String,
+}
+
+impl Image {
+    /// The media types both providers accept in a request.
+    pub const MEDIA_TYPES: [&'static str; 4] =
+        ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+    /// The most base64 characters one image may have in a request or a
+    /// transcript (the Messages API takes 5 MB per image); a larger one
+    /// is replaced by a note.
+    pub const MAX_DATA_LEN: usize = 5 * 1024 * 1024;
+
+    /// The `data:` URL of the image (OpenAI-compatible `image_url`).
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.media_type, self.data)
+    }
 }
 
 /// One message of the conversation.

@@ -221,6 +221,9 @@ fn request_body(request: &Request) -> Value {
 fn push_message_json(message: &Message, messages: &mut Vec<Value>) {
     let mut text = String::new();
     let mut tool_calls = Vec::new();
+    // Tool messages take text only: the results' images follow them in a
+    // user message of `image_url` parts, as other agents send them.
+    let mut images = Vec::new();
     for block in &message.content {
         match block {
             Block::Text { text: more } => {
@@ -238,12 +241,27 @@ fn push_message_json(message: &Message, messages: &mut Vec<Value>) {
                 tool_use_id,
                 content,
                 is_error,
+                images: result_images,
             } => {
-                let content = if *is_error {
+                let mut content = if *is_error {
                     format!("Error: {content}")
                 } else {
                     content.clone()
                 };
+                if !result_images.is_empty() {
+                    let count = result_images.len();
+                    let noun = if count == 1 { "image" } else { "images" };
+                    content.push_str(&format!(
+                        "\n[{count} {noun} of this result follow in the next user message]"
+                    ));
+                    images.push(json!({
+                        "type": "text",
+                        "text": format!("The {noun} returned by tool call {tool_use_id}:"),
+                    }));
+                    images.extend(result_images.iter().map(|image| {
+                        json!({"type": "image_url", "image_url": {"url": image.data_url()}})
+                    }));
+                }
                 messages.push(json!({
                     "role": "tool",
                     "tool_call_id": tool_use_id,
@@ -251,6 +269,9 @@ fn push_message_json(message: &Message, messages: &mut Vec<Value>) {
                 }));
             }
         }
+    }
+    if !images.is_empty() {
+        messages.push(json!({"role": "user", "content": images}));
     }
     match message.role {
         Role::User => {
@@ -473,5 +494,55 @@ impl AnswerInProgress {
             stop_reason,
             usage: self.usage,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Image;
+
+    fn result(id: &str, images: Vec<Image>) -> Block {
+        Block::ToolResult {
+            tool_use_id: id.into(),
+            content: format!("result {id}"),
+            is_error: false,
+            images,
+        }
+    }
+
+    #[test]
+    fn images_of_results_follow_every_tool_message_in_one_user_message() {
+        let dot = Image {
+            media_type: "image/png".into(),
+            data: "AAAA".into(),
+        };
+        let message = Message {
+            role: Role::User,
+            content: vec![
+                result("a", vec![dot.clone()]),
+                result("b", Vec::new()),
+                result("c", vec![dot.clone(), dot]),
+            ],
+        };
+        let mut wire = Vec::new();
+        push_message_json(&message, &mut wire);
+        let roles: Vec<&str> = wire.iter().map(|m| m["role"].as_str().unwrap()).collect();
+        assert_eq!(roles, ["tool", "tool", "tool", "user"]);
+        assert_eq!(wire[1]["content"], "result b");
+        assert!(
+            wire[2]["content"]
+                .as_str()
+                .unwrap()
+                .ends_with("[2 images of this result follow in the next user message]")
+        );
+        let parts = wire[3]["content"].as_array().unwrap();
+        let kinds: Vec<&str> = parts.iter().map(|p| p["type"].as_str().unwrap()).collect();
+        assert_eq!(
+            kinds,
+            ["text", "image_url", "text", "image_url", "image_url"]
+        );
+        assert_eq!(parts[1]["image_url"]["url"], "data:image/png;base64,AAAA");
+        assert!(parts[2]["text"].as_str().unwrap().contains("call c"));
     }
 }

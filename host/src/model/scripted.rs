@@ -961,6 +961,7 @@ mod tests {
                     tool_use_id: format!("toolu_{index}"),
                     content: (*content).to_string(),
                     is_error: *is_error,
+                    images: Vec::new(),
                 })
                 .collect(),
         });
@@ -1063,6 +1064,7 @@ mod tests {
                 tool_use_id: "toolu_edit".to_string(),
                 content: refusal,
                 is_error: true,
+                images: Vec::new(),
             }],
         });
         let (text, stop) = text_of(&provider, &request).await;

@@ -323,6 +323,7 @@ pub fn repair(messages: Vec<Message>, warnings: &mut Vec<LoadWarning>) -> Vec<Me
                     tool_use_id: id.clone(),
                     content: INTERRUPTED_TOOL_RESULT.to_string(),
                     is_error: true,
+                    images: Vec::new(),
                 }
             })
             .collect();
@@ -363,6 +364,7 @@ pub fn repair(messages: Vec<Message>, warnings: &mut Vec<LoadWarning>) -> Vec<Me
                         tool_use_id,
                         content,
                         is_error,
+                        ..
                     } = block
                         && !previous_calls.remove(tool_use_id.as_str())
                     {

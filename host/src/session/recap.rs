@@ -162,6 +162,7 @@ mod tests {
             tool_use_id: id.into(),
             content: "ok".into(),
             is_error,
+            images: Vec::new(),
         }
     }
 

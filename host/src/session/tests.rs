@@ -78,6 +78,7 @@ fn results(ids: &[&str]) -> Message {
                 tool_use_id: (*id).into(),
                 content: format!("contents for {id}"),
                 is_error: false,
+                images: Vec::new(),
             })
             .collect(),
     }
@@ -319,6 +320,7 @@ fn an_unanswered_tool_call_gets_an_interrupted_result_right_after_it() {
         tool_use_id: id.into(),
         content: INTERRUPTED_TOOL_RESULT.into(),
         is_error: true,
+        images: Vec::new(),
     };
     assert_eq!(
         loaded.messages,
@@ -386,7 +388,7 @@ fn a_trailing_unanswered_call_is_answered_so_the_next_request_is_valid() {
     assert_eq!(repaired[2].role, Role::User);
     assert!(matches!(
         &repaired[2].content[..],
-        [Block::ToolResult { tool_use_id, is_error: true, content }]
+        [Block::ToolResult { tool_use_id, is_error: true, content, .. }]
             if tool_use_id == "a" && content == INTERRUPTED_TOOL_RESULT
     ));
 }
