@@ -31,6 +31,7 @@ mod interactive;
 mod languages;
 mod mcp;
 mod mcp_client;
+mod mcp_session;
 mod misbehaving;
 mod model_providers;
 mod net_escapes;

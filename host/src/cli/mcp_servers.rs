@@ -340,6 +340,27 @@ pub fn remove(args: RemoveArgs) -> Result<(), Failed> {
     }
 }
 
+/// What servers of `workspace` are started with outside a session: the
+/// `[exec]` sandbox's base for local ones, the user's secrets for remote
+/// ones, the audit log.
+pub(super) fn launcher(home: &Home, workspace: &std::path::Path) -> Launcher {
+    let settings = crate::config::load(home, workspace).unwrap_or_default();
+    let user_home = std::env::var_os("HOME").map(PathBuf::from);
+    let exec = crate::exec::ExecGrants::resolve(
+        &settings.exec,
+        workspace,
+        user_home.as_deref(),
+        &crate::grants::OwnFolders::of(home),
+    )
+    .map_err(|e| e.to_string());
+    Launcher {
+        exec,
+        secrets: crate::grants::SecretValues::load(&home.config_file()).unwrap_or_default(),
+        audit: crate::audit::AuditLog::open(&home.audit_log()).ok(),
+        workspace: workspace.to_path_buf(),
+    }
+}
+
 /// `capstan mcp list`: every server, what it reaches, whether it is
 /// allowed, and (started for the occasion) its state and tools.
 pub async fn list(args: ListArgs) -> Result<(), Failed> {
@@ -353,22 +374,7 @@ pub async fn list(args: ListArgs) -> Result<(), Failed> {
     let clients = if args.no_connect {
         McpClients::none()
     } else {
-        let settings = crate::config::load(&home, &workspace).unwrap_or_default();
-        let user_home = std::env::var_os("HOME").map(PathBuf::from);
-        let exec = crate::exec::ExecGrants::resolve(
-            &settings.exec,
-            &workspace,
-            user_home.as_deref(),
-            &crate::grants::OwnFolders::of(&home),
-        )
-        .map_err(|e| e.to_string());
-        let launcher = Launcher {
-            exec,
-            secrets: crate::grants::SecretValues::load(&home.config_file()).unwrap_or_default(),
-            audit: crate::audit::AuditLog::open(&home.audit_log()).ok(),
-            workspace: workspace.clone(),
-        };
-        let clients = McpClients::start(&home, launcher);
+        let clients = McpClients::start(&home, launcher(&home, &workspace));
         let deadline = Instant::now() + crate::mcp::client::supervisor::START_TIMEOUT;
         while Instant::now() < deadline
             && clients

@@ -31,6 +31,7 @@ mod slash;
 mod status_line;
 mod stream_input;
 mod tool;
+mod tool_mcp;
 pub mod turn_keys;
 
 use std::ffi::OsString;

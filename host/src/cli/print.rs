@@ -51,6 +51,13 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
         Ok(session) => session,
         Err(error) => return fail(error.exit, &error.message),
     };
+    // As Claude Code does in print mode, the first request waits (a
+    // bounded time) for MCP servers still starting, so it has their tools.
+    let mcp = session.mcp.clone();
+    for late in mcp.wait_for_starting().await {
+        session.notices.push(late.notice);
+        session.agent.add_user_context(late.for_model);
+    }
     for notice in &session.notices {
         eprintln!("capstan: {}", escape::message(notice));
     }

@@ -341,7 +341,18 @@ async fn run_turn(
 ) {
     interrupt.clear();
     let agent = &mut session.agent;
+    let mcp = session.mcp.clone();
     let outcome = with_turn_keys(frontend, interrupt, typed, async |frontend| {
+        // The first request waits (a bounded time) for MCP servers still
+        // starting; the user typed the prompt meanwhile.
+        let late = tokio::select! {
+            late = mcp.wait_for_starting() => late,
+            () = interrupt.raised() => Vec::new(),
+        };
+        for late in late {
+            crate::agent::Frontend::event(frontend, crate::agent::AgentEvent::Notice(&late.notice));
+            agent.add_user_context(late.for_model);
+        }
         agent.run_turn(prompt, frontend, interrupt).await
     })
     .await;

@@ -56,6 +56,11 @@ pub struct ListArgs {
     /// Print the tools, with their input schemas, as JSON.
     #[arg(long)]
     json: bool,
+
+    /// Leave out MCP servers' tools (listing them starts the allowed
+    /// servers for the occasion).
+    #[arg(long)]
+    no_mcp: bool,
 }
 
 #[derive(Debug, Args)]
@@ -275,8 +280,22 @@ async fn list(args: ListArgs, verbose: bool) -> Result<Exit, Failure> {
             rows.push((plugin.to_string(), spec));
         }
     }
+    let width = rows
+        .iter()
+        .map(|(p, s)| p.len() + 1 + s.name.len())
+        .max()
+        .unwrap_or(0);
+    let mcp_rows = if args.no_mcp {
+        Vec::new()
+    } else {
+        let home = Home::from_env().map_err(|e| Failure::new(Exit::Error, e))?;
+        let workspace = workspace
+            .canonicalize()
+            .unwrap_or_else(|_| workspace.clone());
+        super::tool_mcp::rows(&home, &workspace).await
+    };
     if args.json {
-        let tools: Vec<_> = rows
+        let mut tools: Vec<_> = rows
             .iter()
             .map(|(plugin, spec)| {
                 let mut value = json!(spec);
@@ -284,17 +303,15 @@ async fn list(args: ListArgs, verbose: bool) -> Result<Exit, Failure> {
                 value
             })
             .collect();
+        tools.extend(mcp_rows.iter().map(super::tool_mcp::row_json));
         println!(
             "{}",
             serde_json::to_string_pretty(&tools).unwrap_or_default()
         );
         return Ok(Exit::Success);
     }
-    let width = rows
-        .iter()
-        .map(|(p, s)| p.len() + 1 + s.name.len())
-        .max()
-        .unwrap_or(0);
+    let mcp_text: Vec<_> = mcp_rows.iter().map(super::tool_mcp::row_text).collect();
+    let width = width.max(mcp_text.iter().map(|(n, _, _)| n.len()).max().unwrap_or(0));
     for (plugin, spec) in &rows {
         let name = format!("{plugin}.{}", spec.name);
         let mode = if spec.read_only {
@@ -308,6 +325,13 @@ async fn list(args: ListArgs, verbose: bool) -> Result<Exit, Failure> {
             escape::line(first_sentence(&spec.description))
         );
     }
+    for (name, mode, text) in &mcp_text {
+        let name = escape::line(name);
+        println!(
+            "{name:width$}  {mode:9}  {}",
+            escape::line(first_sentence(text))
+        );
+    }
     Ok(Exit::Success)
 }
 
@@ -315,6 +339,20 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
     let input = read_input(args.input.as_deref())?;
     if args.name == crate::agent::exec_tool::TOOL_NAME {
         return call_exec_run(&args, &input).await;
+    }
+    if args.name.starts_with(super::tool_mcp::PREFIX) {
+        let workspace = match &args.workspace {
+            Some(dir) => dir.clone(),
+            None => current_dir()?,
+        };
+        let workspace = workspace.canonicalize().map_err(|e| {
+            Failure::new(
+                Exit::Usage,
+                format!("cannot use {} as the workspace: {e}", workspace.display()),
+            )
+        })?;
+        return super::tool_mcp::call(&args.name, &input, &workspace, args.allow_write, args.json)
+            .await;
     }
     if !args.allow_net.is_empty() {
         return Err(Failure::new(

@@ -1195,10 +1195,15 @@ fn describe_skills(prepared: &Prepared) -> String {
             text.push_str(&format!("  command hook  {line}\n"));
         }
         if !imported.files.is_empty() {
-            text.push_str(if imported.hooks.is_empty() {
-                "  files    kept in the plugin's folder, which the model may read (read-only); none is run:\n"
-            } else {
-                "  files    kept in the plugin's folder, which the model may read (read-only); none is run but by the command hooks above:\n"
+            let runs_own = imported
+                .mcp_servers
+                .iter()
+                .any(|line| line.contains(crate::plugin::claude_import::PLUGIN_ROOT_VAR));
+            text.push_str(match (imported.hooks.is_empty(), runs_own) {
+                (true, false) => "  files    kept in the plugin's folder, which the model may read (read-only); none is run:\n",
+                (false, false) => "  files    kept in the plugin's folder, which the model may read (read-only); none is run but by the command hooks above:\n",
+                (true, true) => "  files    kept in the plugin's folder, which the model may read (read-only); none is run but by the MCP servers above:\n",
+                (false, true) => "  files    kept in the plugin's folder, which the model may read (read-only); none is run but by the command hooks and MCP servers above:\n",
             });
             for line in &imported.files {
                 text.push_str(&format!("    {line}\n"));

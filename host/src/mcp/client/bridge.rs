@@ -6,8 +6,11 @@
 //! A tool's `readOnlyHint` makes it read-only for the scheduler (read-only
 //! calls run in parallel) and the policy (it runs without asking in
 //! `default` mode); any other tool may change things and asks. Results'
-//! text is passed on; images, audio, embedded resources and resource links
-//! are described in a line each (the model's tool results are text). Every
+//! text is passed on and images go to the model as images (up to
+//! [`Image::MAX_DATA_LEN`] each and [`MAX_IMAGES`] a result; beyond that, and
+//! for an image type the model APIs do not take, a note says what was left
+//! out); audio, embedded resources and resource links are described in a
+//! line each, since neither model API takes audio in a tool result. Every
 //! call is audited (`mcp_tool_called`), and a call that times out stops
 //! the server, which is restarted.
 
@@ -21,6 +24,7 @@ use super::connection::{Connection, RequestError};
 use super::supervisor::{RemoteTool, ServerHandle, Status};
 use crate::agent::tool::{AgentTool, CallNeeds, ToolCall, ToolHandler, ToolOutcome, ToolSource};
 use crate::audit::{AuditEvent, AuditLog, AuditScope};
+use crate::model::Image;
 use crate::sandbox::{CallError, ToolSpec};
 
 /// The tools of every server of a session.
@@ -199,7 +203,10 @@ impl McpTool {
         }
     }
 
-    async fn run(&self, call: &ToolCall<'_>) -> Result<String, (CallError, &'static str)> {
+    async fn run(
+        &self,
+        call: &ToolCall<'_>,
+    ) -> Result<(String, Vec<Image>), (CallError, &'static str)> {
         let server = &self.server.spec.name;
         let Some(connection) = self.live_connection(call).await else {
             let status = self.server.view().status;
@@ -247,18 +254,37 @@ impl McpTool {
                 ));
             }
         };
-        let text = result_text(&result);
+        // A call that changed the server's tools (it sent
+        // `tools/list_changed`) returns once the list is refreshed, so the
+        // next model request offers the new tools.
+        let deadline = Instant::now() + std::time::Duration::from_secs(5);
+        while connection.tools_stale() && connection.closed().is_none() && Instant::now() < deadline
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let (text, images) = result_content(&result);
         if result.get("isError").and_then(Value::as_bool) == Some(true) {
             return Err((CallError::Failed(text), "tool error"));
         }
-        Ok(text)
+        Ok((text, images))
     }
 }
+
+/// The most images one result gives the model; the rest are noted.
+pub const MAX_IMAGES: usize = 8;
 
 /// A `tools/call` result as text: text items as they are, other content
 /// described, `structuredContent` when there is no content.
 pub fn result_text(result: &Value) -> String {
+    result_content(result).0
+}
+
+/// A `tools/call` result for the model: its text (text items as they are,
+/// other content described, `structuredContent` when there is no content)
+/// and its images (each image's place in the text is marked).
+pub fn result_content(result: &Value) -> (String, Vec<Image>) {
     let mut parts = Vec::new();
+    let mut images = Vec::new();
     for item in result
         .get("content")
         .and_then(Value::as_array)
@@ -270,8 +296,24 @@ pub fn result_text(result: &Value) -> String {
         let size = |key: &str| field(key).len() / 4 * 3;
         match kind {
             "text" => parts.push(field("text").to_string()),
-            "image" | "audio" => parts.push(format!(
-                "[{kind}: {}, about {} bytes]",
+            "image" => match image_of(field("mimeType"), field("data"), images.len()) {
+                Ok(image) => {
+                    images.push(image);
+                    parts.push(format!(
+                        "[image {}: {}, about {} bytes, attached]",
+                        images.len(),
+                        field("mimeType"),
+                        size("data")
+                    ));
+                }
+                Err(why) => parts.push(format!(
+                    "[image: {}, about {} bytes, not shown: {why}]",
+                    field("mimeType"),
+                    size("data")
+                )),
+            },
+            "audio" => parts.push(format!(
+                "[audio: {}, about {} bytes, not shown: the model API takes no audio in tool results]",
                 field("mimeType"),
                 size("data")
             )),
@@ -309,9 +351,43 @@ pub fn result_text(result: &Value) -> String {
     if parts.is_empty()
         && let Some(structured) = result.get("structuredContent")
     {
-        return structured.to_string();
+        return (structured.to_string(), images);
     }
-    parts.join("\n")
+    (parts.join("\n"), images)
+}
+
+/// An MCP image item as an image for the model, or why it is left out;
+/// `so_far` images of the result were kept already.
+fn image_of(mime_type: &str, data: &str, so_far: usize) -> Result<Image, String> {
+    use base64::Engine as _;
+    let media_type = mime_type.to_ascii_lowercase();
+    if !Image::MEDIA_TYPES.contains(&media_type.as_str()) {
+        return Err(format!(
+            "the model APIs take only {} images",
+            Image::MEDIA_TYPES.join(", ")
+        ));
+    }
+    if data.len() > Image::MAX_DATA_LEN {
+        return Err(format!(
+            "larger than the {} MiB an image may have",
+            Image::MAX_DATA_LEN / (1024 * 1024)
+        ));
+    }
+    if so_far >= MAX_IMAGES {
+        return Err(format!(
+            "a result gives the model at most {MAX_IMAGES} images"
+        ));
+    }
+    if base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .is_err()
+    {
+        return Err("its data is not valid base64".into());
+    }
+    Ok(Image {
+        media_type,
+        data: data.to_string(),
+    })
 }
 
 impl ToolHandler for McpTool {
@@ -335,9 +411,12 @@ impl ToolHandler for McpTool {
             let started = Instant::now();
             let outcome = self.run(&call).await;
             match outcome {
-                Ok(text) => {
+                Ok((text, images)) => {
                     self.record(&call, "ok", started);
-                    Ok(text).into()
+                    ToolOutcome {
+                        images,
+                        ..Ok(text).into()
+                    }
                 }
                 Err((error, how)) => {
                     self.record(&call, how, started);
@@ -360,14 +439,57 @@ mod tests {
             {"type": "resource_link", "uri": "file:///a.txt", "name": "a.txt"},
             {"type": "resource", "resource": {"uri": "file:///b", "text": "B"}},
         ]});
+        let (text, images) = result_content(&result);
         assert_eq!(
-            result_text(&result),
-            "hello\n[image: image/png, about 3 bytes]\n[resource link: file:///a.txt (a.txt)]\n[resource file:///b]\nB"
+            text,
+            "hello\n[image 1: image/png, about 3 bytes, attached]\n[resource link: file:///a.txt (a.txt)]\n[resource file:///b]\nB"
+        );
+        assert_eq!(
+            images,
+            vec![Image {
+                media_type: "image/png".into(),
+                data: "AAAA".into()
+            }]
         );
         assert_eq!(
             result_text(&json!({"content": [], "structuredContent": {"a": 1}})),
             r#"{"a":1}"#
         );
         assert_eq!(clean("read.file/x"), "read_file_x");
+    }
+
+    #[test]
+    fn images_that_cannot_be_sent_and_audio_become_notes() {
+        let big = "A".repeat(Image::MAX_DATA_LEN + 4);
+        let mut content = vec![
+            json!({"type": "image", "mimeType": "image/png", "data": big}),
+            json!({"type": "image", "mimeType": "image/tiff", "data": "AAAA"}),
+            json!({"type": "image", "mimeType": "image/png", "data": "not base64!"}),
+            json!({"type": "audio", "mimeType": "audio/wav", "data": "AAAA"}),
+        ];
+        for _ in 0..=MAX_IMAGES {
+            content.push(json!({"type": "image", "mimeType": "IMAGE/JPEG", "data": "AAAA"}));
+        }
+        let (text, images) = result_content(&json!({ "content": content }));
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].contains("not shown: larger than the 5 MiB"),
+            "{text}"
+        );
+        assert!(
+            lines[1].contains("not shown: the model APIs take only image/png"),
+            "{text}"
+        );
+        assert!(lines[2].contains("not valid base64"), "{text}");
+        assert!(
+            lines[3].starts_with("[audio: audio/wav") && lines[3].contains("no audio"),
+            "{text}"
+        );
+        assert_eq!(images.len(), MAX_IMAGES);
+        assert!(images.iter().all(|i| i.media_type == "image/jpeg"));
+        assert!(
+            lines[lines.len() - 1].contains("at most 8 images"),
+            "{text}"
+        );
     }
 }

@@ -128,6 +128,39 @@ pub struct ServerSpec {
     /// How long one call may take.
     #[serde(skip)]
     pub timeout: Duration,
+    /// For a plugin's server: the plugin's store folder and the sha256 of
+    /// each of its files as locked, checked before each start.
+    #[serde(skip)]
+    pub locked_files: Option<LockedFiles>,
+}
+
+/// A plugin's store folder and its files' sha256 as the lockfile has them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockedFiles {
+    /// The plugin's folder.
+    pub dir: PathBuf,
+    /// Each file (relative to `dir`) and its sha256.
+    pub files: BTreeMap<String, String>,
+}
+
+impl LockedFiles {
+    /// Checks that every file still has its locked content; says which
+    /// one does not, and what to do.
+    pub fn verify(&self) -> Result<(), String> {
+        for (rel, sha256) in &self.files {
+            let path = self.dir.join(rel);
+            let changed = match std::fs::read(&path) {
+                Ok(bytes) => crate::sandbox::engine::sha256_hex(&bytes) != *sha256,
+                Err(_) => true,
+            };
+            if changed {
+                return Err(format!(
+                    "the plugin's file {rel} no longer matches its lock (changed or missing since install), so its server is not started; install the plugin again to restore it"
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// A server definition that cannot be used.
@@ -302,6 +335,7 @@ impl ServerEntry {
             write_workspace,
             net,
             timeout,
+            locked_files: None,
         })
     }
 }
@@ -539,12 +573,61 @@ pub fn parse_toml_servers(text: &str) -> Result<Vec<(String, ServerEntry)>, Stri
     struct Section {
         #[serde(default)]
         servers: BTreeMap<String, ServerEntry>,
+        /// Read by [`startup_wait`].
+        #[serde(default, rename = "startup_wait")]
+        _startup_wait: Option<crate::quantity::TimeSpan>,
     }
     let file: File = toml::from_str(text).map_err(|e| e.message().trim().to_string())?;
     Ok(file
         .mcp
         .map(|section| section.servers.into_iter().collect())
         .unwrap_or_default())
+}
+
+/// How long a session's first model request waits for servers still
+/// starting, unless `startup_wait` in `[mcp]` says otherwise.
+pub const DEFAULT_STARTUP_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// `startup_wait` in `[mcp]` of the user's `config.toml`, then of the
+/// project's `.capstan/config.toml` (the later one wins; a wait asks for
+/// nothing, so the project may set it), or [`DEFAULT_STARTUP_WAIT`]; with
+/// a warning for a value that cannot be read.
+pub fn startup_wait(config_dir: &Path, workspace: &Path) -> (std::time::Duration, Option<String>) {
+    #[derive(Deserialize)]
+    struct File {
+        #[serde(default)]
+        mcp: Option<Section>,
+    }
+    #[derive(Deserialize)]
+    struct Section {
+        startup_wait: Option<crate::quantity::TimeSpan>,
+    }
+    let mut wait = DEFAULT_STARTUP_WAIT;
+    let mut warning = None;
+    for path in [
+        config_dir.join("config.toml"),
+        workspace.join(".capstan").join("config.toml"),
+    ] {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        match toml::from_str::<File>(&text) {
+            Ok(file) => {
+                if let Some(span) = file.mcp.and_then(|section| section.startup_wait) {
+                    wait = span.0;
+                }
+            }
+            Err(e) => {
+                warning = Some(format!(
+                    "{}: `startup_wait` in [mcp] cannot be read ({}); waiting {} for MCP servers",
+                    path.display(),
+                    e.message().trim(),
+                    crate::quantity::TimeSpan(wait)
+                ));
+            }
+        }
+    }
+    (wait, warning)
 }
 
 /// The servers defined for `workspace`, in the order of the module

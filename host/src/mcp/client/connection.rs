@@ -82,6 +82,9 @@ pub struct Connection {
     closed: Arc<Mutex<Option<String>>>,
     stop: Arc<dyn Fn() + Send + Sync>,
     stderr: Option<Arc<Mutex<super::stdio_link::ErrorTail>>>,
+    /// `tools/list_changed` notifications received, and how many of them
+    /// the tool list was refreshed after.
+    tools_changes: Arc<(AtomicU64, AtomicU64)>,
 }
 
 impl Connection {
@@ -101,8 +104,10 @@ impl Connection {
             closed: Arc::default(),
             stop,
             stderr,
+            tools_changes: Arc::default(),
         });
         let pending = connection.pending.clone();
+        let tools_changes = connection.tools_changes.clone();
         let closed = connection.closed.clone();
         tokio::spawn(async move {
             let reason = loop {
@@ -132,6 +137,7 @@ impl Connection {
                     }
                     Incoming::Message(Message::Notification { method, .. }) => {
                         if method == "notifications/tools/list_changed" {
+                            tools_changes.0.fetch_add(1, Ordering::AcqRel);
                             let _ = events.send(ServerEvent::ToolsChanged);
                         }
                     }
@@ -154,6 +160,24 @@ impl Connection {
             let _ = events.send(ServerEvent::Closed(reason));
         });
         connection
+    }
+
+    /// How many `tools/list_changed` notifications arrived so far.
+    pub fn tools_changes_seen(&self) -> u64 {
+        self.tools_changes.0.load(Ordering::Acquire)
+    }
+
+    /// Records that the tool list was refreshed after `seen` notifications.
+    pub fn tools_refreshed(&self, seen: u64) {
+        self.tools_changes.1.fetch_max(seen, Ordering::AcqRel);
+    }
+
+    /// Whether the server said its tools changed and the list was not
+    /// refreshed since: a call that made the server add a tool returns,
+    /// and the bridge waits for the refresh so the next model request
+    /// offers it.
+    pub fn tools_stale(&self) -> bool {
+        self.tools_changes.1.load(Ordering::Acquire) < self.tools_changes_seen()
     }
 
     /// Why the connection closed, if it did.

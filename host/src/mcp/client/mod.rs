@@ -21,6 +21,8 @@ pub mod supervisor;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use config::ServerSpec;
 use consent::ConsentStore;
@@ -34,6 +36,20 @@ pub struct McpClients {
     /// What the user should hear at the start: servers not allowed yet,
     /// definitions that cannot be used.
     pub notices: Vec<String>,
+    /// How long the first model request waits for servers still starting.
+    startup_wait: Duration,
+    /// Whether that wait happened already.
+    waited: AtomicBool,
+}
+
+/// A server that was still starting when the first model request could
+/// wait no longer: what the user hears, and what the model is told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LateServer {
+    /// The note for the user.
+    pub notice: String,
+    /// The note for the model, given with the prompt.
+    pub for_model: String,
 }
 
 /// The servers defined for a workspace: each spec with whether it was
@@ -54,11 +70,23 @@ const PLUGIN_SOURCE: &str = "plugin ";
 /// The MCP servers of installed plugins (imported from Claude Code
 /// plugins into the package's `mcp-servers.json`, whose hash the lockfile keeps
 /// and whose reach the user consented to at install), each named
-/// `PLUGIN-SERVER`.
-fn plugin_servers(home: &Home) -> Vec<(String, String, config::ServerEntry)> {
+/// `PLUGIN-SERVER`, with the locked files of each plugin by source.
+///
+/// A server that runs the plugin's own program names the plugin's folder
+/// `${CLAUDE_PLUGIN_ROOT}`: it is replaced by the plugin's store folder in
+/// the command, arguments and variables, and that folder (only) is added
+/// to what the server may read and run.
+#[allow(clippy::type_complexity)]
+fn plugin_servers(
+    home: &Home,
+) -> (
+    Vec<(String, String, config::ServerEntry)>,
+    std::collections::HashMap<String, config::LockedFiles>,
+) {
     let plugins_dir = home.plugins_dir();
+    let mut locked = std::collections::HashMap::new();
     let Ok(lock) = crate::plugin::lock::Lockfile::load(&plugins_dir.join("capstan.lock")) else {
-        return Vec::new();
+        return (Vec::new(), locked);
     };
     let mut servers = Vec::new();
     for (plugin, entry) in &lock.plugins {
@@ -73,15 +101,50 @@ fn plugin_servers(home: &Home) -> Vec<(String, String, config::ServerEntry)> {
         let Ok(found) = config::parse_claude_json(&text, true) else {
             continue;
         };
+        let dir = entry.dir(&plugins_dir);
+        let source = format!("{PLUGIN_SOURCE}{plugin}");
         for (name, server) in found {
             servers.push((
                 format!("{plugin}-{name}"),
-                format!("{PLUGIN_SOURCE}{plugin}"),
-                server,
+                source.clone(),
+                with_plugin_root(server, &dir),
             ));
         }
+        locked.insert(
+            source,
+            config::LockedFiles {
+                dir,
+                files: entry.files.clone(),
+            },
+        );
     }
-    servers
+    (servers, locked)
+}
+
+/// `server` with `${CLAUDE_PLUGIN_ROOT}` (or `$CLAUDE_PLUGIN_ROOT`) in its
+/// command, arguments and variables replaced by `dir`, and `dir` readable
+/// when it is named.
+fn with_plugin_root(mut server: config::ServerEntry, dir: &Path) -> config::ServerEntry {
+    let var = crate::plugin::claude_import::PLUGIN_ROOT_VAR;
+    let root = dir.display().to_string();
+    let mut named = false;
+    let mut replace = |text: &mut String| {
+        if text.contains(var) {
+            named = true;
+            *text = text
+                .replace(&format!("${{{var}}}"), &root)
+                .replace(&format!("${var}"), &root);
+        }
+    };
+    if let Some(command) = &mut server.command {
+        replace(command);
+    }
+    server.args.iter_mut().for_each(&mut replace);
+    server.env.values_mut().for_each(&mut replace);
+    if named {
+        server.read.push(root);
+    }
+    server
 }
 
 /// Every server defined for `workspace`; see [`Defined`].
@@ -92,14 +155,16 @@ pub fn servers_for(home: &Home, workspace: &Path) -> Defined {
         .as_ref()
         .map(ConsentStore::definitions)
         .unwrap_or_default();
-    added.extend(plugin_servers(home));
+    let (from_plugins, locked) = plugin_servers(home);
+    added.extend(from_plugins);
     let mut problems = Vec::new();
     let mut specs = Vec::new();
     for defined in
         config::defined_servers(home.config_dir(), workspace, &added, user_home.as_deref())
     {
         match defined {
-            Ok(spec) => {
+            Ok(mut spec) => {
+                spec.locked_files = locked.get(&spec.source).cloned();
                 // A plugin's servers were consented to with the plugin.
                 let allowed = spec.source.starts_with(PLUGIN_SOURCE)
                     || store.as_ref().is_ok_and(|s| s.allows(&spec));
@@ -131,6 +196,8 @@ impl McpClients {
         if let Err(e) = &store {
             notices.push(format!("warning: MCP servers are off: {e}"));
         }
+        let (startup_wait, warning) = config::startup_wait(home.config_dir(), &launcher.workspace);
+        notices.extend(warning.map(|w| format!("warning: {w}")));
         let mut servers = Vec::new();
         for (spec, allowed) in specs {
             if !allowed {
@@ -152,7 +219,12 @@ impl McpClients {
             tokio::spawn(handle.clone().supervise(launcher.clone()));
             servers.push(handle);
         }
-        Self { servers, notices }
+        Self {
+            servers,
+            notices,
+            startup_wait,
+            waited: AtomicBool::new(false),
+        }
     }
 
     /// No servers.
@@ -160,7 +232,46 @@ impl McpClients {
         Self {
             servers: Vec::new(),
             notices: Vec::new(),
+            startup_wait: Duration::ZERO,
+            waited: AtomicBool::new(true),
         }
+    }
+
+    /// Waits, once per session (before its first model request), until
+    /// no server is still starting, for at most the startup wait
+    /// (`startup_wait` in `[mcp]`), so their tools are in that request;
+    /// servers still starting then join later, and are returned with a
+    /// note each. A server that failed is not waited for. Later calls
+    /// return at once.
+    pub async fn wait_for_starting(&self) -> Vec<LateServer> {
+        if self.waited.swap(true, Ordering::SeqCst) {
+            return Vec::new();
+        }
+        let deadline = Instant::now() + self.startup_wait;
+        let starting = || {
+            self.servers
+                .iter()
+                .filter(|server| matches!(server.view().status, Status::Starting(_)))
+                .collect::<Vec<_>>()
+        };
+        while !starting().is_empty() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let wait = crate::quantity::TimeSpan(self.startup_wait);
+        starting()
+            .into_iter()
+            .map(|server| {
+                let name = &server.spec.name;
+                LateServer {
+                    notice: format!(
+                        "MCP server {name} is still starting after {wait}; its tools join the session when it is ready (wait longer with `startup_wait` in [mcp] of config.toml)"
+                    ),
+                    for_model: format!(
+                        "MCP server {name} was still starting when this request was sent; its tools (mcp__{name}__…) are offered as soon as it is ready."
+                    ),
+                }
+            })
+            .collect()
     }
 
     /// The servers.
@@ -212,5 +323,59 @@ impl McpClients {
                 line
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plugins_own_program_is_found_in_its_folder_which_it_may_read() {
+        let server = config::ServerEntry {
+            command: Some("${CLAUDE_PLUGIN_ROOT}/bin/server".into()),
+            args: vec!["--root=$CLAUDE_PLUGIN_ROOT/data".into(), "-v".into()],
+            env: [(
+                "CONFIG".to_string(),
+                "${CLAUDE_PLUGIN_ROOT}/c.json".to_string(),
+            )]
+            .into(),
+            ..Default::default()
+        };
+        let dir = Path::new("/store/p/1.0.0");
+        let server = with_plugin_root(server, dir);
+        assert_eq!(server.command.as_deref(), Some("/store/p/1.0.0/bin/server"));
+        assert_eq!(server.args, ["--root=/store/p/1.0.0/data", "-v"]);
+        assert_eq!(server.env["CONFIG"], "/store/p/1.0.0/c.json");
+        assert_eq!(server.read, ["/store/p/1.0.0"]);
+
+        // A server that does not name the folder gets no access to it.
+        let npx = config::ServerEntry {
+            command: Some("npx".into()),
+            args: vec!["server".into()],
+            ..Default::default()
+        };
+        assert!(with_plugin_root(npx, dir).read.is_empty());
+    }
+
+    #[test]
+    fn a_changed_or_missing_file_fails_the_lock_check_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("server.py"), "print('hi')\n").unwrap();
+        let sha = crate::sandbox::engine::sha256_hex(b"print('hi')\n");
+        let mut locked = config::LockedFiles {
+            dir: dir.path().to_path_buf(),
+            files: [("server.py".to_string(), sha)].into(),
+        };
+        assert_eq!(locked.verify(), Ok(()));
+        std::fs::write(dir.path().join("server.py"), "print('planted')\n").unwrap();
+        let why = locked.verify().unwrap_err();
+        assert!(
+            why.contains("server.py no longer matches its lock"),
+            "{why}"
+        );
+        locked.files.insert("gone.py".into(), "00".into());
+        std::fs::remove_file(dir.path().join("server.py")).unwrap();
+        assert!(locked.verify().is_err());
     }
 }

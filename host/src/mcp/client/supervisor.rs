@@ -278,10 +278,14 @@ impl ServerHandle {
                 return "the connection ended".to_string();
             };
             match event {
-                ServerEvent::ToolsChanged => match list_tools(connection).await {
-                    Ok(tools) => self.set_tools(tools),
-                    Err(e) => self.note(format!("listing its tools again failed: {e}")),
-                },
+                ServerEvent::ToolsChanged => {
+                    let seen = connection.tools_changes_seen();
+                    match list_tools(connection).await {
+                        Ok(tools) => self.set_tools(tools),
+                        Err(e) => self.note(format!("listing its tools again failed: {e}")),
+                    }
+                    connection.tools_refreshed(seen);
+                }
                 ServerEvent::Noise(note) => self.note(note),
                 ServerEvent::Closed(reason) => {
                     if let Some(tail) = connection.stderr_tail() {
@@ -361,6 +365,9 @@ impl ServerHandle {
             .map(|log| AuditScope::new(log.clone(), &format!("mcp__{}", spec.name), "mcp", None));
         match &spec.transport {
             Transport::Stdio { argv, env } => {
+                if let Some(locked) = &spec.locked_files {
+                    locked.verify().map_err(Start::Refused)?;
+                }
                 let base = launcher.exec.clone().map_err(|why| {
                     Start::Refused(format!("local servers cannot run here: {why}"))
                 })?;
