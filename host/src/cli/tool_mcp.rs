@@ -40,7 +40,7 @@ pub struct Row {
     pub annotations: Value,
 }
 
-/// Waits until no server of `clients` is starting, for at most
+/// Waits until none of `servers` is starting, for at most
 /// `START_TIMEOUT`.
 async fn settle(servers: &[Arc<ServerHandle>]) {
     let deadline = Instant::now() + crate::mcp::client::supervisor::START_TIMEOUT;

@@ -273,12 +273,6 @@ impl McpTool {
 /// The most images one result gives the model; the rest are noted.
 pub const MAX_IMAGES: usize = 8;
 
-/// A `tools/call` result as text: text items as they are, other content
-/// described, `structuredContent` when there is no content.
-pub fn result_text(result: &Value) -> String {
-    result_content(result).0
-}
-
 /// A `tools/call` result for the model: its text (text items as they are,
 /// other content described, `structuredContent` when there is no content)
 /// and its images (each image's place in the text is marked).
@@ -452,7 +446,7 @@ mod tests {
             }]
         );
         assert_eq!(
-            result_text(&json!({"content": [], "structuredContent": {"a": 1}})),
+            result_content(&json!({"content": [], "structuredContent": {"a": 1}})).0,
             r#"{"a":1}"#
         );
         assert_eq!(clean("read.file/x"), "read_file_x");

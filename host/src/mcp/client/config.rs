@@ -604,11 +604,25 @@ pub fn startup_wait(config_dir: &Path, workspace: &Path) -> (std::time::Duration
     }
     let mut wait = DEFAULT_STARTUP_WAIT;
     let mut warning = None;
-    for path in [
-        config_dir.join("config.toml"),
-        workspace.join(".capstan").join("config.toml"),
-    ] {
-        let Ok(text) = std::fs::read_to_string(&path) else {
+    let user = config_dir.join("config.toml");
+    let project = workspace.join(".capstan").join("config.toml");
+    // The project's file is read as every project file is (no FIFO, no
+    // link leading out); what is wrong with it the settings report.
+    let texts = [
+        (
+            user.clone(),
+            std::fs::metadata(&user)
+                .is_ok_and(|m| m.is_file())
+                .then(|| std::fs::read_to_string(&user).ok())
+                .flatten(),
+        ),
+        (
+            project.clone(),
+            read_in_workspace(workspace, &project).ok().flatten(),
+        ),
+    ];
+    for (path, text) in texts {
+        let Some(text) = text else {
             continue;
         };
         match toml::from_str::<File>(&text) {
@@ -725,6 +739,44 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn the_startup_wait_is_read_from_the_user_then_the_project() {
+        let config = tempfile::tempdir().unwrap();
+        let workspace = tempfile::tempdir().unwrap();
+        let (wait, warning) = startup_wait(config.path(), workspace.path());
+        assert_eq!((wait, warning), (DEFAULT_STARTUP_WAIT, None));
+        std::fs::write(
+            config.path().join("config.toml"),
+            "[mcp]\nstartup_wait = \"30s\"\n[mcp.servers.x]\ncommand = \"x\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            startup_wait(config.path(), workspace.path()).0,
+            Duration::from_secs(30)
+        );
+        // The servers' parser takes the key too.
+        let text = std::fs::read_to_string(config.path().join("config.toml")).unwrap();
+        assert_eq!(parse_toml_servers(&text).unwrap().len(), 1);
+        std::fs::create_dir(workspace.path().join(".capstan")).unwrap();
+        std::fs::write(
+            workspace.path().join(".capstan/config.toml"),
+            "[mcp]\nstartup_wait = \"2s\"\n",
+        )
+        .unwrap();
+        assert_eq!(
+            startup_wait(config.path(), workspace.path()).0,
+            Duration::from_secs(2)
+        );
+        std::fs::write(
+            workspace.path().join(".capstan/config.toml"),
+            "[mcp]\nstartup_wait = \"soon\"\n",
+        )
+        .unwrap();
+        let (wait, warning) = startup_wait(config.path(), workspace.path());
+        assert_eq!(wait, Duration::from_secs(30));
+        assert!(warning.unwrap().contains("startup_wait"));
+    }
 
     #[test]
     fn claude_code_json_reads_local_and_remote_servers() {
