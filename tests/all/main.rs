@@ -40,3 +40,4 @@ mod rewind;
 mod sandbox_edges;
 mod session_habits;
 mod skills;
+mod web;

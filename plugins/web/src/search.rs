@@ -2,9 +2,10 @@
 //!
 //! The host passes the provider and endpoint from the user's
 //! `[web.search]` config as `CAPSTAN_WEB_SEARCH_PROVIDER` and
-//! `CAPSTAN_WEB_SEARCH_ENDPOINT`, grants exactly that endpoint's origin,
-//! and adds the API key header to requests to it: the key never reaches
-//! this component.
+//! `CAPSTAN_WEB_SEARCH_ENDPOINT` (or why it cannot be used as
+//! `CAPSTAN_WEB_SEARCH_ERROR`), grants exactly that endpoint's origin, and
+//! adds the API key header to requests to it: the key never reaches this
+//! component.
 
 use capstan_sdk::prelude::*;
 use serde_json::Value;
@@ -65,6 +66,10 @@ fn search(input: Search, _ctx: &Context) -> Result<String, ToolError> {
     let query = input.query.trim();
     if query.is_empty() {
         return Err(ToolError::invalid_input("the query is empty"));
+    }
+    // The host could not set search up (a bad [web.search], a missing key).
+    if let Ok(error) = std::env::var("CAPSTAN_WEB_SEARCH_ERROR") {
+        return Err(ToolError::failed(error));
     }
     let provider = match std::env::var("CAPSTAN_WEB_SEARCH_PROVIDER").as_deref() {
         Ok("brave") => Provider::Brave,
