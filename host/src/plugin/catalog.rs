@@ -342,6 +342,14 @@ impl Catalog {
         }
     }
 
+    /// Leaves built-in plugin `name` out: `capstan mcp serve` does not
+    /// serve the `web` plugin, whose hosts are allowed by questions and
+    /// rules of a session that an MCP client does not have.
+    pub fn leave_out_builtin(&mut self, name: &str) {
+        self.entries
+            .retain(|(n, source)| !(n == name && matches!(source, PluginSource::Builtin(_))));
+    }
+
     /// The user config file, once known (see [`Catalog::add_installed`]).
     pub fn user_config(&self) -> Option<&Path> {
         self.user_config.as_deref()

@@ -174,14 +174,26 @@ impl Provision {
     /// folder; the hosts the policy allows, asked for at each request; and
     /// the search API configured in the user config `config_file`, if any.
     /// Its requests are recorded in the audit log `audit_log` when given,
-    /// else in the caller's; a log that cannot be opened is an error.
+    /// else in the caller's; when that log cannot be opened its tools are
+    /// not offered, as no request of theirs could be recorded.
     pub fn web(
         config_file: Option<&Path>,
         audit_log: Option<&Path>,
         base: Limits,
     ) -> Result<Self, ProvisionError> {
         let (grants, search) = super::web::grants(config_file);
-        let audit = audit_log.map(AuditLog::open).transpose()?;
+        let (audit, unrecorded) = match audit_log.map(AuditLog::open) {
+            None => (None, false),
+            Some(Ok(log)) => (Some(log), false),
+            Some(Err(_)) => (None, true),
+        };
+        let mut hidden = Vec::new();
+        if unrecorded {
+            hidden.push(super::web::FETCH_TOOL.to_string());
+        }
+        if unrecorded || !search {
+            hidden.push(super::web::SEARCH_TOOL.to_string());
+        }
         Ok(Self {
             read: grants.clone(),
             write: grants,
@@ -190,11 +202,7 @@ impl Provision {
             granted: vec!["web pages of the hosts you allow, asked host by host".to_string()],
             networked: true,
             gates_hosts: true,
-            hidden: if search {
-                Vec::new()
-            } else {
-                vec![super::web::SEARCH_TOOL.to_string()]
-            },
+            hidden,
         })
     }
 

@@ -26,6 +26,9 @@ use crate::grants::{Grants, SecretValues};
 /// The built-in plugin's name.
 pub const WEB_PLUGIN: &str = "web";
 
+/// The fetch tool (its name within the plugin).
+pub const FETCH_TOOL: &str = "fetch";
+
 /// The search tool, offered only once `[web.search]` is set.
 pub const SEARCH_TOOL: &str = "search";
 
