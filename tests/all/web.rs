@@ -371,6 +371,9 @@ fn session(env: &Env, turns: Value) -> Terminal {
     let script = env.home.path().join("script.json");
     let script_json = json!({ "chunk_delay_ms": 0, "turns": turns });
     std::fs::write(&script, script_json.to_string()).unwrap();
+    // Compiles the built-in components into the shared cache first, so the
+    // session's start does not race the terminal's wait after a rebuild.
+    assert_exit(&env.capstan().args(["tool", "list"]).output().unwrap(), 0);
     let mut cmd = env.capstan_std();
     for var in MODEL_VARS {
         cmd.env_remove(var);

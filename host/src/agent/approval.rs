@@ -318,11 +318,11 @@ impl Agent {
                 )
                 .await
             } else {
-                // A per-host tool's rule names the host it asked for.
-                let rule = web_hosts::host_scope(&tool.name, &input)
-                    .and_then(|scope| scope.rule())
-                    .map_or_else(|| tool.name.clone(), |rule| rule.to_string());
-                decision.without_prompt(&rule)
+                // A per-host tool's refusal names the rule for its host.
+                match web_hosts::host_scope(&tool.name, &input) {
+                    Some(scope) => web_hosts::without_prompt(decision, &scope),
+                    None => decision.without_prompt(&tool.name),
+                }
             };
         }
         let (source, rule) = describe_source(&decision.source);

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::{Outcome, Policy, Rule, ToolFacts};
+use super::{Decision, DecisionSource, Outcome, Policy, Rule, ToolFacts};
 use crate::grants::net::{NetGate, Origin};
 
 /// The tool whose permission is per host.
@@ -35,6 +35,27 @@ impl HostScope {
     /// The permission question: `web.fetch wants https://docs.rs`.
     pub fn question(&self) -> String {
         format!("{FETCH_TOOL} wants {}", self.origin)
+    }
+}
+
+/// For a run that cannot ask (`-p`): a question about `scope` becomes a
+/// refusal naming the rule that allows the host; other decisions are
+/// unchanged.
+pub fn without_prompt(decision: Decision, scope: &HostScope) -> Decision {
+    if decision.outcome != Outcome::Ask {
+        return decision;
+    }
+    let rule = scope
+        .rule()
+        .map_or_else(|| FETCH_TOOL.to_string(), |rule| rule.to_string());
+    Decision {
+        outcome: Outcome::Deny,
+        source: DecisionSource::NonInteractive,
+        reason: format!(
+            "{} — but this run cannot ask, so nothing was fetched. To allow the host, pass `--allow '{rule}'` (Claude Code's `WebFetch(domain:{host})` works too; `domain:*.example.com` covers subdomains), or add the rule to `allow` under [permissions] in the config",
+            decision.reason,
+            host = scope.host
+        ),
     }
 }
 
@@ -168,6 +189,26 @@ mod tests {
         assert!(asks.contains("web.fetch(domain:other.org)"), "{asks}");
         let denied = gate.decide(&origin("https://evil.example")).unwrap_err();
         assert!(denied.contains("denied"), "{denied}");
+        let scope = host_scope(FETCH_TOOL, &json!({"url": "https://docs.rs/x"})).unwrap();
+        let asked = Decision {
+            outcome: Outcome::Ask,
+            source: DecisionSource::Mode(Mode::Default),
+            reason: "`web.fetch` reaches the network".to_string(),
+        };
+        let refused = without_prompt(asked, &scope);
+        assert_eq!(refused.outcome, Outcome::Deny);
+        assert!(
+            refused
+                .reason
+                .contains("--allow 'web.fetch(domain:docs.rs)'"),
+            "{}",
+            refused.reason
+        );
+        assert!(
+            !refused.reason.contains("accept-edits"),
+            "{}",
+            refused.reason
+        );
         let alone = fetch_gate(
             None,
             PathBuf::from("/ws"),
