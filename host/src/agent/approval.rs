@@ -378,6 +378,16 @@ impl Agent {
             }
             _ => (Rule::tool(&tool.name), tool.name.clone()),
         };
+        // A host no rule can name (an IPv6 address) is allowed for this
+        // call only: remembering the whole tool would allow every host.
+        let answer = match answer {
+            PermissionAnswer::AllowSession | PermissionAnswer::AllowAlways
+                if scope.is_some() && scoped_rule.is_none() =>
+            {
+                PermissionAnswer::AllowOnce
+            }
+            answer => answer,
+        };
         match answer {
             PermissionAnswer::AllowOnce => allow(
                 DecisionSource::User,
