@@ -13,7 +13,7 @@ use std::process::{Command, ExitCode};
 use sha2::{Digest, Sha256};
 
 /// First-party plugins: (plugin name, crate name).
-const PLUGINS: &[(&str, &str)] = &[("fs", "capstan-plugin-fs")];
+const PLUGINS: &[(&str, &str)] = &[("fs", "capstan-plugin-fs"), ("web", "capstan-plugin-web")];
 
 /// First-party plugins that are installed rather than embedded: (plugin
 /// name, crate name, component file named in its plugin.toml). Each is

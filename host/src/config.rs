@@ -186,6 +186,9 @@ struct SettingsFile {
     /// MCP servers, read by `mcp::client::config`.
     #[serde(default, rename = "mcp")]
     _mcp: Option<serde::de::IgnoredAny>,
+    /// The built-in web plugin's search settings, read by `plugin::web`.
+    #[serde(default, rename = "web")]
+    _web: Option<serde::de::IgnoredAny>,
 }
 
 /// The `[permissions]` section.

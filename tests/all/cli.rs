@@ -268,6 +268,8 @@ fn tool_list_shows_the_fs_tools_with_their_modes() {
             ("fs.glob", "read-only"),
             ("fs.grep", "read-only"),
             ("fs.ls", "read-only"),
+            ("web.fetch", "read-only"),
+            ("web.search", "read-only"),
         ],
         "{listing}"
     );
@@ -288,7 +290,14 @@ fn tool_list_json_gives_every_tool_with_its_input_schema() {
     assert_eq!(
         names,
         [
-            "fs.read", "fs.write", "fs.edit", "fs.glob", "fs.grep", "fs.ls"
+            "fs.read",
+            "fs.write",
+            "fs.edit",
+            "fs.glob",
+            "fs.grep",
+            "fs.ls",
+            "web.fetch",
+            "web.search"
         ]
     );
     for tool in tools {

@@ -41,3 +41,4 @@ mod rewind;
 mod sandbox_edges;
 mod session_habits;
 mod skills;
+mod web;

@@ -17,7 +17,9 @@ use super::dispatch::Call;
 use super::tool::{AgentTool, CallNeeds};
 use super::{Agent, AgentError, AgentEvent, Frontend, Interrupt, REFUSAL_PREFIX};
 use crate::hooks::{self, HookEvent, Verdict};
-use crate::policy::{Decision, DecisionSource, Layer, Mode, Outcome, Rule, RuleKind, ToolFacts};
+use crate::policy::{
+    Decision, DecisionSource, Layer, Mode, Outcome, Rule, RuleKind, ToolFacts, web_hosts,
+};
 use crate::session::record::Event;
 
 impl Agent {
@@ -304,7 +306,7 @@ impl Agent {
                     workspace: &self.parts.workspace,
                 };
                 let answer = frontend.ask(&request).await;
-                self.apply_answer(&tool, answer, frontend, interrupt)
+                self.apply_answer(&tool, &input, answer, frontend, interrupt)
             } else if let Some(prompt_tool) = self.parts.config.permission_prompt_tool.clone() {
                 self.ask_prompt_tool(
                     &prompt_tool,
@@ -316,7 +318,11 @@ impl Agent {
                 )
                 .await
             } else {
-                decision.without_prompt(&tool.name)
+                // A per-host tool's refusal names the rule for its host.
+                match web_hosts::host_scope(&tool.name, &input) {
+                    Some(scope) => web_hosts::without_prompt(decision, &scope),
+                    None => decision.without_prompt(&tool.name),
+                }
             };
         }
         let (source, rule) = describe_source(&decision.source);
@@ -348,9 +354,12 @@ impl Agent {
     }
 
     /// Turns the user's answer into a decision, remembering it as asked.
+    /// A tool whose permission is per host (`web.fetch`) is remembered
+    /// for the host its call asked for, a "no" included (for the session).
     fn apply_answer(
         &mut self,
         tool: &AgentTool,
+        input: &Value,
         answer: PermissionAnswer,
         frontend: &mut dyn Frontend,
         interrupt: &Interrupt,
@@ -360,20 +369,39 @@ impl Agent {
             source,
             reason,
         };
+        let scope = web_hosts::host_scope(&tool.name, input);
+        let scoped_rule = scope.as_ref().and_then(web_hosts::HostScope::rule);
+        // What an answer covers: the tool, or the tool on this host.
+        let (remembered, covered) = match (&scope, &scoped_rule) {
+            (Some(scope), Some(rule)) => {
+                (rule.clone(), format!("{} on {}", tool.name, scope.origin))
+            }
+            _ => (Rule::tool(&tool.name), tool.name.clone()),
+        };
+        // A host no rule can name (an IPv6 address) is allowed for this
+        // call only: remembering the whole tool would allow every host.
+        let answer = match answer {
+            PermissionAnswer::AllowSession | PermissionAnswer::AllowAlways
+                if scope.is_some() && scoped_rule.is_none() =>
+            {
+                PermissionAnswer::AllowOnce
+            }
+            answer => answer,
+        };
         match answer {
             PermissionAnswer::AllowOnce => allow(
                 DecisionSource::User,
                 "the user allowed this call".to_string(),
             ),
             PermissionAnswer::AllowSession => {
-                self.parts.policy.allow_for_session(Rule::tool(&tool.name));
+                self.parts.policy.allow_for_session(remembered);
                 allow(
                     DecisionSource::Session,
-                    format!("the user allowed {} for this session", tool.name),
+                    format!("the user allowed {covered} for this session"),
                 )
             }
             PermissionAnswer::AllowAlways => {
-                let rule = Rule::tool(&tool.name);
+                let rule = remembered;
                 let saved = self.home.as_ref().map(|home| {
                     crate::config::save_local_allow(home, &self.parts.workspace, &rule)
                 });
@@ -390,39 +418,36 @@ impl Agent {
                 let reason = match saved {
                     Some(Ok(path)) => {
                         let text = format!(
-                            "{} is always allowed in this project: the rule `{rule}` was saved to {}; /permissions lists saved rules and removes them",
-                            tool.name,
+                            "{covered} is always allowed in this project: the rule `{rule}` was saved to {}; /permissions lists saved rules and removes them",
                             path.display()
                         );
                         frontend.event(AgentEvent::Notice(&text));
                         format!(
-                            "the user always allows {} in this project (saved to {})",
-                            tool.name,
+                            "the user always allows {covered} in this project (saved to {})",
                             path.display()
                         )
                     }
                     Some(Err(error)) => {
                         let text = format!(
-                            "{} allowed for this session only: the answer could not be saved: {error}",
-                            tool.name
+                            "{covered} allowed for this session only: the answer could not be saved: {error}"
                         );
                         frontend.event(AgentEvent::Notice(&text));
                         text
                     }
-                    None => format!("the user allowed {} for this session", tool.name),
+                    None => format!("the user allowed {covered} for this session"),
                 };
                 allow(DecisionSource::User, reason)
             }
-            PermissionAnswer::Deny { reason } => Decision {
-                outcome: Outcome::Deny,
-                source: DecisionSource::User,
-                reason: match reason {
-                    Some(why) if !why.trim().is_empty() => {
-                        format!("the user denied this call, saying: {}.", why.trim())
-                    }
-                    _ => "the user denied this call.".to_string(),
-                },
-            },
+            PermissionAnswer::Deny { reason } => {
+                // A host refused stays refused for the session: the user
+                // is not asked about it again.
+                if let Some(rule) = scoped_rule {
+                    self.parts
+                        .policy
+                        .add_rule(RuleKind::Deny, rule, Layer::Session);
+                }
+                Self::denial(reason)
+            }
             PermissionAnswer::Interrupt => {
                 interrupt.raise();
                 Decision {
@@ -431,6 +456,20 @@ impl Agent {
                     reason: "the user interrupted instead of answering.".to_string(),
                 }
             }
+        }
+    }
+
+    /// The decision for the user's "no", with what they said.
+    fn denial(reason: Option<String>) -> Decision {
+        Decision {
+            outcome: Outcome::Deny,
+            source: DecisionSource::User,
+            reason: match reason {
+                Some(why) if !why.trim().is_empty() => {
+                    format!("the user denied this call, saying: {}.", why.trim())
+                }
+                _ => "the user denied this call.".to_string(),
+            },
         }
     }
 }

@@ -16,6 +16,7 @@ use futures_util::future::LocalBoxFuture;
 
 use super::tool::{CallNeeds, ToolCall, ToolHandler, ToolOutcome};
 use crate::plugin::Provision;
+use crate::policy::web_hosts;
 use crate::sandbox::{CallError, LoadedComponent, Sandbox, ToolOutput, ToolSpec};
 
 /// A plugin's loaded tool component and what its calls get, shared by its
@@ -56,6 +57,7 @@ impl PluginRuntime {
     pub fn tools(self: &Arc<Self>, specs: Vec<ToolSpec>) -> Vec<ComponentTool> {
         specs
             .into_iter()
+            .filter(|spec| self.provision.offers(&spec.name))
             .map(|spec| ComponentTool::new(self.clone(), spec))
             .collect()
     }
@@ -95,6 +97,16 @@ impl ComponentTool {
         if !call.reach.net {
             options.grants.net.clear();
             options.grants.secrets.clear();
+        } else if self.runtime.provision.gates_hosts() && self.name == web_hosts::FETCH_TOOL {
+            // Each request to a host not granted is put to the session's
+            // policy as it is now; the URL's own host was just authorized.
+            options.grants.net_gate = Some(web_hosts::fetch_gate(
+                call.session.map(|s| s.policy.clone()),
+                call.session
+                    .map(|s| s.workspace.clone())
+                    .unwrap_or_default(),
+                call.input,
+            ));
         }
         let input = call.input.to_string();
         self.runtime

@@ -266,7 +266,8 @@ async fn results_come_back_in_call_order_and_errors_go_to_the_model() {
     assert!(sent[2].1.contains("JSON object") && sent[2].2);
     assert!(sent[3].1.contains("alpha") && !sent[3].2);
     assert!(sent[4].2, "a missing file is an error result");
-    assert_eq!(requests[1].tools.len(), 6);
+    // The six fs tools and web.fetch (web.search is off until configured).
+    assert_eq!(requests[1].tools.len(), 7);
 }
 
 #[tokio::test]

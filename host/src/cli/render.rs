@@ -542,7 +542,22 @@ impl TerminalFrontend {
         let change = Change::of_call(request.input, |path| {
             read_for_preview(request.workspace, path)
         });
+        let scope = crate::policy::web_hosts::host_scope(&request.tool.name, request.input);
         match &change {
+            // A per-host tool: the question names the host, at the moment
+            // the call would reach it.
+            _ if scope.is_some() => {
+                let question = scope.as_ref().map(|s| s.question()).unwrap_or_default();
+                eprintln!(
+                    "{} {} {}",
+                    style.yellow("?"),
+                    style.bold(&escape::line(&question)),
+                    style.cyan(&key_argument(request.input))
+                );
+                for line in preview_input(request.input) {
+                    eprintln!("  {}", style.dim(&line));
+                }
+            }
             Some(change) => {
                 eprintln!(
                     "{} {} {} {}",
@@ -578,9 +593,15 @@ impl TerminalFrontend {
                 style.dim(&format!("it was granted: {}", escape::line(&granted)))
             );
         }
-        eprintln!(
-            "  [y] yes, once   [s] yes, {tool} for this session   [a] always {tool} in this project   [n] no, and tell the model why"
-        );
+        match &scope {
+            Some(scope) => eprintln!(
+                "  [y] once   [s] {origin} for this session   [a] always {origin} in this project   [n] deny {origin} for this session",
+                origin = escape::line(&scope.origin.to_string())
+            ),
+            None => eprintln!(
+                "  [y] yes, once   [s] yes, {tool} for this session   [a] always {tool} in this project   [n] no, and tell the model why"
+            ),
+        }
         match &self.keys {
             Some(keys) => ask_with_keys(keys),
             None => ask_with_lines(),

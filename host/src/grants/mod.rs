@@ -75,6 +75,12 @@ pub struct Grants {
     pub workspace: Option<FsGrant>,
     /// Where outgoing HTTP requests may go; nowhere by default.
     pub net: Vec<NetGrant>,
+    /// Asked, at the moment of access, about an origin `net` does not name
+    /// (the built-in `web` plugin's pages); `None` refuses them.
+    pub net_gate: Option<net::NetGate>,
+    /// Environment variables set to fixed values by the host (the built-in
+    /// `web` plugin's search settings), besides the granted ones.
+    pub fixed_env: Vec<(String, String)>,
     /// Environment variables the plugin sees, by name; values are read
     /// from the host's environment at call time.
     pub env: Vec<EnvGrant>,
@@ -210,7 +216,8 @@ impl Grants {
         blocking_file_io: bool,
     ) -> Result<WasiCtx, GrantError> {
         // Exactly the granted variables that are set now; nothing else.
-        let env = self.env_values();
+        let mut env = self.env_values();
+        env.extend(self.fixed_env.iter().cloned());
         builder.envs(&env);
         net::wire_sockets(&mut builder, audit);
         let mut wasi = builder.build();
@@ -223,7 +230,7 @@ impl Grants {
     /// checked on every request, and its secrets, added to requests to
     /// their hosts.
     pub fn net_hooks(&self) -> net::NetHooks {
-        net::NetHooks::new(&self.net, &self.secrets)
+        net::NetHooks::new(&self.net, &self.secrets).with_gate(self.net_gate.clone())
     }
 
     /// Wires the granted folders into a fresh WASI context.

@@ -22,7 +22,8 @@ use wasmtime_wasi::WasiCtxBuilder;
 use crate::audit::AuditScope;
 
 pub use send::{
-    NetHooks, REQUEST_BODY_LIMIT, RESPONSE_BODY_LIMIT, Refusal, refusal_note, socket_refusal,
+    NetGate, NetHooks, REQUEST_BODY_LIMIT, RESPONSE_BODY_LIMIT, Refusal, refusal_note,
+    socket_refusal,
 };
 
 /// Wires a call's sockets: they stay off. Without an audit log none can
@@ -174,6 +175,19 @@ impl NetGrant {
             Err(what) => return fail(what),
         };
         Ok(Self { scheme, host, port })
+    }
+
+    /// A grant of exactly `origin`: its scheme, host (a name or an
+    /// address, never a wildcard) and port.
+    pub fn exactly(origin: &Origin) -> Self {
+        Self {
+            scheme: origin.scheme,
+            host: match &origin.host {
+                RequestHost::Name(name) => HostPattern::Name(name.clone()),
+                RequestHost::Ip(ip) => HostPattern::Ip(*ip),
+            },
+            port: origin.port,
+        }
     }
 
     /// The scheme.
@@ -671,6 +685,13 @@ impl NetPolicy {
     /// The policy for a call granted `grants`.
     pub fn new(grants: Vec<NetGrant>) -> Self {
         Self { grants }
+    }
+
+    /// Adds `grant` for the rest of the call.
+    pub fn grant(&mut self, grant: NetGrant) {
+        if !self.grants.contains(&grant) {
+            self.grants.push(grant);
+        }
     }
 
     /// Whether no request may go anywhere.

@@ -36,6 +36,9 @@ impl ToolSet {
         plugin_files: &[String],
     ) -> Result<Self, String> {
         let mut catalog = Catalog::builtin();
+        // Its hosts are allowed by a session's questions and rules, which
+        // an MCP client's calls do not go through.
+        catalog.leave_out_builtin(crate::plugin::web::WEB_PLUGIN);
         catalog.add_installed(home).map_err(|e| e.to_string())?;
         for spec in plugin_files {
             catalog.add_file(spec).map_err(|e| e.to_string())?;

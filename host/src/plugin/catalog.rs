@@ -319,6 +319,12 @@ pub struct Catalog {
     entries: Vec<(String, PluginSource)>,
     unavailable: UnavailablePlugins,
     readable: ReadablePluginFiles,
+    /// The user config, where the built-in `web` plugin's search settings
+    /// are; known once [`Catalog::add_installed`] was given the home.
+    user_config: Option<PathBuf>,
+    /// The home's audit log, where the built-in `web` plugin's requests
+    /// are recorded; known likewise.
+    audit_log: Option<PathBuf>,
 }
 
 impl Catalog {
@@ -331,7 +337,27 @@ impl Catalog {
                 .collect(),
             unavailable: UnavailablePlugins::default(),
             readable: ReadablePluginFiles::default(),
+            user_config: None,
+            audit_log: None,
         }
+    }
+
+    /// Leaves built-in plugin `name` out: `capstan mcp serve` does not
+    /// serve the `web` plugin, whose hosts are allowed by questions and
+    /// rules of a session that an MCP client does not have.
+    pub fn leave_out_builtin(&mut self, name: &str) {
+        self.entries
+            .retain(|(n, source)| !(n == name && matches!(source, PluginSource::Builtin(_))));
+    }
+
+    /// The user config file, once known (see [`Catalog::add_installed`]).
+    pub fn user_config(&self) -> Option<&Path> {
+        self.user_config.as_deref()
+    }
+
+    /// The home's audit log, once known (see [`Catalog::add_installed`]).
+    pub fn audit_log(&self) -> Option<&Path> {
+        self.audit_log.as_deref()
     }
 
     /// Records that installed plugin `unavailable.plugin` cannot be used in
@@ -416,7 +442,11 @@ impl Catalog {
 
     /// Adds the plugins installed in `home` that offer tools or hooks.
     /// Their files are checked against the lockfile when first loaded.
+    /// The home's user config is where built-in plugins read their
+    /// settings from, too.
     pub fn add_installed(&mut self, home: &Home) -> Result<(), CatalogError> {
+        self.user_config = Some(home.config_file());
+        self.audit_log = Some(home.audit_log());
         let store = PluginStore::new(home.plugins_dir());
         let lock = Lockfile::load(&store.lock_path())?;
         self.readable = ReadablePluginFiles::of(home.plugins_dir());

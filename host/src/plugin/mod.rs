@@ -22,6 +22,7 @@ pub mod provision;
 pub mod readable;
 pub mod signature;
 pub mod store;
+pub mod web;
 
 pub use availability::{Unavailable, UnavailablePlugins};
 pub use catalog::{Catalog, CatalogError, PluginSource};

@@ -80,6 +80,12 @@ pub struct Provision {
     granted: Vec<String>,
     /// Whether it was granted any network access.
     networked: bool,
+    /// Whether each call's requests to hosts it was not granted are put to
+    /// the permission policy, host by host (the built-in `web` plugin).
+    gates_hosts: bool,
+    /// Tools of the component that are not offered (the built-in `web`
+    /// plugin's search, until it is configured).
+    hidden: Vec<String>,
 }
 
 impl std::fmt::Debug for Provision {
@@ -104,6 +110,9 @@ impl Provision {
     ) -> Result<Self, ProvisionError> {
         match catalog.installed(plugin) {
             Some(installed) => Self::for_installed(installed, workspace, own, base, writes),
+            None if plugin == super::web::WEB_PLUGIN && catalog.is_builtin(plugin) => {
+                Self::web(catalog.user_config(), catalog.audit_log(), base)
+            }
             None if plugin == READS_PLUGIN_FILES && catalog.is_builtin(plugin) => {
                 Ok(Self::workspace_only(workspace, own, base, writes)?
                     .reading(catalog.readable_plugin_folders(), own))
@@ -156,7 +165,56 @@ impl Provision {
             audit: Some(installed.audit()?),
             granted: installed.entry.granted.describe(),
             networked: installed.reaches_network(),
+            gates_hosts: false,
+            hidden: Vec::new(),
         })
+    }
+
+    /// What the built-in `web` plugin's calls get (see [`super::web`]): no
+    /// folder; the hosts the policy allows, asked for at each request; and
+    /// the search API configured in the user config `config_file`, if any.
+    /// Its requests are recorded in the audit log `audit_log` when given,
+    /// else in the caller's; when that log cannot be opened its tools are
+    /// not offered, as no request of theirs could be recorded.
+    pub fn web(
+        config_file: Option<&Path>,
+        audit_log: Option<&Path>,
+        base: Limits,
+    ) -> Result<Self, ProvisionError> {
+        let (grants, search) = super::web::grants(config_file);
+        let (audit, unrecorded) = match audit_log.map(AuditLog::open) {
+            None => (None, false),
+            Some(Ok(log)) => (Some(log), false),
+            Some(Err(_)) => (None, true),
+        };
+        let mut hidden = Vec::new();
+        if unrecorded {
+            hidden.push(super::web::FETCH_TOOL.to_string());
+        }
+        if unrecorded || !search {
+            hidden.push(super::web::SEARCH_TOOL.to_string());
+        }
+        Ok(Self {
+            read: grants.clone(),
+            write: grants,
+            limits: base,
+            audit,
+            granted: vec!["web pages of the hosts you allow, asked host by host".to_string()],
+            networked: true,
+            gates_hosts: true,
+            hidden,
+        })
+    }
+
+    /// Whether each call's requests to hosts it was not granted are put to
+    /// the permission policy, host by host.
+    pub fn gates_hosts(&self) -> bool {
+        self.gates_hosts
+    }
+
+    /// Whether tool `tool` (its name within the plugin) is offered.
+    pub fn offers(&self, tool: &str) -> bool {
+        !self.hidden.iter().any(|hidden| hidden == tool)
     }
 
     /// What a built-in plugin's or a component file's calls get: the
@@ -179,6 +237,8 @@ impl Provision {
             audit: None,
             granted: Vec::new(),
             networked: false,
+            gates_hosts: false,
+            hidden: Vec::new(),
         })
     }
 

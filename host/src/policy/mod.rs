@@ -33,6 +33,7 @@
 pub mod claude_code;
 pub mod mode;
 pub mod rule;
+pub mod web_hosts;
 
 use std::fmt;
 use std::path::Path;

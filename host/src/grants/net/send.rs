@@ -57,11 +57,43 @@ type Sent = Result<
     Error,
 >;
 
+/// Decides at the moment of access whether a request may go to an origin
+/// the call's grants do not name (the built-in `web` plugin's hosts, which
+/// the user allows one by one): `Ok` lets this request's exact origin
+/// through — an address named that way counts as named by a grant — and
+/// `Err` says why not. Asked before the name is resolved or anything is
+/// sent.
+#[derive(Clone)]
+pub struct NetGate(Arc<GateDecision>);
+
+/// What a [`NetGate`] runs: `Ok` lets the origin through, `Err` says why not.
+type GateDecision = dyn Fn(&Origin) -> Result<(), String> + Send + Sync;
+
+impl NetGate {
+    /// A gate deciding with `decide`.
+    pub fn new(decide: impl Fn(&Origin) -> Result<(), String> + Send + Sync + 'static) -> Self {
+        Self(Arc::new(decide))
+    }
+
+    /// Whether a request to `origin` may go.
+    pub fn decide(&self, origin: &Origin) -> Result<(), String> {
+        (self.0)(origin)
+    }
+}
+
+impl std::fmt::Debug for NetGate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("NetGate")
+    }
+}
+
 /// The `wasi:http` hooks of one call: its network grants, its secrets and
 /// where its decisions are recorded. Empty grants cost nothing to build.
 #[derive(Default)]
 pub struct NetHooks {
     policy: NetPolicy,
+    /// Asked about an origin the grants do not name, if any.
+    gate: Option<NetGate>,
     secrets: Vec<ResolvedSecret>,
     /// Where decisions are recorded; filled in from the call on its first
     /// `wasi:http` use, so calls that never use it pay nothing.
@@ -133,6 +165,7 @@ impl NetHooks {
     pub fn new(net: &[NetGrant], secrets: &[ResolvedSecret]) -> Self {
         Self {
             policy: NetPolicy::new(net.to_vec()),
+            gate: None,
             secrets: if net.is_empty() {
                 Vec::new()
             } else {
@@ -141,6 +174,12 @@ impl NetHooks {
             audit: None,
             refusals: Refusals::default(),
         }
+    }
+
+    /// The same hooks, asking `gate` about origins the grants do not name.
+    pub fn with_gate(mut self, gate: Option<NetGate>) -> Self {
+        self.gate = gate;
+        self
     }
 
     /// The requests refused so far in this call, in order.
@@ -191,7 +230,15 @@ impl WasiHttpHooks for NetHooks {
             Err(reason) => return refuse(self, reason, Error::HttpRequestDenied),
         };
         if let Err(reason) = self.policy.check(&origin) {
-            return refuse(self, reason, Error::HttpRequestDenied);
+            let decided = match &self.gate {
+                Some(gate) => gate.decide(&origin),
+                None => Err(reason),
+            };
+            match decided {
+                // Granted for the rest of the call, exactly as asked.
+                Ok(()) => self.policy.grant(NetGrant::exactly(&origin)),
+                Err(reason) => return refuse(self, reason, Error::HttpRequestDenied),
+            }
         }
         if let Some(length) = declared_length(request.headers())
             && length > REQUEST_BODY_LIMIT
