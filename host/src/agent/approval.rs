@@ -333,6 +333,13 @@ impl Agent {
             rule,
             reason: decision.reason.clone(),
         })?;
+        tracing::info!(
+            tool = tool.name.as_str(),
+            call = call.id.as_str(),
+            outcome = ?decision.outcome,
+            source = ?decision.source,
+            "permission decided"
+        );
         frontend.event(AgentEvent::Permission {
             id: &call.id,
             tool: &tool.name,
