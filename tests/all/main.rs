@@ -19,6 +19,7 @@ mod claude_agents;
 mod claude_plugins;
 mod claude_skills;
 mod cli;
+mod doctor;
 mod escapes;
 mod exec_grants;
 mod exec_sandbox;

@@ -5,6 +5,7 @@ mod audit;
 mod bang;
 mod change_preview;
 mod claude_flags;
+mod doctor;
 pub use crate::escape;
 mod exec;
 mod exit;
@@ -115,6 +116,10 @@ enum Command {
     /// Run a command in the OS sandbox (workspace read-only unless
     /// --allow-write, no network unless --allow-net); exits with its code.
     Exec(exec::ExecArgs),
+    /// What a bug report needs: versions, folders, the model server,
+    /// toolchains, kernel sandbox support, the compile cache, plugins'
+    /// integrity, MCP servers and logs; and what to fix.
+    Doctor(doctor::DoctorArgs),
 }
 
 /// When the process started, for "ready in" figures.
@@ -197,6 +202,7 @@ pub fn main() -> ExitCode {
             Some(Command::Skill(command)) => skill::run(command).await,
             Some(Command::New(args)) => new::run_new(args),
             Some(Command::Mcp(command)) => mcp::run(command, verbose).await,
+            Some(Command::Doctor(args)) => doctor::run(args).await,
             // Run above, before the runtime was built.
             Some(Command::Exec(_)) => Exit::Usage,
             None => {
@@ -230,6 +236,7 @@ fn log_file(command: &Option<Command>) -> crate::logging::LogFile {
         Some(Command::Skill(_)) => "skill",
         Some(Command::New(_)) => "new",
         Some(Command::Mcp(_)) => "mcp",
+        Some(Command::Doctor(_)) => "doctor",
     };
     LogFile::Named(format!("capstan-{name}"))
 }
