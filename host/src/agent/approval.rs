@@ -333,7 +333,9 @@ impl Agent {
             rule,
             reason: decision.reason.clone(),
         })?;
-        tracing::info!(
+        // At debug: the transcript records every decision already, and a
+        // line per call at the default level costs the loop.
+        tracing::debug!(
             tool = tool.name.as_str(),
             call = call.id.as_str(),
             outcome = ?decision.outcome,

@@ -13,7 +13,8 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
+use std::thread::Thread;
 use std::time::Duration;
 
 /// How large one log file grows before it rolls over to `NAME.1`.
@@ -28,6 +29,10 @@ pub const KEPT_BYTES: u64 = 256 * 1024 * 1024;
 const QUEUE_LINES: usize = 8192;
 /// Lines kept in memory before the file is named.
 const PENDING_LINES: usize = 4096;
+/// How often the writer wakes to write what was queued. A line wakes
+/// nobody (waking a thread per line would cost the logging thread a
+/// system call and a context switch); naming the file and flushing do.
+const WRITE_EVERY: Duration = Duration::from_millis(50);
 
 /// What the writer thread is told.
 enum Message {
@@ -44,6 +49,7 @@ enum Message {
 pub struct FileSink {
     queue: SyncSender<Message>,
     dropped: Arc<AtomicU64>,
+    writer: Thread,
 }
 
 /// The file a log goes to before it is named, if it never is.
@@ -57,22 +63,30 @@ impl FileSink {
         let (queue, inbox) = sync_channel(QUEUE_LINES);
         let dropped = Arc::new(AtomicU64::new(0));
         let counter = dropped.clone();
-        std::thread::Builder::new()
+        let writer = std::thread::Builder::new()
             .name("capstan-log".into())
-            .spawn(move || write_lines(inbox, dir, fallback, counter))?;
-        Ok(Self { queue, dropped })
+            .spawn(move || write_lines(inbox, dir, fallback, counter))?
+            .thread()
+            .clone();
+        Ok(Self {
+            queue,
+            dropped,
+            writer,
+        })
     }
 
     /// Sends the lines from now on (and those waiting) to `path`.
     pub fn open(&self, path: PathBuf) {
         // Blocking here is fine: this is not a hot path.
         let _ = self.queue.send(Message::Open(path));
+        self.writer.unpark();
     }
 
     /// Waits (briefly) until every queued line is written.
     pub fn flush(&self) {
         let (done, wait) = sync_channel(1);
         if self.queue.send(Message::Flush(done)).is_ok() {
+            self.writer.unpark();
             let _ = wait.recv_timeout(Duration::from_secs(2));
         }
     }
@@ -134,7 +148,15 @@ fn write_lines(
     let mut pending: Vec<Vec<u8>> = Vec::new();
     let mut pending_lost = 0u64;
     let mut file: Option<RollingFile> = None;
-    for message in inbox.iter() {
+    loop {
+        let message = match inbox.try_recv() {
+            Ok(message) => message,
+            Err(TryRecvError::Empty) => {
+                std::thread::park_timeout(WRITE_EVERY);
+                continue;
+            }
+            Err(TryRecvError::Disconnected) => break,
+        };
         match message {
             Message::Line(line) => match file.as_mut() {
                 Some(file) => {

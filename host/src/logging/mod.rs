@@ -6,8 +6,10 @@
 //!   own targets at `info` (`debug` with `-v`, `trace` with `-vv`) and
 //!   everything else at `warn`. `CAPSTAN_LOG=off` turns logging off.
 //! - The file is `<data>/logs/<session id>.log` for a session (one file per
-//!   session, appended to when it is resumed) and `<data>/logs/<command>.log`
-//!   for other commands; it rolls over at a size and the folder keeps a
+//!   session, appended to when it is resumed) and
+//!   `<data>/logs/capstan-<command>.log`
+//!   for other commands (`capstan-start.log` for a session that ended
+//!   before it had an id); it rolls over at a size and the folder keeps a
 //!   bounded number of files ([`file`]). Lines are written by a thread of
 //!   their own through a bounded queue: logging never waits on the disk.
 //! - stderr gets the same lines only with `-v` (and never in the
@@ -156,7 +158,7 @@ fn start_file(home: &Home, file: &LogFile) -> Option<FileSink> {
     let dir = home.logs_dir();
     let fallback = match file {
         LogFile::Named(name) => format!("{name}.log"),
-        _ => "session.log".to_string(),
+        _ => "capstan-start.log".to_string(),
     };
     let sink = FileSink::start(dir.clone(), Fallback(fallback.clone().into())).ok()?;
     let path = dir.join(&fallback);
