@@ -45,6 +45,31 @@ fn main() -> ExitCode {
     }
 }
 
+/// The compiler's and wasmtime's versions, for `capstan doctor`.
+fn tool_versions(root: &Path) {
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let rustc_version = Command::new(rustc)
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=CAPSTAN_RUSTC_VERSION={rustc_version}");
+    let lock = std::fs::read_to_string(root.join("Cargo.lock")).unwrap_or_default();
+    let wasmtime_version = lock
+        .split("[[package]]")
+        .find(|package| package.contains("\nname = \"wasmtime\"\n"))
+        .and_then(|package| {
+            package
+                .lines()
+                .find_map(|line| line.strip_prefix("version = \""))
+                .map(|v| v.trim_end_matches('"').to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    println!("cargo:rustc-env=CAPSTAN_WASMTIME_VERSION={wasmtime_version}");
+}
+
 fn run() -> Result<(), String> {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").map_err(|e| e.to_string())?);
     let root = manifest_dir
@@ -52,8 +77,10 @@ fn run() -> Result<(), String> {
         .ok_or("the host crate has no parent folder")?
         .to_path_buf();
     let out_dir = PathBuf::from(env::var("OUT_DIR").map_err(|e| e.to_string())?);
+    tool_versions(&root);
 
     for watched in [
+        "Cargo.lock",
         "plugins/Cargo.toml",
         "plugins/Cargo.lock",
         "sdk/rust/Cargo.toml",

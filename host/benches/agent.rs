@@ -7,6 +7,9 @@
 //! - startup: a whole `capstan -p` process with the first-party plugins and
 //!   a scripted model that answers at once, and the time it reports from
 //!   start to the first prompt (target: ≤ 50 ms), against spawning `cat`.
+//! - the turn and the direct calls with logging off and at the default
+//!   level (a log file, as a session has), rounds of each alternating: the
+//!   loop overhead moves by at most 5%.
 //!
 //! Run with `cargo bench -p capstan --bench agent`; `BENCH_SAMPLES` scales
 //! the number of samples (default 2000 turns).
@@ -19,7 +22,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use support::{fmt, header, measure, ratio, row, single, target};
+use support::{fmt, header, logging_row, measure, measure_logging, ratio, row, single, target};
 
 use capstan::agent::{Agent, AgentConfig, AgentEvent, Frontend, Interrupt, Toolbox, TurnEnd};
 use capstan::model::{
@@ -83,6 +86,17 @@ fn main() {
     let process_samples = (samples / 20).max(20);
 
     let dir = tempfile::tempdir().unwrap();
+    // Logging as a session has it (a log file, the default level), turned
+    // off and on between rounds of the same measurement.
+    let log = capstan::logging::init_in(dir.path().join("logs"), "bench.log", "off").unwrap();
+    let switch = |on: bool| {
+        let filter = if on {
+            capstan::logging::default_filter(0)
+        } else {
+            "off"
+        };
+        log.set_filter(filter).unwrap();
+    };
     let ws = dir.path().join("ws");
     let home = dir.path().join("home");
     std::fs::create_dir_all(&ws).unwrap();
@@ -127,7 +141,7 @@ fn main() {
     for _ in 0..100 {
         direct(&toolbox);
     }
-    let direct_calls = measure(samples, || direct(&toolbox));
+    let (direct_calls, direct_logged) = measure_logging(samples, 4, switch, || direct(&toolbox));
 
     let mut agent = Agent::new(
         Box::new(InstantModel),
@@ -155,7 +169,10 @@ fn main() {
     for _ in 0..100 {
         turn(&mut agent);
     }
-    let turns = measure(samples, || turn(&mut agent));
+    let (turns, turns_logged) = measure_logging(samples, 4, switch, || turn(&mut agent));
+    log.flush();
+    let logged = std::fs::read_to_string(dir.path().join("logs/bench.log")).unwrap();
+    assert!(logged.contains("turn done"), "the default level logs turns");
 
     // Startup: whole processes with a scripted model that answers at once.
     let script = dir.path().join("hello.json");
@@ -219,10 +236,32 @@ fn main() {
         ratio(process.p50, cat.p50)
     );
     println!();
+    println!("logging (a log file at the default level) against logging off, p50:");
+    logging_row("  turn: 5 parallel fs.read", &turns, &turns_logged);
+    logging_row(
+        "  the same 5 calls, made directly",
+        &direct_calls,
+        &direct_logged,
+    );
+    let overhead_logged = turns_logged.p50.saturating_sub(direct_logged.p50);
+    println!(
+        "{:<w$} off {:>10}  default level {:>10}  ratio {:.3}",
+        "  loop overhead",
+        fmt(overhead),
+        fmt(overhead_logged),
+        ratio(overhead_logged, overhead),
+        w = support::LABEL_WIDTH
+    );
+    println!();
     target(
         "turn with 5 parallel fs.read, model excluded, p50",
         turns.p50,
         Duration::from_millis(1),
+    );
+    target(
+        "loop overhead with logging at the default level, against off",
+        overhead_logged,
+        overhead.mul_f64(1.05),
     );
     target(
         "startup to first prompt p50",

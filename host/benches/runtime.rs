@@ -9,7 +9,10 @@
 //! - compiling the `fs` component once, and loading it from the compile
 //!   cache (target: ≤ 5 ms);
 //! - a whole `capstan tool call fs.read ...` process, against `cat`
-//!   (target: p50 ≤ 20 ms).
+//!   (target: p50 ≤ 20 ms);
+//! - the fresh-instance call with logging off and at the default level (a
+//!   log file, as a session has), rounds of each alternating (target: at
+//!   most 5% apart).
 //!
 //! Run with `cargo bench -p capstan --bench runtime`; set `BENCH_SAMPLES` to
 //! scale the number of samples (default 3000 in-process calls), and
@@ -23,7 +26,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::{header, measure, ratio, row, single, target};
+use support::{header, logging_row, measure, measure_logging, ratio, row, single, target};
 
 use capstan::grants::Grants;
 use capstan::plugin::builtin;
@@ -37,6 +40,17 @@ fn main() {
     let process_samples = (samples / 10).max(20);
 
     let dir = tempfile::tempdir().unwrap();
+    // Logging as a session has it (a log file, the default level), turned
+    // off and on between rounds of the same measurement.
+    let log = capstan::logging::init_in(dir.path().join("logs"), "bench.log", "off").unwrap();
+    let switch = |on: bool| {
+        let filter = if on {
+            capstan::logging::default_filter(0)
+        } else {
+            "off"
+        };
+        log.set_filter(filter).unwrap();
+    };
     let ws = dir.path().join("ws");
     let home = dir.path().join("home");
     std::fs::create_dir_all(&ws).unwrap();
@@ -81,7 +95,8 @@ fn main() {
     for _ in 0..200 {
         call(&sandbox, &fs);
     }
-    let in_process = measure(samples, || call(&sandbox, &fs));
+    let (in_process, in_process_logged) =
+        measure_logging(samples, 4, switch, || call(&sandbox, &fs));
     if std::env::var_os("BENCH_CALLS_ONLY").is_some() {
         // For profilers: the in-process call loop and nothing else.
         row("fs.read, fresh instance, in-process", &in_process);
@@ -166,10 +181,22 @@ fn main() {
         ratio(first_compile, cached_load.p50)
     );
     println!();
+    println!("logging (a log file at the default level) against logging off, p50:");
+    logging_row(
+        "  fs.read, fresh instance, in-process",
+        &in_process,
+        &in_process_logged,
+    );
+    println!();
     target(
         "fresh-instance fs.read p50",
         in_process.p50,
         Duration::from_micros(50),
+    );
+    target(
+        "fresh-instance fs.read with logging at the default level, against off",
+        in_process_logged.p50,
+        in_process.p50.mul_f64(1.05),
     );
     target(
         "cached component load p50",

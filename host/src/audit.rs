@@ -554,6 +554,13 @@ impl AuditLog {
         if let Ok(Value::Object(event)) = serde_json::to_value(event) {
             fields.extend(event);
         }
+        // Grant decisions at debug level: the record names what was decided
+        // (paths, hosts, secret names), never a secret's value.
+        tracing::debug!(
+            target: "capstan::grants",
+            record = tracing::field::display(serde_json::Value::Object(fields.clone())),
+            "capability"
+        );
         let Err(error) = inner.append(fields) else {
             return Ok(());
         };

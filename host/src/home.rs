@@ -119,6 +119,12 @@ impl Home {
         self.data.join("audit").join("audit.jsonl")
     }
 
+    /// Where capstan's own log files are written, one per session
+    /// (`logging`).
+    pub fn logs_dir(&self) -> PathBuf {
+        self.data.join("logs")
+    }
+
     /// Where installed plugins, their lockfile and their data live.
     pub fn plugins_dir(&self) -> PathBuf {
         self.data.join("plugins")

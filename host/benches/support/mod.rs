@@ -116,3 +116,45 @@ fn profile() -> &'static str {
         "release"
     }
 }
+
+/// Measures `f` with logging off and with logging on, alternating in
+/// `rounds` rounds of each so that drift of the machine falls on both
+/// alike; `switch(true)` turns logging on, `switch(false)` off. Returns
+/// (off, on).
+pub fn measure_logging(
+    samples: usize,
+    rounds: usize,
+    mut switch: impl FnMut(bool),
+    mut f: impl FnMut(),
+) -> (Stats, Stats) {
+    let rounds = rounds.max(1);
+    let per_round = (samples / rounds).max(1);
+    let (mut off, mut on) = (Vec::new(), Vec::new());
+    for round in 0..rounds * 2 {
+        let logging = round % 2 == 1;
+        switch(logging);
+        for _ in 0..per_round {
+            let started = Instant::now();
+            f();
+            let took = started.elapsed();
+            if logging {
+                on.push(took);
+            } else {
+                off.push(took);
+            }
+        }
+    }
+    switch(false);
+    (stats(off), stats(on))
+}
+
+/// Prints a figure with logging off and at the default level, side by
+/// side, with their ratio.
+pub fn logging_row(label: &str, off: &Stats, on: &Stats) {
+    println!(
+        "{label:<LABEL_WIDTH$} off {:>10}  default level {:>10}  ratio {:.3}",
+        fmt(off.p50),
+        fmt(on.p50),
+        ratio(on.p50, off.p50)
+    );
+}

@@ -339,6 +339,15 @@ impl Agent {
             rule,
             reason: decision.reason.clone(),
         })?;
+        // At debug: the transcript records every decision already, and a
+        // line per call at the default level costs the loop.
+        tracing::debug!(
+            tool = tool.name.as_str(),
+            call = call.id.as_str(),
+            outcome = ?decision.outcome,
+            source = ?decision.source,
+            "permission decided"
+        );
         frontend.event(AgentEvent::Permission {
             id: &call.id,
             tool: &tool.name,

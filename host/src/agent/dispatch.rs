@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use serde_json::{Value, json};
+use tracing::Instrument;
 
 use super::approval::Authorized;
 use super::tool::{ToolCall, ToolOutcome};
@@ -272,6 +273,13 @@ impl<'a> CallContext<'a> {
     /// follow it.
     async fn run(&self, index: usize, call_id: &'a str, authorized: &'a Authorized) -> Ran<'a> {
         let tool = &authorized.tool;
+        let span = tracing::info_span!(
+            "tool_call",
+            tool = tool.name.as_str(),
+            plugin = tool.name.split_once('.').map_or("", |(plugin, _)| plugin),
+            call = call_id,
+            instance = tracing::field::Empty,
+        );
         let started = Instant::now();
         let events = self.parts.toolbox.events_for(call_id);
         let outcome = tool
@@ -285,8 +293,23 @@ impl<'a> CallContext<'a> {
                 session: Some(self.parts),
                 reach: self.reach,
             })
+            .instrument(span.clone())
             .await;
         let duration = started.elapsed();
+        span.in_scope(|| match &outcome.result {
+            Ok(text) => tracing::info!(
+                outcome = "ok",
+                result_bytes = text.len(),
+                duration_ms = duration.as_millis() as u64,
+                "tool call done"
+            ),
+            Err(error) => tracing::info!(
+                outcome = "error",
+                %error,
+                duration_ms = duration.as_millis() as u64,
+                "tool call done"
+            ),
+        });
         let (event, fields) = match &outcome.result {
             Ok(text) => (
                 HookEvent::PostToolUse,

@@ -4,7 +4,10 @@
 //! the model ends its turn, the user interrupts, or `max_turns` requests
 //! were made.
 
+use std::time::Instant;
+
 use serde_json::json;
+use tracing::Instrument;
 
 use super::dispatch::Call;
 use super::{
@@ -38,7 +41,32 @@ impl Agent {
         // their next instances made while the model is busy; none is
         // parked until the turn is over.
         let _warm = self.parts.toolbox.sandbox().keep_warm();
-        let report = self.turn(prompt, frontend, interrupt).await;
+        let span = tracing::info_span!(
+            "turn",
+            session = self.session_id().unwrap_or_default(),
+            model = self.parts.config.model.as_str(),
+        );
+        let started = Instant::now();
+        let report = self
+            .turn(prompt, frontend, interrupt)
+            .instrument(span.clone())
+            .await;
+        span.in_scope(|| match &report {
+            Ok(report) => tracing::info!(
+                end = ?report.end,
+                requests = report.requests,
+                tool_calls = report.tool_calls,
+                tokens_in = report.usage.input_tokens,
+                tokens_out = report.usage.output_tokens,
+                duration_ms = started.elapsed().as_millis() as u64,
+                "turn done"
+            ),
+            Err(error) => tracing::warn!(
+                %error,
+                duration_ms = started.elapsed().as_millis() as u64,
+                "turn failed"
+            ),
+        });
         self.flush_checkpoints(frontend);
         self.parts.toolbox.end_skill_turn();
         report
@@ -184,15 +212,26 @@ impl Agent {
             summary: false,
         };
         frontend.event(AgentEvent::Thinking);
+        let span = tracing::info_span!(
+            "model_request",
+            provider = self.parts.provider.name(),
+            model = request.model.as_str(),
+            messages = request.messages.len(),
+            tools = request.tools.len(),
+        );
+        let started = Instant::now();
+        let mut retries = 0u32;
         let mut streamed = String::new();
         let outcome = {
             let toolbox = &self.parts.toolbox;
             let mut sink = |event: StreamEvent| match event {
                 StreamEvent::TextDelta(text) => {
+                    tracing::trace!(bytes = text.len(), "model text");
                     frontend.event(AgentEvent::Text(&text));
                     streamed.push_str(&text);
                 }
                 StreamEvent::ToolUseStarted { name, .. } => {
+                    tracing::trace!(tool = name.as_str(), "model tool call started");
                     let found = toolbox.lookup(&name);
                     let tool = found.as_ref().map_or(name.as_str(), |t| &t.name);
                     frontend.event(AgentEvent::PreparingTool { tool });
@@ -202,17 +241,45 @@ impl Agent {
                     attempt,
                     after,
                     reason,
-                } => frontend.event(AgentEvent::Retrying {
-                    attempt,
-                    after,
-                    reason: &reason,
-                }),
+                } => {
+                    retries += 1;
+                    tracing::info!(
+                        attempt,
+                        after_ms = after.as_millis() as u64,
+                        %reason,
+                        "model request retried"
+                    );
+                    frontend.event(AgentEvent::Retrying {
+                        attempt,
+                        after,
+                        reason: &reason,
+                    });
+                }
             };
             tokio::select! {
-                result = self.parts.provider.stream(&request, &mut sink) => Some(result),
+                result = self.parts.provider.stream(&request, &mut sink).instrument(span.clone()) => Some(result),
                 () = interrupt.raised() => None,
             }
         };
+        span.in_scope(|| {
+            let latency_ms = started.elapsed().as_millis() as u64;
+            match &outcome {
+                None => tracing::info!(latency_ms, retries, "model request interrupted"),
+                Some(Err(error)) => {
+                    tracing::warn!(status = "failed", %error, latency_ms, retries, "model request failed");
+                }
+                Some(Ok(response)) => tracing::info!(
+                    status = "ok",
+                    stop = ?response.stop_reason,
+                    tokens_in = response.usage.input_tokens,
+                    tokens_out = response.usage.output_tokens,
+                    cache_read = response.usage.cache_read_tokens,
+                    latency_ms,
+                    retries,
+                    "model answered"
+                ),
+            }
+        });
         match outcome {
             None => {
                 self.keep_partial_answer(streamed)?;

@@ -5,6 +5,7 @@ mod audit;
 mod bang;
 mod change_preview;
 mod claude_flags;
+mod doctor;
 pub use crate::escape;
 mod exec;
 mod exit;
@@ -74,9 +75,11 @@ project's .capstan/config.toml (which can only narrow permissions).
 ", exit::exit_codes_help!()),
 )]
 pub struct Cli {
-    /// Show plugin log lines, cache use, permission decisions and timings.
-    #[arg(short, long, global = true)]
-    verbose: bool,
+    /// Show plugin log lines, cache use, permission decisions and timings,
+    /// and capstan's log on stderr at debug level (-vv: trace); the log
+    /// file is raised to the same level.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
 
     /// No colours and no rendered Markdown: plain text, as with NO_COLOR.
     #[arg(long, global = true)]
@@ -114,6 +117,10 @@ enum Command {
     /// Run a command in the OS sandbox (workspace read-only unless
     /// --allow-write, no network unless --allow-net); exits with its code.
     Exec(exec::ExecArgs),
+    /// What a bug report needs: versions, folders, the model server,
+    /// toolchains, kernel sandbox support, the compile cache, plugins'
+    /// integrity, MCP servers and logs; and what to fix.
+    Doctor(doctor::DoctorArgs),
 }
 
 /// When the process started, for "ready in" figures.
@@ -137,7 +144,9 @@ pub fn main() -> ExitCode {
             }
         };
     // A command in the OS sandbox runs on this thread: the sandbox ties
-    // the command's life to the thread that starts it.
+    // the command's life to the thread that starts it. It logs nothing:
+    // a log writer thread would make the process multi-threaded before
+    // its namespaces are made.
     let cli = match cli.command {
         Some(Command::Exec(args)) => return exec::main(args),
         _ => cli,
@@ -164,7 +173,24 @@ pub fn main() -> ExitCode {
             return Exit::Error.into();
         }
     };
-    let verbose = cli.verbose;
+    let interactive = cli.command.is_none()
+        && !cli.session.print
+        && cli.session.input_format == setup::InputFormat::Text
+        && std::io::stdin().is_terminal()
+        && std::io::stderr().is_terminal();
+    let log = crate::logging::init(&crate::logging::LogOptions {
+        verbosity: cli.verbose,
+        // The interactive session's screen is stderr: its log goes to the
+        // file alone.
+        stderr: cli.verbose > 0 && !interactive,
+        file: log_file(&cli.command),
+    });
+    tracing::debug!(
+        version = env!("CARGO_PKG_VERSION"),
+        args = std::env::args().count(),
+        "capstan started"
+    );
+    let verbose = cli.verbose > 0;
     if cli.no_color {
         render::disable_color();
     }
@@ -177,13 +203,10 @@ pub fn main() -> ExitCode {
             Some(Command::Skill(command)) => skill::run(command).await,
             Some(Command::New(args)) => new::run_new(args),
             Some(Command::Mcp(command)) => mcp::run(command, verbose).await,
+            Some(Command::Doctor(args)) => doctor::run(args).await,
             // Run above, before the runtime was built.
             Some(Command::Exec(_)) => Exit::Usage,
             None => {
-                let interactive = !cli.session.print
-                    && cli.session.input_format == setup::InputFormat::Text
-                    && std::io::stdin().is_terminal()
-                    && std::io::stderr().is_terminal();
                 if interactive {
                     repl::run(cli.session, verbose).await
                 } else {
@@ -197,7 +220,26 @@ pub fn main() -> ExitCode {
     // Leave at once: a tool still running after an interrupt must not keep
     // the process alive.
     runtime.shutdown_background();
+    drop(log);
     exit.into()
+}
+
+/// The log file of a command: a session's own, or one per command.
+fn log_file(command: &Option<Command>) -> crate::logging::LogFile {
+    use crate::logging::LogFile;
+    let name = match command {
+        None => return LogFile::Session,
+        Some(Command::Exec(_)) => return LogFile::None,
+        Some(Command::Tool(_)) => "tool",
+        Some(Command::Session(_)) => "session",
+        Some(Command::Plugin(_)) => "plugin",
+        Some(Command::Audit(_)) => "audit",
+        Some(Command::Skill(_)) => "skill",
+        Some(Command::New(_)) => "new",
+        Some(Command::Mcp(_)) => "mcp",
+        Some(Command::Doctor(_)) => "doctor",
+    };
+    LogFile::Named(format!("capstan-{name}"))
 }
 
 /// Moves the global flags `-v`/`--verbose` and `--no-color` given before a
@@ -209,7 +251,14 @@ fn global_flags_after_subcommand(mut args: Vec<OsString>) -> Vec<OsString> {
     let leading = args
         .iter()
         .skip(1)
-        .take_while(|arg| *arg == "-v" || *arg == "--verbose" || *arg == "--no-color")
+        .take_while(|arg| {
+            *arg == "--verbose"
+                || *arg == "--no-color"
+                || arg
+                    .to_str()
+                    .and_then(|a| a.strip_prefix('-'))
+                    .is_some_and(|vs| !vs.is_empty() && vs.bytes().all(|b| b == b'v'))
+        })
         .count();
     let names_subcommand = args
         .get(1 + leading)
@@ -285,6 +334,10 @@ mod tests {
         assert_eq!(
             moved(&["capstan", "--no-color", "-v", "session", "list"]),
             ["capstan", "session", "--no-color", "-v", "list"]
+        );
+        assert_eq!(
+            moved(&["capstan", "-vv", "plugin", "list"]),
+            ["capstan", "plugin", "-vv", "list"]
         );
         // A prompt, a session flag first, or nothing after: unchanged.
         for args in [

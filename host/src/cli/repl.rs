@@ -613,7 +613,10 @@ async fn clear(session: &mut Session, frontend: &mut TerminalFrontend) {
                 eprintln!("error: {}", escape::message(&e.to_string()));
             }
             match session.agent.clear(Some(transcript)) {
-                Ok(()) => eprintln!("new conversation (session {id})"),
+                Ok(()) => {
+                    crate::logging::name_session(&id);
+                    eprintln!("new conversation (session {id})");
+                }
                 Err(e) => eprintln!("error: {}", escape::message(&e.to_string())),
             }
             if let Err(e) = session.agent.start_session("clear", frontend).await {

@@ -382,6 +382,17 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
             agent.set_transcript(transcript);
         }
     }
+    if let Some(id) = agent.session_id() {
+        crate::logging::name_session(id);
+    }
+    tracing::info!(
+        session = agent.session_id().unwrap_or_default(),
+        resumed,
+        provider = provider_name.as_str(),
+        model = choice.model.as_str(),
+        workspace = %workspace.display(),
+        "session ready"
+    );
 
     let hooks = crate::plugin::load_hooks(
         agent.toolbox().sandbox(),

@@ -38,6 +38,8 @@ mod proxy;
 #[cfg(target_os = "linux")]
 mod spawn;
 #[cfg(target_os = "linux")]
+mod support;
+#[cfg(target_os = "linux")]
 mod syscalls;
 
 use std::path::PathBuf;
@@ -53,6 +55,8 @@ pub use config::{
 pub use jobs::{JobId, JobOutput, JobTable};
 pub use missing::MissingCapability;
 pub use output::CappedOutput;
+#[cfg(target_os = "linux")]
+pub use support::{KernelSupport, kernel_support};
 
 use crate::grants::net::NetGrant;
 

@@ -121,12 +121,32 @@ impl HookSet {
             return Vec::new();
         }
         let runs = hooks.into_iter().map(|hook| async move {
+            let started = std::time::Instant::now();
+            let result = hook.handle(event, payload).await;
+            let duration_ms = started.elapsed().as_millis() as u64;
+            match &result {
+                Ok(output) => tracing::info!(
+                    event = event.name(),
+                    hook = hook.name(),
+                    decision = decision_name(&output.decision),
+                    duration_ms,
+                    "hook ran"
+                ),
+                Err(failure) => tracing::warn!(
+                    event = event.name(),
+                    hook = hook.name(),
+                    %failure,
+                    duration_ms,
+                    "hook failed"
+                ),
+            }
             HookAnswer {
                 hook: hook.name().to_string(),
-                result: hook.handle(event, payload).await,
+                result,
             }
         });
-        futures_util::future::join_all(runs).await
+        let span = tracing::debug_span!("hooks", event = event.name());
+        tracing::Instrument::instrument(futures_util::future::join_all(runs), span).await
     }
 }
 

@@ -21,8 +21,8 @@ use super::{
 /// The provider's name in messages.
 const NAME: &str = "anthropic";
 
-/// Where and how to reach the Anthropic API.
-#[derive(Debug, Clone)]
+/// Where and how to reach the Anthropic API. `Debug` leaves the key out.
+#[derive(Clone)]
 pub struct AnthropicConfig {
     /// The API's base URL, without `/v1/messages`.
     pub base_url: String,
@@ -32,6 +32,17 @@ pub struct AnthropicConfig {
     pub key_var: String,
     /// How failures are retried.
     pub retry: RetryPolicy,
+}
+
+impl std::fmt::Debug for AnthropicConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnthropicConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &"<redacted>")
+            .field("key_var", &self.key_var)
+            .field("retry", &self.retry)
+            .finish()
+    }
 }
 
 impl AnthropicConfig {

@@ -9,6 +9,7 @@
 pub mod anthropic;
 pub mod listing;
 pub mod openai;
+pub mod probe;
 pub mod retry;
 pub mod scripted;
 pub mod sse;

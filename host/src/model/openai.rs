@@ -23,8 +23,9 @@ use super::{
 /// The provider's name in messages.
 const NAME: &str = "openai-compatible";
 
-/// Where and how to reach an OpenAI-compatible server.
-#[derive(Debug, Clone)]
+/// Where and how to reach an OpenAI-compatible server. `Debug` leaves the
+/// key out.
+#[derive(Clone)]
 pub struct OpenAiConfig {
     /// The API's base URL, ending before `/chat/completions` (e.g.
     /// `http://127.0.0.1:8080/v1`).
@@ -35,6 +36,17 @@ pub struct OpenAiConfig {
     pub key_var: String,
     /// How failures are retried.
     pub retry: RetryPolicy,
+}
+
+impl std::fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("key_var", &self.key_var)
+            .field("retry", &self.retry)
+            .finish()
+    }
 }
 
 impl OpenAiConfig {

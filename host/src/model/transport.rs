@@ -209,6 +209,7 @@ pub async fn send(
         Err(_elapsed) => return Err(context.no_response(waits.response)),
     };
     let status = response.status();
+    tracing::debug!(status = status.as_u16(), "model response started");
     if status.is_success() {
         return Ok(response);
     }

@@ -79,6 +79,17 @@ impl CacheKey {
         }
     }
 
+    /// The key kept in the file at `path`, if there is one; never makes
+    /// one (`capstan doctor` looks without changing anything).
+    pub fn existing(path: &Path) -> Result<Option<Self>, LoadError> {
+        Self::read(path)
+    }
+
+    /// The key's public id (never the key).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
     fn from_bytes(key: [u8; 32]) -> Self {
         let id = blake3::derive_key("capstan compile cache key id v1", &key);
         Self {

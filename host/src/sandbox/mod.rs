@@ -444,6 +444,16 @@ impl Sandbox {
     {
         let call_id = new_call_id();
         let made_ahead = warm.and_then(|slot| slot.take(options.limits.memory));
+        // The tool call's span (if any) says whether its instance was made
+        // ahead (between calls) or here.
+        tracing::Span::current().record(
+            "instance",
+            if made_ahead.is_some() {
+                "made ahead"
+            } else {
+                "fresh"
+            },
+        );
         let (mut call, ready) = match made_ahead {
             Some(warm) => (
                 PreparedCall::adopt(warm.store, plugin, &call_id, options, self.file_io)?,
