@@ -38,6 +38,7 @@ pub mod fuzz;
 pub mod grants;
 pub mod home;
 pub mod hooks;
+pub mod lsp;
 pub mod mcp;
 pub mod model;
 pub mod plugin;

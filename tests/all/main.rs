@@ -29,6 +29,7 @@ mod hooks;
 mod host_edges;
 mod interactive;
 mod languages;
+mod lsp;
 mod mcp;
 mod mcp_client;
 mod misbehaving;

@@ -283,6 +283,18 @@ impl<'a> CallContext<'a> {
                 reach: self.reach,
             })
             .await;
+        let mut outcome = outcome;
+        if let (Ok(text), Some(watch)) = (&mut outcome.result, self.parts.toolbox.file_watch()) {
+            let path = ["path", "file_path"]
+                .iter()
+                .find_map(|key| authorized.input.get(*key).and_then(Value::as_str));
+            if let Some(path) = path
+                && let Some(note) = watch.touched(path, !tool.spec.read_only).await
+            {
+                text.push_str("\n\n");
+                text.push_str(&note);
+            }
+        }
         let duration = started.elapsed();
         let (event, fields) = match &outcome.result {
             Ok(text) => (
