@@ -249,3 +249,82 @@ fn a_server_whose_program_is_missing_says_what_to_install() {
     assert!(is_error, "{result}");
     assert!(result.contains("not on PATH"), "{result}");
 }
+
+/// pyright's language server from npm, installed into
+/// `target/lsp-pyright` (`npm install --prefix target/lsp-pyright
+/// pyright@1`): its `.bin` folder, or `None` (the test is then skipped,
+/// saying so) when it is not there.
+fn pyright_bin() -> Option<PathBuf> {
+    let bin = support::target_dir().join("lsp-pyright/node_modules/.bin");
+    if bin.join("pyright-langserver").exists() {
+        return Some(bin);
+    }
+    eprintln!(
+        "skipped: pyright is not installed; run `npm install --prefix target/lsp-pyright pyright@1` to run this test"
+    );
+    None
+}
+
+#[test]
+fn pyright_from_npm_answers_in_the_sandbox_and_reports_type_errors() {
+    let Some(bin) = pyright_bin() else {
+        return;
+    };
+    let env = Env::new();
+    let plugin = env.outside.path().join("pyright-lsp");
+    std::fs::create_dir_all(plugin.join(".claude-plugin")).unwrap();
+    std::fs::write(
+        plugin.join(".claude-plugin/plugin.json"),
+        r#"{"name": "pyright-lsp", "lspServers": {"pyright": {"command": "pyright-langserver", "args": ["--stdio"], "extensionToLanguage": {".py": "python"}}}}"#,
+    )
+    .unwrap();
+    support::install(&env, &plugin);
+    // The server's own files are readable in its sandbox through the
+    // session's `[exec] read`, as a user would grant a toolchain folder.
+    let prefix = bin
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .canonicalize()
+        .unwrap();
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        format!("[exec]\nread = [\"{}\"]\n", prefix.display()),
+    )
+    .unwrap();
+    env.write(
+        "app.py",
+        "def greet(name: str) -> str:\n    return name\n\n\ngreet(\"a\")\n",
+    );
+    let mock = script(&[
+        &[
+            ("def", "lsp", lsp("goToDefinition", "app.py", 5, 1)),
+            ("hover", "lsp", lsp("hover", "app.py", 5, 1)),
+        ],
+        &[(
+            "edit",
+            "fs__edit",
+            json!({"path": "app.py", "old": "greet(\"a\")", "new": "greet(1)"}),
+        )],
+    ]);
+    let mut cmd = env.anthropic_session(&mock.url(), API_KEY, "mock-model", "go");
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display());
+    cmd.env("PATH", path)
+        .args(["--permission-mode", "accept-edits"])
+        .timeout(Duration::from_secs(240));
+    let out = cmd.output().unwrap();
+    assert_exit(&out, 0);
+    assert_eq!(
+        mock.result_of("def"),
+        "1 definition in 1 file:\napp.py:1:5: def greet(name: str) -> str:"
+    );
+    let hover = mock.result_of("hover");
+    assert!(hover.contains("def greet(name: str) -> str"), "{hover}");
+    let edit = mock.result_of("edit");
+    assert!(
+        edit.contains("Diagnostics from language server pyright-lsp-pyright for app.py")
+            && edit.contains("app.py:5:7 error:"),
+        "{edit}"
+    );
+}
