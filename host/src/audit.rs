@@ -273,6 +273,18 @@ pub enum AuditEvent {
         /// How long the call took.
         duration_ms: u64,
     },
+    /// A language server was asked something by the `lsp` tool. The
+    /// record's plugin is `lsp__SERVER`.
+    LspRequest {
+        /// The LSP method (`textDocument/definition`, ...).
+        method: String,
+        /// The file asked about, relative to the workspace.
+        file: String,
+        /// `ok`, or why it failed.
+        outcome: String,
+        /// How long the request took.
+        duration_ms: u64,
+    },
     /// An MCP server changed state: started, ready, stopped, refused,
     /// restarting. No header value or secret is ever part of it.
     McpServerState {

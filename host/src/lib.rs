@@ -39,6 +39,7 @@ pub mod grants;
 pub mod home;
 pub mod hooks;
 pub mod logging;
+pub mod lsp;
 pub mod mcp;
 pub mod model;
 pub mod plugin;

@@ -1,5 +1,5 @@
 //! Claude Code plugin folders end to end: a marketplace installed by path
-//! with its plugins picked, an LSP plugin installed for its usable parts,
+//! with its plugins picked, LSP plugins installed with their servers,
 //! `${CLAUDE_PLUGIN_ROOT}` files the model opens with `fs.read`, the
 //! supporting file of a skill only the user may run, the consent text's
 //! grouped files — and the compatibility count over every fixture in
@@ -154,26 +154,32 @@ fn a_marketplace_of_skill_bundles_installs_each_bundle_with_its_own_skills() {
 }
 
 #[test]
-fn an_lsp_plugin_warns_about_its_servers_and_installs_its_usable_parts() {
+fn lsp_plugins_install_with_their_servers_shown_at_consent() {
     let env = Env::new();
     let market = fixtures().join("lsp-marketplace");
     let output = install(&env, &[market.to_str().unwrap(), "--all", "--yes"]);
     assert_exit(&output, 0);
     let err = stderr(&output);
-    // The LSP-only plugin has nothing capstan can run: a warning, not a
-    // failed install of the others.
+    // The LSP-only plugin installs its server; the other its server and
+    // its skill.
+    let servers = section(&err, "  LSP servers (");
     assert!(
-        err.contains("warning: rust-analyzer-lsp was not installed")
-            && err.contains("nothing capstan can install")
-            && err.contains("LSP server rust-analyzer (runs rust-analyzer)"),
+        servers.iter().any(|l| l
+            .starts_with("rust-analyzer: runs `rust-analyzer` for .rs files in the OS sandbox")),
         "{err}"
     );
     assert!(
-        err.contains("`lspServers`: LSP server pyright (runs pyright-langserver) not installed — capstan does not run language servers"),
+        err.contains(
+            "    pyright: runs `pyright-langserver --stdio` for .py files in the OS sandbox: the workspace read-only"
+        ),
+        "{err}"
+    );
+    assert!(
+        !err.contains("capstan does not run language servers"),
         "{err}"
     );
     assert!(stdout(&output).contains("installed pyright-lsp"));
-    assert!(err.contains("installed 1 of 2 plugins"), "{err}");
+    assert!(stdout(&output).contains("installed rust-analyzer-lsp"));
     assert!(skill_names(&env).contains(&"typing".to_string()));
 
     // A plugin folder whose plugin.json declares a language server.
@@ -183,10 +189,11 @@ fn an_lsp_plugin_warns_about_its_servers_and_installs_its_usable_parts() {
     );
     assert_exit(&output, 0);
     let err = stderr(&output);
+    assert!(section(&err, "  not installed:").is_empty(), "{err}");
     assert!(
-        section(&err, "  not installed:")
+        section(&err, "  LSP servers (")
             .iter()
-            .any(|l| l.starts_with("`lspServers`: LSP server gopls (runs gopls)")),
+            .any(|l| l.starts_with("gopls: runs `gopls serve` for .go files")),
         "{err}"
     );
     assert!(skill_names(&env).contains(&"go-idioms".to_string()));
@@ -471,20 +478,14 @@ fn compat_every_fixture_plugin_installs_or_says_why() {
         "skills and commands imported {imported}, skipped {skipped}: {:.1}% import with no warning",
         100.0 * imported as f64 / (imported + skipped).max(1) as f64
     );
-    // Every usable fixture installs; the ones that fail are the LSP-only
-    // plugin and the one whose source is on GitHub.
+    // Every usable fixture installs, LSP-only plugins included; the one
+    // that fails is the one whose source is on GitHub.
     let failed_labels: Vec<&str> = outcomes
         .iter()
         .filter(|o| !o.installed)
         .map(|o| o.label.as_str())
         .collect();
-    assert_eq!(
-        failed_labels,
-        [
-            "lsp-marketplace → rust-analyzer-lsp",
-            "team-marketplace → remote-tool"
-        ]
-    );
+    assert_eq!(failed_labels, ["team-marketplace → remote-tool"]);
     // Every skill and command of the fixtures is either imported or
     // reported as skipped, none lost silently.
     assert_eq!(imported + skipped, 37);

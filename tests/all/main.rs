@@ -31,6 +31,7 @@ mod host_edges;
 mod interactive;
 mod languages;
 mod logging;
+mod lsp;
 mod mcp;
 mod mcp_client;
 mod mcp_session;

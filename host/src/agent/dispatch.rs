@@ -295,6 +295,18 @@ impl<'a> CallContext<'a> {
             })
             .instrument(span.clone())
             .await;
+        let mut outcome = outcome;
+        if let (Ok(text), Some(watch)) = (&mut outcome.result, self.parts.toolbox.file_watch()) {
+            let path = ["path", "file_path"]
+                .iter()
+                .find_map(|key| authorized.input.get(*key).and_then(Value::as_str));
+            if let Some(path) = path
+                && let Some(note) = watch.touched(path, !tool.spec.read_only).await
+            {
+                text.push_str("\n\n");
+                text.push_str(&note);
+            }
+        }
         let duration = started.elapsed();
         span.in_scope(|| match &outcome.result {
             Ok(text) => tracing::info!(

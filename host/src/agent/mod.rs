@@ -35,6 +35,7 @@ pub mod custom_agents;
 pub mod dispatch;
 pub mod exec_tool;
 pub mod interrupt;
+pub mod lsp_tool;
 pub mod profile;
 pub mod prompt_tool;
 pub mod scheduler;
@@ -420,6 +421,9 @@ impl Agent {
         frontend: &mut dyn Frontend,
     ) -> Result<(), AgentError> {
         self.fire_session_end(reason, frontend).await?;
+        if let Some(watch) = self.parts.toolbox.file_watch() {
+            watch.session_ended();
+        }
         self.finish()
     }
 

@@ -169,6 +169,19 @@ pub trait ToolSource: Send + Sync {
     }
 }
 
+/// Told of the file a call named in its `path` (or `file_path`) input once
+/// the call succeeded: read by a tool that changes nothing, changed by
+/// one that may write. What it answers is added to the call's result (a
+/// language server's new diagnostics after an edit).
+pub trait FileWatch: Send + Sync {
+    /// `path` (as the call gave it, relative to the workspace or absolute)
+    /// was read, or `changed`.
+    fn touched<'a>(&'a self, path: &'a str, changed: bool) -> LocalBoxFuture<'a, Option<String>>;
+
+    /// The session ended: whatever it runs is stopped.
+    fn session_ended(&self) {}
+}
+
 /// A tool as the session knows it: its handler, and the names the model and
 /// the user call it by.
 #[derive(Clone)]

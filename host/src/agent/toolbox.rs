@@ -23,7 +23,7 @@ use serde_json::Value;
 use super::component_tool::PluginRuntime;
 use super::interrupt::Interrupt;
 use super::skill_tool::SkillTool;
-use super::tool::{AgentTool, SessionEvents, ToolCall, ToolHandler, ToolSource};
+use super::tool::{AgentTool, FileWatch, SessionEvents, ToolCall, ToolHandler, ToolSource};
 use crate::audit::AuditLog;
 use crate::model::ToolDef;
 use crate::plugin::{Catalog, CatalogError, Provision, ProvisionError, UnavailablePlugins, Writes};
@@ -77,6 +77,8 @@ pub struct Toolbox {
     sources: Vec<Arc<dyn ToolSource>>,
     /// Never raised: the interrupt of calls made outside a turn.
     idle: Interrupt,
+    /// Told of the files calls read and change (language servers).
+    file_watch: Option<Arc<dyn FileWatch>>,
 }
 
 impl Toolbox {
@@ -92,6 +94,7 @@ impl Toolbox {
             unavailable: UnavailablePlugins::default(),
             sources: Vec::new(),
             idle: Interrupt::new(),
+            file_watch: None,
         }
     }
 
@@ -357,6 +360,17 @@ impl Toolbox {
             events(&call_id, plugin, event);
         });
         Some(sink)
+    }
+
+    /// Tells `watch` of the files calls read and change, and adds what it
+    /// answers to their results.
+    pub fn set_file_watch(&mut self, watch: Arc<dyn FileWatch>) {
+        self.file_watch = Some(watch);
+    }
+
+    /// What is told of the files calls read and change, if anything.
+    pub fn file_watch(&self) -> Option<&Arc<dyn FileWatch>> {
+        self.file_watch.as_ref()
     }
 
     /// The audit log of calls whose plugin has none of its own.

@@ -152,6 +152,12 @@ fn human_line(record: &AuditRecord) -> String {
             outcome,
             duration_ms,
         } => format!("mcp_tool_called {tool}: {outcome} after {duration_ms} ms"),
+        AuditEvent::LspRequest {
+            method,
+            file,
+            outcome,
+            duration_ms,
+        } => format!("lsp_request {method} {file}: {outcome} after {duration_ms} ms"),
         AuditEvent::McpServerState { state, detail } => {
             format!("mcp_server_state {state}: {detail}")
         }

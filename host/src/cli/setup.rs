@@ -276,6 +276,13 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
     let mcp_audit = crate::audit::AuditLog::open(&home.audit_log()).ok();
     toolbox.add_source(std::sync::Arc::new(mcp.tool_source(mcp_audit)));
 
+    notices.extend(start_language_servers(
+        &mut toolbox,
+        &home,
+        &workspace,
+        &extension_grants,
+    ));
+
     let policy = build_policy(&settings, args);
     let offered: Vec<&str> = toolbox.tools().iter().map(|t| t.name.as_str()).collect();
     // MCP servers' tools appear once each server is ready: rules naming
@@ -509,6 +516,40 @@ fn start_mcp_servers(
         workspace: workspace.to_path_buf(),
     };
     crate::mcp::client::McpClients::start(home, launcher)
+}
+
+/// Registers the `lsp` tool over the language servers of installed
+/// plugins (none is started before a file it serves is used), and the
+/// notices the user should see: definitions left out, programs missing.
+fn start_language_servers(
+    toolbox: &mut Toolbox,
+    home: &Home,
+    workspace: &std::path::Path,
+    grants: &Result<crate::exec::ExecGrants, String>,
+) -> Vec<String> {
+    let (specs, mut notices) = crate::plugin::claude_lsp::installed(home);
+    if specs.is_empty() {
+        return notices;
+    }
+    for spec in &specs {
+        if let Some(missing) = spec.missing_program() {
+            notices.push(format!("LSP server {}: {missing}", spec.name));
+        }
+    }
+    let servers = std::sync::Arc::new(crate::lsp::LspServers::new(
+        specs,
+        workspace,
+        grants.clone(),
+    ));
+    let tool = crate::agent::lsp_tool::LspTool::new(servers.clone());
+    if let Err(e) = toolbox.register(std::sync::Arc::new(tool)) {
+        notices.push(format!("warning: the lsp tool is not available: {e}"));
+        return notices;
+    }
+    toolbox.set_file_watch(std::sync::Arc::new(
+        crate::agent::lsp_tool::LspFileWatch::new(servers),
+    ));
+    notices
 }
 
 /// The policy from the settings plus the command line's mode and rules.

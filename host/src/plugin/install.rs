@@ -1215,6 +1215,12 @@ fn describe_skills(prepared: &Prepared) -> String {
                 text.push_str(&format!("    {line}\n"));
             }
         }
+        if !imported.lsp_servers.is_empty() {
+            text.push_str("  LSP servers (code intelligence through the `lsp` tool and diagnostics after edits; each started when a file it serves is first used; the program is expected on PATH, as in Claude Code):\n");
+            for line in &imported.lsp_servers {
+                text.push_str(&format!("    {line}\n"));
+            }
+        }
         if !imported.warnings.is_empty() {
             text.push_str("  skipped  not imported:\n");
             for line in &imported.warnings {

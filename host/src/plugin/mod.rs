@@ -10,6 +10,7 @@ pub mod availability;
 pub mod builtin;
 pub mod catalog;
 pub mod claude_import;
+pub mod claude_lsp;
 pub mod claude_marketplace;
 pub mod command_hooks;
 pub mod hooks;

@@ -1,0 +1,434 @@
+//! A session's language servers: each started lazily, the first time a
+//! file it serves is read, edited or asked about; documents opened and
+//! kept in step with the disk (`didOpen`, then `didChange` with the whole
+//! text and `didSave` when a file changed); a server that stopped started
+//! again with backoff, up to its `maxRestarts`; all shut down when the
+//! session ends.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::config::LspServerSpec;
+use super::connection::{Connection, Published, STOP_GRACE, uri_of};
+use crate::exec::ExecGrants;
+
+/// The largest file sent to a server.
+pub const MAX_DOCUMENT: u64 = 4 << 20;
+
+/// How long a request may take.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long an edit waits for the server's diagnostics of the file.
+pub const DIAGNOSTICS_WAIT: Duration = Duration::from_secs(5);
+
+/// The first wait before a crashed server is started again (doubled at
+/// each further crash); its first restart is immediate.
+const BACKOFF: Duration = Duration::from_secs(1);
+
+/// The language servers of a session.
+pub struct LspServers {
+    workspace: PathBuf,
+    /// The base of every server's sandbox (the session's command grants),
+    /// or why commands cannot run here.
+    grants: Result<ExecGrants, String>,
+    slots: Vec<Slot>,
+}
+
+struct Slot {
+    spec: LspServerSpec,
+    state: tokio::sync::Mutex<SlotState>,
+}
+
+#[derive(Default)]
+struct SlotState {
+    running: Option<Arc<Connection>>,
+    /// Documents open on the running server: version and text.
+    documents: HashMap<PathBuf, (i64, Arc<str>)>,
+    /// Times it stopped unasked.
+    crashes: u32,
+    /// When it last stopped, and why.
+    last_crash: Option<(Instant, String)>,
+    /// Why it can never start in this session.
+    refused: Option<String>,
+}
+
+/// A document synchronised with its server, ready for a request.
+pub struct Opened {
+    /// The server.
+    pub connection: Arc<Connection>,
+    /// The document's URI.
+    pub uri: String,
+    /// Its text, as the server has it.
+    pub text: Arc<str>,
+    /// The server's name.
+    pub server: String,
+}
+
+impl LspServers {
+    /// The servers `specs` for `workspace`, run under `grants`.
+    pub fn new(
+        specs: Vec<LspServerSpec>,
+        workspace: &Path,
+        grants: Result<ExecGrants, String>,
+    ) -> Self {
+        Self {
+            workspace: workspace.to_path_buf(),
+            grants,
+            slots: specs
+                .into_iter()
+                .map(|spec| Slot {
+                    spec,
+                    state: tokio::sync::Mutex::new(SlotState::default()),
+                })
+                .collect(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// The servers' definitions.
+    pub fn specs(&self) -> impl Iterator<Item = &LspServerSpec> {
+        self.slots.iter().map(|slot| &slot.spec)
+    }
+
+    /// The audit log the servers' sandboxes record to, if any.
+    pub fn audit_log(&self) -> Option<crate::audit::AuditLog> {
+        self.grants
+            .as_ref()
+            .ok()
+            .and_then(|g| g.audit.as_ref())
+            .map(|scope| scope.log.clone())
+    }
+
+    /// The workspace.
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// The server for `path`, by its extension.
+    fn slot_for(&self, path: &Path) -> Option<&Slot> {
+        let ext = format!(".{}", path.extension()?.to_string_lossy().to_lowercase());
+        self.slots
+            .iter()
+            .find(|slot| slot.spec.extensions.contains_key(&ext))
+    }
+
+    /// Whether some server serves `path`.
+    pub fn serves(&self, path: &Path) -> bool {
+        self.slot_for(path).is_some()
+    }
+
+    /// Opens `path` (an absolute path in the workspace) on its server,
+    /// starting it if needed, or brings the server's copy in step with the
+    /// disk; with `saved`, tells it the file was saved.
+    pub async fn open(&self, path: &Path, saved: bool) -> Result<Opened, String> {
+        let slot = self.slot_for(path).ok_or_else(|| {
+            let known: Vec<String> = self
+                .slots
+                .iter()
+                .flat_map(|s| s.spec.extensions.keys().cloned())
+                .collect();
+            format!(
+                "no language server serves {} (the installed ones serve {})",
+                self.display(path),
+                known.join(", ")
+            )
+        })?;
+        let mut state = slot.state.lock().await;
+        let connection = self.running(slot, &mut state).await?;
+        let text = read_document(path)?;
+        let uri = uri_of(path);
+        let language = path
+            .extension()
+            .map(|e| format!(".{}", e.to_string_lossy().to_lowercase()))
+            .and_then(|ext| slot.spec.extensions.get(&ext).cloned())
+            .unwrap_or_default();
+        match state.documents.get_mut(path) {
+            None => {
+                connection.notify(
+                    "textDocument/didOpen",
+                    json!({"textDocument": {"uri": uri, "languageId": language, "version": 1, "text": &*text}}),
+                );
+                state
+                    .documents
+                    .insert(path.to_path_buf(), (1, text.clone()));
+            }
+            Some((version, known)) if **known != *text => {
+                *version += 1;
+                *known = text.clone();
+                connection.notify(
+                    "textDocument/didChange",
+                    json!({"textDocument": {"uri": uri, "version": *version},
+                           "contentChanges": [{"text": &*text}]}),
+                );
+            }
+            Some(_) => {}
+        }
+        if saved {
+            connection.notify(
+                "textDocument/didSave",
+                json!({"textDocument": {"uri": uri}, "text": &*text}),
+            );
+        }
+        Ok(Opened {
+            connection,
+            uri,
+            text,
+            server: slot.spec.name.clone(),
+        })
+    }
+
+    /// After a tool changed `path`: its server's copy brought in step, and
+    /// the diagnostics it then publishes (waiting at most
+    /// [`DIAGNOSTICS_WAIT`]); `None` when no server serves the file or
+    /// none came. A server that cannot start is an error.
+    pub async fn changed(&self, path: &Path) -> Result<Option<(String, Published)>, String> {
+        let Some(slot) = self.slot_for(path) else {
+            return Ok(None);
+        };
+        let before = {
+            let state = slot.state.lock().await;
+            state
+                .running
+                .as_ref()
+                .filter(|c| c.closed().is_none())
+                .map(|c| c.publication())
+        };
+        let opened = self.open(path, true).await?;
+        let after = before.unwrap_or(0);
+        if opened
+            .connection
+            .wait_for_diagnostics(&opened.uri, after, DIAGNOSTICS_WAIT)
+            .await
+        {
+            Ok(opened
+                .connection
+                .diagnostics(&opened.uri)
+                .map(|p| (opened.server, p)))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// The running server of `slot`, started (or started again) if needed.
+    async fn running(&self, slot: &Slot, state: &mut SlotState) -> Result<Arc<Connection>, String> {
+        if let Some(why) = &state.refused {
+            return Err(why.clone());
+        }
+        if let Some(connection) = &state.running {
+            match connection.closed() {
+                None => return Ok(connection.clone()),
+                Some(why) => {
+                    state.crashes += 1;
+                    state.last_crash = Some((Instant::now(), why));
+                    state.running = None;
+                    state.documents.clear();
+                }
+            }
+        }
+        let name = &slot.spec.name;
+        if let Some((at, why)) = &state.last_crash {
+            if !slot.spec.restart_on_crash {
+                return Err(format!(
+                    "language server {name} stopped ({why}) and its definition says not to restart it"
+                ));
+            }
+            if state.crashes > slot.spec.max_restarts {
+                return Err(format!(
+                    "language server {name} stopped {} times, the last time: {why}; it is not started again in this session",
+                    state.crashes
+                ));
+            }
+            if state.crashes > 1 {
+                let wait = BACKOFF * 2u32.saturating_pow(state.crashes - 2);
+                let ready = *at + wait;
+                let now = Instant::now();
+                if now < ready {
+                    return Err(format!(
+                        "language server {name} stopped ({why}); it starts again in {} s",
+                        (ready - now).as_secs() + 1
+                    ));
+                }
+            }
+        }
+        let base = match &self.grants {
+            Ok(grants) => grants.clone(),
+            Err(why) => {
+                let why = format!("language servers cannot run here: {why}");
+                state.refused = Some(why.clone());
+                return Err(why);
+            }
+        };
+        let grants = server_grants(&slot.spec, base);
+        #[cfg(target_os = "linux")]
+        if let Some(gap) = crate::exec::sandbox_gap(&grants) {
+            let why =
+                format!("a language server runs only inside the whole OS sandbox, and here {gap}");
+            state.refused = Some(why.clone());
+            return Err(why);
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = grants;
+            let why = format!(
+                "language servers need the OS sandbox, which runs only on Linux for now ({} does not have it)",
+                std::env::consts::OS
+            );
+            state.refused = Some(why.clone());
+            return Err(why);
+        }
+        #[cfg(target_os = "linux")]
+        {
+            if let Some(missing) = slot.spec.missing_program() {
+                let why = format!("language server {name} cannot start: {missing}");
+                state.refused = Some(why.clone());
+                return Err(why);
+            }
+            match Connection::start(&slot.spec, grants, &self.workspace).await {
+                Ok(connection) => {
+                    state.running = Some(connection.clone());
+                    Ok(connection)
+                }
+                Err(why) => {
+                    state.crashes += 1;
+                    let why = format!("language server {name} did not start: {why}");
+                    state.last_crash = Some((Instant::now(), why.clone()));
+                    Err(why)
+                }
+            }
+        }
+    }
+
+    /// `path` as shown: relative to the workspace when inside it.
+    pub fn display(&self, path: &Path) -> String {
+        match path.strip_prefix(&self.workspace) {
+            Ok(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
+            _ => path.display().to_string(),
+        }
+    }
+
+    /// Stops every running server — a `shutdown` request and `exit`, then
+    /// its process tree once [`STOP_GRACE`] has passed — and waits (that
+    /// long at most) until they have ended.
+    pub fn shutdown(&self) {
+        let mut stopping = Vec::new();
+        for slot in &self.slots {
+            if let Ok(mut state) = slot.state.try_lock()
+                && let Some(connection) = state.running.take()
+            {
+                connection.stop();
+                stopping.push(connection);
+            }
+        }
+        let deadline = Instant::now() + STOP_GRACE + Duration::from_millis(200);
+        while stopping.iter().any(|c| c.closed().is_none()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for LspServers {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+/// What a server gets: the session's base with the workspace read-only,
+/// its plugin's folder readable, no network, no variables but its own.
+fn server_grants(spec: &LspServerSpec, mut grants: ExecGrants) -> ExecGrants {
+    grants.write.clear();
+    grants.net.clear();
+    grants.env.clear();
+    if let Some(root) = &spec.plugin_root
+        && let Ok(root) = root.canonicalize()
+    {
+        grants.read.push(root);
+    }
+    if let Some(audit) = &mut grants.audit {
+        *audit = crate::audit::AuditScope::new(
+            audit.log.clone(),
+            &format!("lsp__{}", spec.name),
+            "",
+            None,
+        );
+    }
+    grants
+}
+
+/// The text of `path`, capped.
+fn read_document(path: &Path) -> Result<Arc<str>, String> {
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{} is not a file", path.display()));
+    }
+    if meta.len() > MAX_DOCUMENT {
+        return Err(format!(
+            "{} is larger than {} MiB, more than is sent to a language server",
+            path.display(),
+            MAX_DOCUMENT >> 20
+        ));
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Ok(Arc::from(String::from_utf8_lossy(&bytes).into_owned()))
+}
+
+/// Position `value` of an LSP answer (`{"line": l, "character": c}`,
+/// 0-based, UTF-16) as 1-based line and character (Unicode scalar values)
+/// of `text` when known.
+pub fn one_based(value: &Value, text: Option<&str>) -> (u64, u64) {
+    let line = value.get("line").and_then(Value::as_u64).unwrap_or(0);
+    let unit = value.get("character").and_then(Value::as_u64).unwrap_or(0);
+    let character = text
+        .and_then(|t| t.lines().nth(line as usize))
+        .map_or(unit, |l| chars_for_units(l, unit));
+    (line + 1, character + 1)
+}
+
+/// How many characters of `line` its first `units` UTF-16 units are.
+fn chars_for_units(line: &str, units: u64) -> u64 {
+    let mut seen = 0u64;
+    let mut chars = 0u64;
+    for c in line.chars() {
+        if seen >= units {
+            break;
+        }
+        seen += c.len_utf16() as u64;
+        chars += 1;
+    }
+    chars
+}
+
+/// The 0-based UTF-16 position of 1-based `line` and `character` in
+/// `text`.
+pub fn lsp_position(text: &str, line: u64, character: u64) -> Value {
+    let line0 = line.saturating_sub(1);
+    let units = text.lines().nth(line0 as usize).map_or(0, |l| {
+        l.chars()
+            .take(character.saturating_sub(1) as usize)
+            .map(|c| c.len_utf16() as u64)
+            .sum::<u64>()
+    });
+    json!({"line": line0, "character": units})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_convert_between_characters_and_utf16_units() {
+        let text = "a\n😀x = 1\n";
+        let pos = lsp_position(text, 2, 2);
+        assert_eq!(pos, json!({"line": 1, "character": 2}));
+        assert_eq!(one_based(&pos, Some(text)), (2, 2));
+        assert_eq!(one_based(&json!({"line": 0, "character": 0}), None), (1, 1));
+    }
+}
