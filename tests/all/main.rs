@@ -22,6 +22,7 @@ mod cli;
 mod escapes;
 mod exec_grants;
 mod exec_sandbox;
+mod exec_temp_area;
 mod exec_tools;
 mod fs_tools;
 mod headless;

@@ -30,6 +30,7 @@ mod skill;
 mod slash;
 mod status_line;
 mod stream_input;
+mod termination;
 mod tool;
 pub mod turn_keys;
 
@@ -137,8 +138,13 @@ pub fn main() -> ExitCode {
         };
     // A command in the OS sandbox runs on this thread: the sandbox ties
     // the command's life to the thread that starts it.
+    termination::watch_signals();
     let cli = match cli.command {
-        Some(Command::Exec(args)) => return exec::main(args),
+        Some(Command::Exec(args)) => {
+            let exit = exec::main(args);
+            termination::remove_temporary_area();
+            return exit;
+        }
         _ => cli,
     };
     // Whatever runs plugins gets two worker threads: each call runs on a
@@ -196,6 +202,7 @@ pub fn main() -> ExitCode {
     // Leave at once: a tool still running after an interrupt must not keep
     // the process alive.
     runtime.shutdown_background();
+    termination::remove_temporary_area();
     exit.into()
 }
 
@@ -247,7 +254,7 @@ fn watch_ctrl_c(interrupt: Interrupt) {
         while tokio::signal::ctrl_c().await.is_ok() {
             if interrupt.is_raised() {
                 live::notice("capstan: stopped");
-                std::process::exit(i32::from(Exit::Interrupted as u8));
+                termination::exit_now(i32::from(Exit::Interrupted as u8));
             }
             live::notice("capstan: interrupting… (Ctrl-C again to quit)");
             interrupt.raise();

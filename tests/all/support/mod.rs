@@ -5,6 +5,7 @@
 
 pub mod load;
 pub mod mock_model;
+pub mod running;
 pub mod terminal;
 
 use std::path::{Path, PathBuf};
