@@ -14,7 +14,7 @@ use tempfile::TempDir;
 
 use crate::support::mock_model::{Answer, MockModel, Reply};
 use crate::support::running::Running;
-use crate::support::{Env, MODEL_VARS, stderr, stdout};
+use crate::support::{Env, MODEL_VARS, names_in as entries, stderr, stdout};
 
 const API_KEY: &str = "sk-ant-mock-key-temp-area";
 
@@ -54,16 +54,6 @@ fn commands(list: &[(&str, &str)]) -> MockModel {
         .collect();
     replies.push(Reply::sse(Answer::text("Done.").anthropic()));
     MockModel::start(replies)
-}
-
-/// What is in `dir`, by name.
-fn entries(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 /// Starts a session whose command sleeps, and waits until the command has
