@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command as StdCommand, Output};
 
 use serde_json::{Value, json};
-use support::mock_model::{Answer, MockModel, Reply};
+use support::mock_model::script;
 use support::{Env, fixture, stderr, stdout, target_dir};
 
 /// Who commits, passed to the git plugin through its env grants.
@@ -533,18 +533,7 @@ fn a_model_commits_through_the_git_tools_in_a_session() {
         ),
         ("c4", "git__log", json!({"max_count": 5})),
     ];
-    let mut replies: Vec<Reply> = calls
-        .iter()
-        .map(|(id, tool, input)| {
-            Reply::sse(
-                Answer::text("Working.")
-                    .call(id, tool, input.clone())
-                    .anthropic(),
-            )
-        })
-        .collect();
-    replies.push(Reply::sse(Answer::text("Done.").anthropic()));
-    let mock = MockModel::start(replies);
+    let mock = script(&calls);
     let mut cmd = env.anthropic_session(
         &mock.url(),
         "sk-ant-mock-key-git",

@@ -13,7 +13,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::mock_model::{Answer, MockModel, Reply};
+use support::mock_model::{MockModel, script};
 use support::{Env, pids_running, stderr, stdout, still_alive};
 
 const API_KEY: &str = "sk-ant-mock-key-exec";
@@ -26,22 +26,6 @@ fn session(env: &Env, mock: &MockModel, prompt: &str, args: &[&str]) -> Output {
         .args(args)
         .timeout(Duration::from_secs(120));
     cmd.output().unwrap()
-}
-
-/// A script: one tool call per reply, then a closing text.
-fn script(calls: &[(&str, &str, Value)]) -> MockModel {
-    let mut replies: Vec<Reply> = calls
-        .iter()
-        .map(|(id, tool, input)| {
-            Reply::sse(
-                Answer::text("Working.")
-                    .call(id, tool, input.clone())
-                    .anthropic(),
-            )
-        })
-        .collect();
-    replies.push(Reply::sse(Answer::text("Done.").anthropic()));
-    MockModel::start(replies)
 }
 
 fn assert_ok(output: &Output) {

@@ -8,24 +8,13 @@
 
 use crate::support;
 
-use std::path::Path;
 use std::process::Output;
 
-use support::{Env, assert_exit, stderr, stdout};
+use support::{Env, assert_exit, names_in, stderr, stdout};
 
 /// Runs `capstan tool call TOOL INPUT EXTRA...` and returns what it did.
 fn run(env: &Env, tool: &str, input: &str, extra: &[&str]) -> Output {
     env.call(tool, input, extra).output().unwrap()
-}
-
-/// The names in a folder, sorted, hidden ones included.
-fn names_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 // ---------------------------------------------------------------- fs.read

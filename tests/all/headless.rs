@@ -503,3 +503,183 @@ fn an_unknown_permission_prompt_tool_is_a_usage_error() {
     );
     assert!(mock.received().is_empty());
 }
+
+/// `capstan -p --input-format stream-json --output-format stream-json`
+/// against `mock`, its stdin and stdout piped.
+fn stream_json_session(env: &Env, mock: &MockModel) -> std::process::Child {
+    let mut cmd = env.capstan_std();
+    for var in MODEL_VARS {
+        cmd.env_remove(var);
+    }
+    cmd.env("ANTHROPIC_API_KEY", API_KEY)
+        .args(["--base-url", &mock.url(), "--model", "mock-model", "-p"])
+        .args([
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd.spawn().unwrap()
+}
+
+/// A user message of the SDK with `content`.
+fn user_message(content: Value) -> String {
+    json!({"type": "user", "message": {"role": "user", "content": content},
+           "session_id": "", "parent_tool_use_id": null})
+    .to_string()
+}
+
+/// The `control_response` to request `id` among `events`.
+fn control_response<'a>(events: &'a [Value], id: &str) -> &'a Value {
+    events
+        .iter()
+        .find(|e| e["type"] == "control_response" && e["response"]["request_id"] == id)
+        .unwrap_or_else(|| panic!("no control_response to {id}: {events:#?}"))
+}
+
+#[test]
+fn stream_json_input_answers_control_requests_as_claude_codes_sdk_expects() {
+    let env = Env::new();
+    let mock = MockModel::start(vec![Reply::sse(Answer::text("One.").anthropic())]);
+    let mut child = stream_json_session(&env, &mock);
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        let request = |id: &str, body: Value| {
+            json!({"type": "control_request", "request_id": id, "request": body}).to_string()
+        };
+        writeln!(
+            stdin,
+            "{}",
+            request("req_1", json!({"subtype": "initialize", "hooks": null}))
+        )
+        .unwrap();
+        writeln!(
+            stdin,
+            "{}",
+            request("req_2", json!({"subtype": "set_max_thinking_tokens"}))
+        )
+        .unwrap();
+        writeln!(stdin, "{}", request("req_3", json!({"subtype": "initialize", "hooks": {"PreToolUse": [{"matcher": "Bash", "hookCallbackIds": ["hook_0"]}]}}))).unwrap();
+        writeln!(
+            stdin,
+            "{}",
+            json!({"type": "control_request", "request": {"subtype": "interrupt"}})
+        )
+        .unwrap();
+        writeln!(stdin, "{}", user_message(json!("first"))).unwrap();
+    }
+    let output = child.wait_with_output().unwrap();
+    // Control requests are not malformed lines: the run succeeds.
+    assert_exit(&output, 0);
+    let events = lines(&output);
+    let init = control_response(&events, "req_1");
+    assert_eq!(init["response"]["subtype"], "success", "{init}");
+    let body = &init["response"]["response"];
+    assert!(body["commands"].is_array(), "{body}");
+    assert_eq!(body["output_style"], "default");
+    assert_eq!(body["models"][0]["value"], "mock-model");
+    let unknown = control_response(&events, "req_2");
+    assert_eq!(unknown["response"]["subtype"], "error");
+    assert!(
+        unknown["response"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("set_max_thinking_tokens"),
+        "{unknown}"
+    );
+    let hooks = control_response(&events, "req_3");
+    assert_eq!(hooks["response"]["subtype"], "error");
+    assert!(
+        hooks["response"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("hooks")
+    );
+    let no_id = events
+        .iter()
+        .find(|e| e["type"] == "control_response" && e["response"]["request_id"].is_null())
+        .unwrap();
+    assert_eq!(no_id["response"]["subtype"], "error");
+    let results: Vec<&Value> = events.iter().filter(|e| e["type"] == "result").collect();
+    assert_eq!(results.len(), 1, "{events:#?}");
+    assert_eq!(results[0]["result"], "One.");
+    assert!(!stderr(&output).contains("panicked"));
+}
+
+#[test]
+fn a_drivers_interrupt_stops_the_running_prompt_and_the_next_one_runs() {
+    let env = Env::new();
+    let mock = MockModel::start(vec![
+        Reply::silent(),
+        Reply::sse(Answer::text("Two.").anthropic()),
+    ]);
+    let mut child = stream_json_session(&env, &mock);
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{}", user_message(json!("first"))).unwrap();
+    // Once the first prompt's request is at the model, it is running.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while mock.received().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the prompt never reached the model"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let interrupt = json!({"type": "control_request", "request_id": "req_int",
+                           "request": {"subtype": "interrupt"}});
+    writeln!(stdin, "{interrupt}").unwrap();
+    writeln!(stdin, "{}", user_message(json!("second"))).unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    assert_exit(&output, 0);
+    let events = lines(&output);
+    let answer = control_response(&events, "req_int");
+    assert_eq!(answer["response"]["subtype"], "success");
+    let results: Vec<&Value> = events.iter().filter(|e| e["type"] == "result").collect();
+    assert_eq!(results.len(), 2, "{events:#?}");
+    assert_eq!(results[0]["subtype"], "error_during_execution");
+    assert_eq!(results[1]["subtype"], "success");
+    assert_eq!(results[1]["result"], "Two.");
+}
+
+#[test]
+fn stream_json_input_takes_text_blocks_and_refuses_images_clearly() {
+    let env = Env::new();
+    let mock = MockModel::start(vec![Reply::sse(Answer::text("Seen.").anthropic())]);
+    let mut child = stream_json_session(&env, &mock);
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        let image = json!({"type": "image", "source": {"type": "base64",
+            "media_type": "image/png", "data": "iVBORw0KGgo="}});
+        writeln!(
+            stdin,
+            "{}",
+            user_message(json!([{"type": "text", "text": "look"}, image]))
+        )
+        .unwrap();
+        writeln!(
+            stdin,
+            "{}",
+            user_message(json!([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]))
+        )
+        .unwrap();
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_exit(&output, 2);
+    let events = lines(&output);
+    let error = events.iter().find(|e| e["type"] == "input_error").unwrap();
+    assert_eq!(error["line"], 1);
+    assert!(
+        error["error"]
+            .as_str()
+            .unwrap()
+            .contains("only text to the model"),
+        "{error}"
+    );
+    let received = mock.received();
+    assert_eq!(received.len(), 1, "the image message reached no model");
+    assert!(received[0].first_user_text().contains("a\n\nb"));
+}

@@ -903,3 +903,64 @@ fn an_installed_hook_whose_files_changed_or_whose_audit_log_fails_does_not_run()
         "{err}"
     );
 }
+
+#[test]
+fn a_hooks_log_lines_and_progress_reach_the_session_as_a_tools_do() {
+    let env = Env::new();
+    let mock = MockModel::start(vec![
+        sse(Answer::text("Writing.").call(
+            "toolu_w",
+            "fs__write",
+            json!({"path": "a.txt", "content": "[PreToolUse:report]"}),
+        )),
+        sse(Answer::text("Done.")),
+    ]);
+    let output = with_echo(
+        &env,
+        &mock,
+        "[UserPromptSubmit:report]",
+        &[
+            "--permission-mode",
+            "accept-edits",
+            "--output-format",
+            "stream-json",
+        ],
+    );
+    assert_exit(&output, 0);
+    let events: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let of = |kind: &str, call: &str| {
+        events
+            .iter()
+            .find(|e| e["type"] == kind && e["tool_use_id"] == call)
+            .unwrap_or_else(|| panic!("no {kind} for {call}: {events:#?}"))
+            .clone()
+    };
+    // The tool call the event is about, else the hook's event.
+    let log = of("tool_log", "toolu_w");
+    assert_eq!(log["source"], "hook-echo");
+    assert_eq!(log["level"], "warning");
+    assert_eq!(log["message"], "hook-echo reports on PreToolUse");
+    let progress = of("tool_progress", "toolu_w");
+    assert_eq!(progress["message"], "hook-echo checking");
+    assert_eq!(progress["done"], 1);
+    assert_eq!(progress["total"], 2);
+    let prompt_log = of("tool_log", "hook:UserPromptSubmit");
+    assert_eq!(
+        prompt_log["message"],
+        "hook-echo reports on UserPromptSubmit"
+    );
+    assert!(prompt_log["session_id"].is_string());
+
+    // On the terminal, a warning shows as a tool's does.
+    let mock = MockModel::start(vec![sse(Answer::text("Done."))]);
+    let output = with_echo(&env, &mock, "[UserPromptSubmit:report]", &[]);
+    assert_exit(&output, 0);
+    assert!(
+        stderr(&output).contains("[hook-echo] warning: hook-echo reports on UserPromptSubmit"),
+        "{}",
+        stderr(&output)
+    );
+}

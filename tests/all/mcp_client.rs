@@ -14,7 +14,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::mock_model::{Answer, MockModel, Reply};
+use support::mock_model::{MockModel, script};
 use support::{Env, stderr, stdout, target_dir};
 
 const API_KEY: &str = "test-key";
@@ -102,22 +102,6 @@ fn session(env: &Env, mock: &MockModel, args: &[&str]) -> Output {
         .args(args)
         .timeout(Duration::from_secs(180));
     cmd.output().unwrap()
-}
-
-/// A script: one tool call per reply, then a closing text.
-fn script(calls: &[(&str, &str, Value)]) -> MockModel {
-    let mut replies: Vec<Reply> = calls
-        .iter()
-        .map(|(id, tool, input)| {
-            Reply::sse(
-                Answer::text("Working.")
-                    .call(id, tool, input.clone())
-                    .anthropic(),
-            )
-        })
-        .collect();
-    replies.push(Reply::sse(Answer::text("Done.").anthropic()));
-    MockModel::start(replies)
 }
 
 fn list_json(env: &Env) -> Value {

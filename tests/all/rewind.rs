@@ -13,7 +13,7 @@ use std::process::Output;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use support::mock_model::{Answer, MockModel, Reply};
+use support::mock_model::{MockModel, tool_call_replies as replies};
 use support::{Env, stderr, stdout};
 
 const API_KEY: &str = "sk-ant-mock-key-rewind";
@@ -34,22 +34,6 @@ fn prompt(env: &Env, mock: &MockModel, text: &str, extra: &[&str]) -> Output {
         stderr(&output)
     );
     output
-}
-
-/// Replies that make each call in turn, then say `closing`.
-fn replies(calls: &[(&str, &str, Value)], closing: &str) -> Vec<Reply> {
-    let mut replies: Vec<Reply> = calls
-        .iter()
-        .map(|(id, tool, input)| {
-            Reply::sse(
-                Answer::text("Working.")
-                    .call(id, tool, input.clone())
-                    .anthropic(),
-            )
-        })
-        .collect();
-    replies.push(Reply::sse(Answer::text(closing).anthropic()));
-    replies
 }
 
 /// `capstan session ARGS` in the workspace.

@@ -31,6 +31,7 @@ mod skill;
 mod slash;
 mod status_line;
 mod stream_input;
+mod termination;
 mod tool;
 mod tool_mcp;
 pub mod turn_keys;
@@ -144,11 +145,14 @@ pub fn main() -> ExitCode {
             }
         };
     // A command in the OS sandbox runs on this thread: the sandbox ties
-    // the command's life to the thread that starts it. It logs nothing:
-    // a log writer thread would make the process multi-threaded before
-    // its namespaces are made.
+    // the command's life to the thread that starts it. It writes no log.
+    termination::watch_signals();
     let cli = match cli.command {
-        Some(Command::Exec(args)) => return exec::main(args),
+        Some(Command::Exec(args)) => {
+            let exit = exec::main(args);
+            termination::remove_temporary_area();
+            return exit;
+        }
         _ => cli,
     };
     // Whatever runs plugins gets two worker threads: each call runs on a
@@ -221,6 +225,7 @@ pub fn main() -> ExitCode {
     // the process alive.
     runtime.shutdown_background();
     drop(log);
+    termination::remove_temporary_area();
     exit.into()
 }
 
@@ -297,7 +302,7 @@ fn watch_ctrl_c(interrupt: Interrupt) {
         while tokio::signal::ctrl_c().await.is_ok() {
             if interrupt.is_raised() {
                 live::notice("capstan: stopped");
-                std::process::exit(i32::from(Exit::Interrupted as u8));
+                termination::exit_now(i32::from(Exit::Interrupted as u8));
             }
             live::notice("capstan: interrupting… (Ctrl-C again to quit)");
             interrupt.raise();

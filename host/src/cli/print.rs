@@ -135,7 +135,14 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
     }
     let exit = match first_prompt {
         Some(prompt) => run.prompt(&mut session, prompt, started).await,
-        None => run.stream_of_prompts(&mut session).await,
+        None => {
+            let control = stream_input::Control {
+                interrupt: run.interrupt.clone(),
+                by_driver: Default::default(),
+                initialize: initialize_answer(&session),
+            };
+            run.stream_of_prompts(&mut session, control).await
+        }
     };
     let _ = session.agent.end_session("other", run.frontend()).await;
     exit
@@ -160,26 +167,45 @@ impl Run {
 
     /// Runs the prompts of `--input-format stream-json` as they come: each
     /// gets its result message; a malformed line gets an `input_error`
-    /// event and the next lines still run. The exit code is the first
-    /// failing prompt's, else a usage error if a line was malformed.
-    async fn stream_of_prompts(&mut self, session: &mut Session) -> Exit {
-        let mut lines = stream_input::read_stdin();
+    /// event and the next lines still run; control requests are answered
+    /// by `control` (a driver's interrupt stops the running prompt, and the
+    /// next lines still run). The exit code is the first failing prompt's,
+    /// else a usage error if a line was malformed.
+    async fn stream_of_prompts(
+        &mut self,
+        session: &mut Session,
+        control: stream_input::Control,
+    ) -> Exit {
+        let by_driver = control.by_driver.clone();
+        let driver_interrupted = || by_driver.swap(false, std::sync::atomic::Ordering::SeqCst);
+        let mut lines = stream_input::read_stdin(control);
         let mut exit = Exit::Success;
         let mut malformed = false;
         loop {
             let line = tokio::select! {
-                line = lines.recv() => line,
+                biased;
                 () = self.interrupt.raised() => {
+                    if driver_interrupted() {
+                        // Nothing was running: there is nothing to stop.
+                        self.interrupt.clear();
+                        continue;
+                    }
                     if exit == Exit::Success {
                         exit = Exit::Interrupted;
                     }
                     break;
                 }
+                line = lines.recv() => line,
             };
             match line {
                 None => break,
                 Some(Line::Prompt(prompt)) => {
                     let ended = self.prompt(session, prompt, Instant::now()).await;
+                    if ended == Exit::Interrupted && driver_interrupted() {
+                        // The driver stopped this prompt; it goes on.
+                        self.interrupt.clear();
+                        continue;
+                    }
                     if exit == Exit::Success {
                         exit = ended;
                     }
@@ -364,6 +390,38 @@ fn init_message(session: &Session, tools: &[(String, String)]) -> serde_json::Va
         "skills": skills,
         "hooks": agent.hooks().names().collect::<Vec<_>>(),
         "resumed": session.resumed,
+    })
+}
+
+/// The answer to a driver's `initialize` control request: the session's
+/// commands (its skills), output style and model, in the shape Claude
+/// Code's SDK reads.
+fn initialize_answer(session: &Session) -> serde_json::Value {
+    let agent = &session.agent;
+    let commands: Vec<serde_json::Value> = agent
+        .toolbox()
+        .skills()
+        .map(|skills| {
+            skills
+                .set()
+                .skills()
+                .iter()
+                .map(|s| {
+                    json!({
+                        "name": s.meta.name,
+                        "description": s.meta.description,
+                        "argumentHint": "",
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let model = &agent.config().model;
+    json!({
+        "commands": commands,
+        "output_style": "default",
+        "available_output_styles": ["default"],
+        "models": [{"value": model, "displayName": model, "description": agent.provider_name()}],
     })
 }
 

@@ -401,12 +401,16 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         "session ready"
     );
 
+    // Hooks report (log lines, progress) where the session's tools do, and
+    // their capability decisions are audited as the tools' are.
+    let hook_events = call_events.sink();
     let hooks = crate::plugin::load_hooks(
         agent.toolbox().sandbox(),
         &catalog,
         &workspace,
         agent.session_id(),
-        None,
+        Some(hook_events),
+        agent.toolbox().audit(),
     )
     .await
     .map_err(|e| Failure::new(Exit::Error, e))?;

@@ -3,9 +3,23 @@
 //! `{"type":"user","message":{"role":"user","content":"..."}}`, where the
 //! content is a string or a list of `text` blocks. Lines are read as they
 //! come, so a driver can send its next message after reading a result.
+//!
+//! The SDK's control requests are answered at once, on the reading
+//! thread, even while a prompt runs:
+//! `{"type":"control_request","request_id":ID,"request":{"subtype":...}}`
+//! gets `{"type":"control_response","response":{"subtype":"success",
+//! "request_id":ID,"response":{...}}}`, or `"subtype":"error"` with an
+//! `error` for what capstan does not do. `interrupt` stops the running
+//! turn (the session goes on with the next message); `initialize` answers
+//! with the session's commands, output style and model.
 
-use serde_json::Value;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
+
+use crate::agent::Interrupt;
 
 /// One line of input: a prompt, or why the line is not one.
 #[derive(Debug, PartialEq)]
@@ -21,10 +35,76 @@ pub enum Line {
     },
 }
 
+/// What answers a driver's control requests.
+pub struct Control {
+    /// The session's interrupt, raised by `interrupt`.
+    pub interrupt: Interrupt,
+    /// Set when the driver raised the interrupt (rather than Ctrl-C): the
+    /// session then goes on with the next message.
+    pub by_driver: Arc<AtomicBool>,
+    /// The body of the answer to `initialize`.
+    pub initialize: Value,
+}
+
+impl Control {
+    /// The answer to `line` when it is a control request (acting on it),
+    /// else none.
+    pub fn answer(&self, line: &str) -> Option<Value> {
+        let value: Value = serde_json::from_str(line.trim()).ok()?;
+        if value.get("type").and_then(Value::as_str) != Some("control_request") {
+            return None;
+        }
+        let id = value.get("request_id").cloned().unwrap_or(Value::Null);
+        let error = |message: String| {
+            json!({
+                "type": "control_response",
+                "response": {"subtype": "error", "request_id": id, "error": message},
+            })
+        };
+        if !id.is_string() {
+            return Some(error(
+                "a control request needs a string `request_id`".to_string(),
+            ));
+        }
+        let request = value.get("request").unwrap_or(&Value::Null);
+        let body = match request.get("subtype").and_then(Value::as_str) {
+            Some("interrupt") => {
+                self.by_driver.store(true, Ordering::SeqCst);
+                self.interrupt.raise();
+                json!({})
+            }
+            Some("initialize") => {
+                let hooks = request.get("hooks").unwrap_or(&Value::Null);
+                if !(hooks.is_null() || hooks.as_object().is_some_and(|h| h.is_empty())) {
+                    return Some(error(
+                        "capstan does not call back hooks of the driver (`hooks` in initialize); run hooks as capstan plugins or Claude Code hook commands instead".to_string(),
+                    ));
+                }
+                self.initialize.clone()
+            }
+            Some(other) => {
+                return Some(error(format!(
+                    "the control request `{other}` is not supported; capstan answers `initialize` and `interrupt`"
+                )));
+            }
+            None => {
+                return Some(error(
+                    "the control request has no `request.subtype`".to_string(),
+                ));
+            }
+        };
+        Some(json!({
+            "type": "control_response",
+            "response": {"subtype": "success", "request_id": id, "response": body},
+        }))
+    }
+}
+
 /// Reads stdin on its own thread; each non-blank line arrives as a
 /// [`Line`], and the channel closes at the end of the input (or when it
-/// cannot be read, after a last [`Line::Malformed`] saying why).
-pub fn read_stdin() -> mpsc::UnboundedReceiver<Line> {
+/// cannot be read, after a last [`Line::Malformed`] saying why). Control
+/// requests are answered by `control` on that thread, at once.
+pub fn read_stdin(control: Control) -> mpsc::UnboundedReceiver<Line> {
     let (sender, receiver) = mpsc::unbounded_channel();
     std::thread::spawn(move || {
         let stdin = std::io::stdin();
@@ -36,6 +116,10 @@ pub fn read_stdin() -> mpsc::UnboundedReceiver<Line> {
                 Ok(0) => break,
                 Ok(_) if text.trim().is_empty() => continue,
                 Ok(_) => {
+                    if let Some(answer) = control.answer(&text) {
+                        super::render::StreamJsonFrontend::emit(&answer);
+                        continue;
+                    }
                     if sender.send(parse_line(number, &text)).is_err() {
                         break;
                     }
@@ -96,6 +180,7 @@ fn prompt_of(text: &str) -> Result<String, String> {
                     block.get("text").and_then(Value::as_str),
                 ) {
                     (Some("text"), Some(text)) => texts.push(text),
+                    (Some("image"), _) => return Err(image_refused(block)),
                     (kind, _) => {
                         return Err(format!(
                             "a content block of type `{}` cannot be taken; only text blocks are read",
@@ -118,6 +203,32 @@ fn prompt_of(text: &str) -> Result<String, String> {
     Ok(prompt)
 }
 
+/// Why an `image` block is not taken: a malformed one says what is wrong
+/// with it; a well-formed one that the model layer cannot carry yet.
+fn image_refused(block: &Value) -> String {
+    const SHAPE: &str = r#"an image block is {"type":"image","source":{"type":"base64","media_type":"image/png","data":"..."}}"#;
+    let source = block.get("source");
+    let field = |name: &str| {
+        source
+            .and_then(|s| s.get(name))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    if field("type") != "base64" {
+        return format!("the image block's `source.type` must be `base64`; {SHAPE}");
+    }
+    let media_type = field("media_type");
+    if !["image/png", "image/jpeg", "image/gif", "image/webp"].contains(&media_type) {
+        return format!(
+            "the image block's `source.media_type` must be image/png, image/jpeg, image/gif or image/webp, not `{media_type}`"
+        );
+    }
+    if field("data").is_empty() {
+        return format!("the image block has no `source.data`; {SHAPE}");
+    }
+    "image blocks cannot be taken yet: capstan passes only text to the model; send the message without the image (a text block may name the image's file in the workspace)".to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,7 +245,7 @@ mod tests {
     fn other_lines_are_malformed_with_their_number() {
         for (text, needle) in [
             ("{not json", "not JSON"),
-            (r#"{"type":"control_request"}"#, "control_request"),
+            (r#"{"type":"control_response"}"#, "control_response"),
             (r#"{"type":"user"}"#, "no `message`"),
             (
                 r#"{"type":"user","message":{"role":"user","content":5}}"#,
@@ -142,7 +253,15 @@ mod tests {
             ),
             (
                 r#"{"type":"user","message":{"role":"user","content":[{"type":"image"}]}}"#,
-                "image",
+                "source.type",
+            ),
+            (
+                r#"{"type":"user","message":{"role":"user","content":[{"type":"text","text":"see"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]}}"#,
+                "only text to the model",
+            ),
+            (
+                r#"{"type":"user","message":{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"text/html","data":"eA=="}}]}}"#,
+                "text/html",
             ),
         ] {
             match parse_line(7, text) {
@@ -152,6 +271,59 @@ mod tests {
                 }
                 other => panic!("{text}: {other:?}"),
             }
+        }
+    }
+
+    fn control() -> Control {
+        Control {
+            interrupt: Interrupt::new(),
+            by_driver: Arc::default(),
+            initialize: json!({"commands": []}),
+        }
+    }
+
+    #[test]
+    fn control_requests_are_answered_and_act() {
+        let control = control();
+        assert_eq!(control.answer(r#"{"type":"user"}"#), None);
+        let answer = control
+            .answer(
+                r#"{"type":"control_request","request_id":"r1","request":{"subtype":"interrupt"}}"#,
+            )
+            .unwrap();
+        assert_eq!(
+            answer,
+            json!({"type":"control_response","response":{"subtype":"success","request_id":"r1","response":{}}})
+        );
+        assert!(control.interrupt.is_raised());
+        assert!(control.by_driver.load(Ordering::SeqCst));
+        let init = control
+            .answer(r#"{"type":"control_request","request_id":"r2","request":{"subtype":"initialize","hooks":null}}"#)
+            .unwrap();
+        assert_eq!(init["response"]["response"], json!({"commands": []}));
+        for (line, needle) in [
+            (
+                r#"{"type":"control_request","request_id":"r3","request":{"subtype":"set_model"}}"#,
+                "set_model",
+            ),
+            (
+                r#"{"type":"control_request","request_id":"r4","request":{}}"#,
+                "subtype",
+            ),
+            (
+                r#"{"type":"control_request","request":{"subtype":"interrupt"}}"#,
+                "request_id",
+            ),
+            (
+                r#"{"type":"control_request","request_id":"r5","request":{"subtype":"initialize","hooks":{"PreToolUse":[]}}}"#,
+                "hooks",
+            ),
+        ] {
+            let answer = control.answer(line).unwrap();
+            assert_eq!(answer["type"], "control_response");
+            assert_eq!(answer["response"]["subtype"], "error", "{line}");
+            let error = answer["response"]["error"].as_str().unwrap();
+            assert!(error.contains(needle), "{error}");
         }
     }
 }

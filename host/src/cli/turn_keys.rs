@@ -377,7 +377,7 @@ fn dispatch(shared: &Shared, interrupt: &Interrupt, saved: &Termios, keys: &mut 
                 if key == Key::CtrlC && interrupt.is_raised() {
                     let _ = termios::tcsetattr(std::io::stdin().as_fd(), SetArg::TCSANOW, saved);
                     super::live::notice("capstan: stopped");
-                    std::process::exit(i32::from(Exit::Interrupted as u8));
+                    super::termination::exit_now(i32::from(Exit::Interrupted as u8));
                 }
                 if !interrupt.is_raised() {
                     // Above the spinner and a command's output, if drawn.

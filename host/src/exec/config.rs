@@ -198,7 +198,9 @@ pub struct ExecGrants {
     /// Whether commands may get namespaces (when the system allows user
     /// namespaces); `[exec] namespaces = "off"` says no.
     pub namespaces: bool,
-    /// The user's home folder, passed as `HOME`.
+    /// The user's home folder: `HOME` of unsandboxed commands; sandboxed
+    /// ones get a private home where its readable tool folders appear
+    /// ([`temp_area`](super::temp_area)).
     pub home: Option<PathBuf>,
     /// Where commands and refusals are recorded.
     pub audit: Option<AuditScope>,

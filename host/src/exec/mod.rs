@@ -16,8 +16,9 @@
 //!   capabilities, `no_new_privs`, a seccomp filter, resource limits; when
 //!   the command's first process ends, on a timeout or on a cancel, the
 //!   kernel kills every process it started;
-//! - environment: `PATH`, `HOME`, `LANG`, `TERM`, `TMPDIR` and the names of
-//!   `[exec] env`, nothing else;
+//! - environment: `PATH`, `LANG`, `TERM`, the names of `[exec] env`, and a
+//!   private `TMPDIR` and `HOME` ([`temp_area`]: never the user's home),
+//!   nothing else;
 //! - audit: every command and every refusal the host sees goes to the
 //!   audit log.
 //!
@@ -41,6 +42,8 @@ mod spawn;
 mod support;
 #[cfg(target_os = "linux")]
 mod syscalls;
+#[cfg(target_os = "linux")]
+pub mod temp_area;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -17,7 +17,7 @@ use super::proxy::Proxy;
 use super::spawn::{self, ExitWatch, InitProcess, PROXY_PORT, Setup, TreeStop};
 use super::{
     Cancel, CommandLine, Ending, ExecError, ExecGrants, ExecOutcome, ExecRequest, missing,
-    output::CappedOutput, syscalls,
+    output::CappedOutput, syscalls, temp_area,
 };
 use crate::audit::AuditEvent;
 use crate::grants::net::NetGrant;
@@ -209,13 +209,10 @@ impl RunningCommand {
         let cwd = working_folder(request.cwd.as_deref(), &grants.workspace)?;
         let mut net = grants.net.clone();
         net.extend(request.net.iter().cloned());
-        let temp = tempfile::Builder::new()
-            .prefix("capstan-exec-")
-            .tempdir()
-            .map_err(|source| ExecError::Setup {
-                step: "creating the command's temporary folder",
-                source,
-            })?;
+        let temp = temp_area::command_folder().map_err(|source| ExecError::Setup {
+            step: "creating the command's temporary folder",
+            source,
+        })?;
         // Every sandboxed command gets the proxy, granted origins or none:
         // a tool that honours the proxy variables then asks it, and a
         // refusal is seen, audited and named in the outcome even when the
@@ -225,7 +222,9 @@ impl RunningCommand {
             step: "creating the output pipe",
             source,
         })?;
-        let mut command = command_for(request, grants, &cwd, temp.path(), proxy)?;
+        let home = private_home(grants)?;
+        let mut command =
+            command_for(request, grants, &cwd, (temp.path(), home.as_deref()), proxy)?;
         for (name, value) in &attach.env {
             command.env(name, value);
         }
@@ -269,7 +268,7 @@ impl RunningCommand {
             audit,
         };
         let (mut keeper, stopper, listener) = if grants.sandboxed {
-            let setup = sandbox_setup(request, grants, &cwd, temp.path())?;
+            let setup = sandbox_setup(request, grants, &cwd, temp.path(), home.as_deref())?;
             let started = spawn::start(&mut command, setup).map_err(|e| match e.step {
                 Some(step) => ExecError::Setup {
                     step: step.describe(),
@@ -517,12 +516,31 @@ fn working_folder(cwd: Option<&Path>, workspace: &Path) -> Result<PathBuf, ExecE
     Ok(resolved)
 }
 
+/// The private home a sandboxed command gets (its holder's, for the
+/// session); none unsandboxed, where a command runs with the user's full
+/// access and home.
+fn private_home(grants: &ExecGrants) -> Result<Option<PathBuf>, ExecError> {
+    if !grants.sandboxed {
+        return Ok(None);
+    }
+    let holder = grants
+        .audit
+        .as_ref()
+        .map_or("commands", |scope| scope.plugin.as_str());
+    temp_area::home_for(holder, grants.home.as_deref(), &grants.read)
+        .map(Some)
+        .map_err(|source| ExecError::Setup {
+            step: "creating the command's home folder",
+            source,
+        })
+}
+
 /// The process to start, with its scrubbed environment.
 fn command_for(
     request: &ExecRequest,
     grants: &ExecGrants,
     cwd: &Path,
-    temp: &Path,
+    (temp, private_home): (&Path, Option<&Path>),
     proxy: bool,
 ) -> Result<Command, ExecError> {
     let mut command = match &request.command {
@@ -552,7 +570,7 @@ fn command_for(
     if std::env::var_os("PATH").is_none() {
         command.env("PATH", "/usr/local/bin:/usr/bin:/bin");
     }
-    if let Some(home) = &grants.home {
+    if let Some(home) = private_home.or(grants.home.as_deref()) {
         command.env("HOME", home);
     }
     command.env("TMPDIR", temp);
@@ -604,6 +622,7 @@ fn sandbox_setup(
     grants: &ExecGrants,
     cwd: &Path,
     temp: &Path,
+    home: Option<&Path>,
 ) -> Result<Setup, ExecError> {
     landlock_required(spawn::landlock_abi())?;
     let wants_net = !request.net.is_empty() || !grants.net.is_empty();
@@ -621,6 +640,7 @@ fn sandbox_setup(
         write_opened: Vec::new(),
     };
     files.write.push(temp.to_path_buf());
+    files.write.extend(home.map(Path::to_path_buf));
     let exempt = |path: &PathBuf| {
         request
             .writable_protected

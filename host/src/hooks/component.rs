@@ -10,7 +10,7 @@ use futures_util::future::BoxFuture;
 
 use super::{Decision, Hook, HookEvent, HookFailure, HookOutput, Subscription};
 use crate::sandbox::hook::wit;
-use crate::sandbox::{CallError, CallOptions, Limits, LoadedComponent, Sandbox};
+use crate::sandbox::{CallError, CallOptions, Limits, LoadedComponent, PluginEvent, Sandbox};
 
 /// The limits a hook runs under unless its plugin's manifest sets others:
 /// 5 s, 64 MiB, and 64 KiB of answer.
@@ -20,6 +20,11 @@ pub const HOOK_LIMITS: Limits = Limits {
     output: 64 << 10,
 };
 
+/// Where a session's hooks report their log lines and progress: the call
+/// they are about (a tool call's id, else `hook:EVENT`), the plugin, and
+/// the report, shown as a tool's are.
+pub type HookEvents = Arc<dyn Fn(&str, &str, PluginEvent) + Send + Sync>;
+
 /// A hook component, loaded and ready for events.
 pub struct HookComponent {
     name: String,
@@ -27,6 +32,7 @@ pub struct HookComponent {
     component: LoadedComponent,
     subscriptions: Vec<Subscription>,
     options: CallOptions,
+    events: Option<HookEvents>,
 }
 
 impl HookComponent {
@@ -44,7 +50,35 @@ impl HookComponent {
             component,
             subscriptions,
             options,
+            events: None,
         })
+    }
+
+    /// Sends what it reports while handling an event (log lines, progress)
+    /// to `events`.
+    pub fn with_events(mut self, events: Option<HookEvents>) -> Self {
+        self.events = events;
+        self
+    }
+
+    /// The options of one event's call: its reports go to the session,
+    /// tagged with the tool call the event is about.
+    fn options_for(&self, event: HookEvent, payload: &serde_json::Value) -> CallOptions {
+        let mut options = self.options.clone();
+        if let Some(events) = &self.events {
+            let events = events.clone();
+            let call = match payload
+                .get("tool_use_id")
+                .and_then(serde_json::Value::as_str)
+            {
+                Some(id) => id.to_string(),
+                None => format!("hook:{}", event.name()),
+            };
+            options.events = Some(Arc::new(move |plugin: &str, report: PluginEvent| {
+                events(&call, plugin, report);
+            }));
+        }
+        options
     }
 
     /// The limits its events run under.
@@ -68,14 +102,10 @@ impl Hook for HookComponent {
         payload: &'a serde_json::Value,
     ) -> BoxFuture<'a, Result<HookOutput, HookFailure>> {
         Box::pin(async move {
+            let options = self.options_for(event, payload);
             let payload = payload.to_string();
             self.sandbox
-                .call_hook(
-                    &self.component,
-                    event_to_wit(event),
-                    &payload,
-                    &self.options,
-                )
+                .call_hook(&self.component, event_to_wit(event), &payload, &options)
                 .await
                 .and_then(output_from_wit)
                 .map_err(failure_of)

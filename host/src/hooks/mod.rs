@@ -21,7 +21,7 @@ pub mod dispatch;
 pub mod matcher;
 pub mod schema;
 
-pub use component::{HOOK_LIMITS, HookComponent};
+pub use component::{HOOK_LIMITS, HookComponent, HookEvents};
 pub use dispatch::{Combined, HookAnswer, HookSet, SubscriptionError, Verdict, combine};
 
 use futures_util::future::BoxFuture;

@@ -6,9 +6,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::hooks::{HOOK_LIMITS, Hook, HookComponent};
+use crate::audit::AuditLog;
+use crate::hooks::{HOOK_LIMITS, Hook, HookComponent, HookEvents};
 use crate::plugin::{Catalog, CatalogError, Provision, ProvisionError, Writes};
-use crate::sandbox::{CallError, EventSink, Sandbox};
+use crate::sandbox::{CallError, Sandbox};
 
 /// A hook could not be loaded for a session.
 #[derive(Debug, thiserror::Error)]
@@ -34,8 +35,10 @@ pub enum HookLoadError {
 /// [`Provision`] decides: installed plugins' hooks get what the user
 /// granted the plugin, read-only (a hook decides; it does not write), their
 /// manifest's limits or [`HOOK_LIMITS`], and record capability decisions in
-/// the plugin's audit log. Hook components given with `--plugin` see the
-/// workspace, read-only, and nothing else.
+/// the plugin's audit log (else in `session_audit`, as a tool's calls do).
+/// Hook components given with `--plugin` see the workspace, read-only, and
+/// nothing else. What a hook reports while it runs (log lines, progress)
+/// goes to `events`.
 /// An installed plugin whose hooks cannot be used is left out and marked
 /// unavailable in `catalog`.
 pub async fn load_hooks(
@@ -43,7 +46,8 @@ pub async fn load_hooks(
     catalog: &Catalog,
     workspace: &Path,
     session_id: Option<&str>,
-    events: Option<EventSink>,
+    events: Option<HookEvents>,
+    session_audit: Option<&AuditLog>,
 ) -> Result<Vec<Arc<dyn Hook>>, HookLoadError> {
     let mut hooks: Vec<Arc<dyn Hook>> = Vec::new();
     for plugin in catalog.names() {
@@ -73,11 +77,12 @@ pub async fn load_hooks(
         let Some(provision) = catalog.unless_unavailable(plugin, provision)? else {
             continue;
         };
-        let options = provision.options(false, session_id, events.clone(), None);
+        let options = provision.options(false, session_id, None, session_audit);
         let mut loaded = Vec::new();
         for component in components {
             let hook = HookComponent::load(sandbox.clone(), component, options.clone())
                 .await
+                .map(|hook| hook.with_events(events.clone()))
                 .map_err(|source| HookLoadError::Subscriptions {
                     plugin: plugin.to_string(),
                     source,

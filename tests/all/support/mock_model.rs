@@ -578,3 +578,25 @@ fn split(text: &str, parts: usize) -> Vec<String> {
         .map(|chunk| chunk.iter().collect())
         .collect()
 }
+
+/// Replies that each make one tool call `(id, tool, input)` in turn (with
+/// the text "Working."), then one that says `closing`.
+pub fn tool_call_replies(calls: &[(&str, &str, Value)], closing: &str) -> Vec<Reply> {
+    let mut replies: Vec<Reply> = calls
+        .iter()
+        .map(|(id, tool, input)| {
+            Reply::sse(
+                Answer::text("Working.")
+                    .call(id, tool, input.clone())
+                    .anthropic(),
+            )
+        })
+        .collect();
+    replies.push(Reply::sse(Answer::text(closing).anthropic()));
+    replies
+}
+
+/// A mock model that makes each call in turn, then says "Done.".
+pub fn script(calls: &[(&str, &str, Value)]) -> MockModel {
+    MockModel::start(tool_call_replies(calls, "Done."))
+}

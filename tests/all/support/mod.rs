@@ -5,6 +5,7 @@
 
 pub mod load;
 pub mod mock_model;
+pub mod running;
 pub mod terminal;
 
 use std::path::{Path, PathBuf};
@@ -374,4 +375,14 @@ pub fn still_alive(pid: u32) -> bool {
         }
     }
     true
+}
+
+/// The names in a folder, sorted, hidden ones included.
+pub fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
