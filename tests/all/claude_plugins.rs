@@ -509,5 +509,5 @@ fn compat_every_fixture_plugin_installs_or_says_why() {
     assert_eq!(failed_labels, ["lsp-marketplace → rust-analyzer-lsp"]);
     // Every skill and command of the fixtures is either imported or
     // reported as skipped, none lost silently.
-    assert_eq!(imported + skipped, 39);
+    assert_eq!(imported + skipped, 42);
 }
