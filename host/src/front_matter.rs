@@ -144,7 +144,7 @@ pub fn parse(text: &str, folder_name: &str) -> Result<SkillFile, FrontMatterErro
     let mut description = None;
     if let Some(yaml) = yaml {
         check_alias_expansion(yaml)?;
-        let docs = YamlLoader::load_from_str(yaml).map_err(|e| {
+        let docs = load_lenient(yaml).map_err(|e| {
             // The front matter starts on line 2, after the opening `---`.
             let line = e.marker().line().max(1) + 1;
             FrontMatterError::at(
@@ -569,6 +569,45 @@ pub struct AgentFile {
     pub body: String,
 }
 
+/// Loads front matter as YAML; when that fails, loads it again with the
+/// values of top-level `key: value` lines that YAML cannot read as written
+/// taken as plain text, as Claude Code does: `argument-hint: [issue]
+/// [priority]` is a hint, not a broken list. The first error stands when
+/// the second reading fails too.
+fn load_lenient(yaml: &str) -> Result<Vec<Yaml>, yaml_rust2::ScanError> {
+    let first = match YamlLoader::load_from_str(yaml) {
+        Ok(docs) => return Ok(docs),
+        Err(e) => e,
+    };
+    let mut changed = false;
+    let quoted: Vec<String> = yaml
+        .lines()
+        .map(|line| {
+            let Some((key, value)) = line.split_once(':') else {
+                return line.to_string();
+            };
+            let value = value.trim();
+            let simple_key = !key.is_empty()
+                && key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            if !simple_key
+                || value.is_empty()
+                || value.starts_with(['"', '\'', '|', '>', '&', '*'])
+                || YamlLoader::load_from_str(&format!("k: {value}")).is_ok()
+            {
+                return line.to_string();
+            }
+            changed = true;
+            format!("{key}: '{}'", value.replace('\'', "''"))
+        })
+        .collect();
+    if !changed {
+        return Err(first);
+    }
+    YamlLoader::load_from_str(&quoted.join("\n")).map_err(|_| first)
+}
+
 /// Parses an agent definition named `file_name` (the name when the front
 /// matter gives none). The name follows the skill rule (lowercase letters,
 /// digits, `-`); a description is required, as in Claude Code.
@@ -582,7 +621,7 @@ pub fn parse_agent(text: &str, file_name: &str) -> Result<AgentFile, FrontMatter
     };
     let yaml = yaml.unwrap_or_default();
     check_alias_expansion(yaml)?;
-    let docs = YamlLoader::load_from_str(yaml).map_err(|e| {
+    let docs = load_lenient(yaml).map_err(|e| {
         FrontMatterError::at(
             e.marker().line().max(1) + 1,
             format!("invalid YAML in the front matter: {}", e.info()),
@@ -690,9 +729,23 @@ mod tests {
     }
 
     #[test]
+    fn values_yaml_cannot_read_are_taken_as_text_as_claude_code_does() {
+        let file = parse(
+            "---\nargument-hint: [issue-number] [priority]\ndescription: Fix it: now\n---\nBody",
+            "fix-issue",
+        )
+        .unwrap();
+        assert_eq!(
+            file.meta.argument_hint.as_deref(),
+            Some("[issue-number] [priority]")
+        );
+        assert_eq!(file.meta.description, "Fix it: now");
+    }
+
+    #[test]
     fn malformed_front_matter_names_the_line() {
-        let err = parse("---\nname: x\ndescription: [unclosed\n---\nbody", "x").unwrap_err();
-        assert!(err.line >= 3, "{err:?}");
+        let err = parse("---\nname: x\n\tdescription: [unclosed\n---\nbody", "x").unwrap_err();
+        assert!(err.line >= 2, "{err:?}");
         assert!(err.message.contains("invalid YAML"), "{err:?}");
 
         let err = parse(

@@ -351,7 +351,7 @@ fn a_json_output_hook_denies_or_allows() {
             ),
             Reply::sse(Answer::text("Done.").anthropic()),
         ]);
-        let output = session(env, &mock, "write out.txt", &[]);
+        let output = session(env, &mock, "write out.txt", &["--trust-project-hooks"]);
         assert_exit(&output, 0);
         (mock.result_of("toolu_w"), stderr(&output))
     };
@@ -403,7 +403,12 @@ fn a_command_hook_that_times_out_or_crashes_on_a_blocking_event_denies() {
         ),
         Reply::sse(Answer::text("Blocked.").anthropic()),
     ]);
-    let output = session(&env, &mock, "write", &["--permission-mode", "bypass"]);
+    let output = session(
+        &env,
+        &mock,
+        "write",
+        &["--permission-mode", "bypass", "--trust-project-hooks"],
+    );
     assert_exit(&output, 0);
     let denied = mock.result_of("toolu_w");
     assert!(denied.contains("hooks fail closed"), "{denied}");

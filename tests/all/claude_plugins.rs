@@ -72,7 +72,7 @@ fn a_marketplace_lists_its_plugins_and_installs_the_ones_picked() {
         "formatter",
         "docs-writer",
         "remote-tool",
-        "not fetched",
+        "fetched at install",
     ] {
         assert!(listing.contains(expected), "{expected:?} in {listing}");
     }
@@ -110,15 +110,8 @@ fn a_marketplace_lists_its_plugins_and_installs_the_ones_picked() {
         stdout(&output)
     );
 
-    // A remote source is not fetched, and says so; an unknown name lists
-    // the known ones.
-    let output = install(&env, &[market_arg, "--plugin", "remote-tool", "--yes"]);
-    assert_exit(&output, 2);
-    assert!(
-        stderr(&output).contains("github example/remote-tool, which capstan does not fetch"),
-        "{}",
-        stderr(&output)
-    );
+    // An unknown name lists the known ones (the GitHub-sourced one is
+    // fetched at install: `claude_remote` tests that against 127.0.0.1).
     let output = install(&env, &[market_arg, "--plugin", "nope", "--yes"]);
     assert_exit(&output, 2);
     assert!(
@@ -402,6 +395,33 @@ fn outcome(label: String, output: &Output) -> Outcome {
 
 /// Installs every fixture (each plugin of a marketplace on its own) and
 /// prints the counts; `just compat` runs it.
+/// `folder`, or a copy of it at `copy` whose marketplace entries with a
+/// GitHub source point at the repository `url` on 127.0.0.1.
+fn local_sources(folder: &Path, copy: &Path, url: &str) -> PathBuf {
+    let file = folder.join(".claude-plugin/marketplace.json");
+    let Ok(text) = std::fs::read_to_string(&file) else {
+        return folder.to_path_buf();
+    };
+    let mut market: Value = serde_json::from_str(&text).unwrap();
+    let mut changed = false;
+    for entry in market["plugins"].as_array_mut().unwrap() {
+        if entry["source"]["source"] == "github" {
+            entry["source"] = json!({"source": "url", "url": url});
+            changed = true;
+        }
+    }
+    if !changed {
+        return folder.to_path_buf();
+    }
+    support::git_server::copy_tree(folder, copy);
+    std::fs::write(
+        copy.join(".claude-plugin/marketplace.json"),
+        market.to_string(),
+    )
+    .unwrap();
+    copy.to_path_buf()
+}
+
 #[test]
 fn compat_every_fixture_plugin_installs_or_says_why() {
     let env = Env::new();
@@ -412,8 +432,16 @@ fn compat_every_fixture_plugin_installs_or_says_why() {
         .collect();
     folders.sort();
     assert!(folders.len() >= 15, "{folders:?}");
+    // GitHub sources are served from 127.0.0.1 instead: the marketplace is
+    // copied with their entries pointing at a local repository.
+    let remote = support::git_server::serve(
+        "remote-tool",
+        &[&repo_root().join("tests/fixtures/claude-remote/remote-tool-1.1")],
+    );
+    let copies = tempfile::tempdir().unwrap();
     for folder in folders {
         let name = folder.file_name().unwrap().to_string_lossy().into_owned();
+        let folder = local_sources(&folder, &copies.path().join(&name), &remote.url);
         let path = folder.to_str().unwrap();
         let marketplace = folder.join(".claude-plugin/marketplace.json");
         let own = folder.join(".claude-plugin/plugin.json");
@@ -478,15 +506,15 @@ fn compat_every_fixture_plugin_installs_or_says_why() {
         "skills and commands imported {imported}, skipped {skipped}: {:.1}% import with no warning",
         100.0 * imported as f64 / (imported + skipped).max(1) as f64
     );
-    // Every usable fixture installs, LSP-only plugins included; the one
-    // that fails is the one whose source is on GitHub.
+    // Every fixture installs: LSP-only plugins, and the one whose source
+    // is a git repository (served here from 127.0.0.1).
     let failed_labels: Vec<&str> = outcomes
         .iter()
         .filter(|o| !o.installed)
         .map(|o| o.label.as_str())
         .collect();
-    assert_eq!(failed_labels, ["team-marketplace → remote-tool"]);
+    assert!(failed_labels.is_empty(), "{failed_labels:?}");
     // Every skill and command of the fixtures is either imported or
     // reported as skipped, none lost silently.
-    assert_eq!(imported + skipped, 37);
+    assert_eq!(imported + skipped, 42);
 }

@@ -10,6 +10,7 @@ pub use crate::escape;
 mod exec;
 mod exit;
 mod headless;
+mod hook_trust;
 pub mod live;
 mod markdown;
 mod mcp;

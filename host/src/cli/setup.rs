@@ -111,6 +111,13 @@ pub struct SessionArgs {
     #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
     pub input_format: InputFormat,
 
+    /// Trust the hooks of this folder's .claude/settings.json and
+    /// .claude/settings.local.json as they are now (remembered until they
+    /// change); without it they run only once trusted at an interactive
+    /// question.
+    #[arg(long)]
+    pub trust_project_hooks: bool,
+
     /// Resume the most recent session in this folder.
     #[arg(short = 'c', long = "continue", conflicts_with = "resume")]
     pub continue_session: bool,
@@ -424,6 +431,12 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
     );
     notices.extend(found.notices);
     hooks.extend(found.hooks);
+    if let Some(project) = found.project
+        && super::hook_trust::trusted(&project, &workspace, &home, args, &mut notices)
+    {
+        notices.extend(project.descriptions);
+        hooks.extend(project.hooks);
+    }
     let hooks = crate::hooks::HookSet::new(hooks).map_err(|e| Failure::new(Exit::Error, e))?;
     let hook_audit = if hooks.is_empty() {
         None

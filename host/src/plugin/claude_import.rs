@@ -122,12 +122,19 @@ pub fn import_from_marketplace(
     staging: &Path,
 ) -> Result<Imported, String> {
     let root = market.folder_of(entry)?;
+    import_entry_at(entry, &root, staging)
+}
+
+/// Imports plugin `entry` of a marketplace whose files were fetched into
+/// `root` (a remote source), with the entry's fields over its
+/// `plugin.json`.
+pub fn import_entry_at(entry: &Entry, root: &Path, staging: &Path) -> Result<Imported, String> {
     let own = if entry.strict && root.join(CLAUDE_MANIFEST).is_file() {
-        read_manifest(&root)?
+        read_manifest(root)?
     } else {
         Value::Null
     };
-    import_defined(&root, &entry.merged_over(&own), staging)
+    import_defined(root, &entry.merged_over(&own), staging)
 }
 
 /// A skill or command found in the plugin.

@@ -11,8 +11,9 @@
 //! `--plugin NAME` (or `NAME@PATH`) installs one, `--all` every one. Each
 //! picked plugin is imported like a plugin folder
 //! ([`super::claude_import`]), with the entry's fields over its
-//! `plugin.json`. Remote sources are not fetched: capstan installs from
-//! folders and archives on this machine, and says so for each.
+//! `plugin.json`. Git sources (GitHub, a git URL, a folder of one) are
+//! fetched in the OS sandbox ([`super::remote_source`]); npm and pip
+//! sources are not, and the listing says so.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -58,7 +59,9 @@ pub struct Entry {
 pub enum Source {
     /// A folder inside the marketplace.
     Folder(PathBuf),
-    /// Somewhere else (a git repository, GitHub, npm, a URL), in words.
+    /// A git repository (GitHub, a git URL), fetched at install.
+    Git(super::remote_source::GitSource),
+    /// Somewhere capstan does not fetch from (npm, pip), in words.
     Remote(String),
     /// A source that is not valid, and why.
     Invalid(String),
@@ -195,9 +198,16 @@ impl Marketplace {
     pub fn folder_of(&self, entry: &Entry) -> Result<PathBuf, String> {
         let rel = match &entry.source {
             Source::Folder(rel) => rel,
+            Source::Git(git) => {
+                return Err(format!(
+                    "plugin {} comes from {}, which is fetched at install, not read from the marketplace folder",
+                    entry.name,
+                    git.describe()
+                ));
+            }
             Source::Remote(what) => {
                 return Err(format!(
-                    "plugin {} comes from {what}, which capstan does not fetch; get it on this machine (git clone, npm pack) and install its folder",
+                    "plugin {} comes from {what}, which capstan does not fetch; get it on this machine (npm pack) and install its folder",
                     entry.name
                 ));
             }
@@ -252,6 +262,7 @@ impl Marketplace {
         for plugin in &self.plugins {
             let note = match &plugin.source {
                 Source::Folder(_) => String::new(),
+                Source::Git(git) => format!(" (from {}; fetched at install)", git.describe()),
                 Source::Remote(what) => format!(" (from {what}; not fetched)"),
                 Source::Invalid(why) => format!(" ({why})"),
             };
@@ -290,6 +301,11 @@ fn source_of(source: Option<&Value>, plugin_root: &str) -> Source {
         None => Source::Invalid("it has no `source`".to_string()),
         Some(Value::String(path)) => folder_source(path, plugin_root),
         Some(Value::Object(o)) => {
+            match super::remote_source::GitSource::from_object(o) {
+                Some(Ok(git)) => return Source::Git(git),
+                Some(Err(why)) => return Source::Invalid(why),
+                None => {}
+            }
             let kind = o.get("source").and_then(Value::as_str).unwrap_or("?");
             let place = ["repo", "url", "package", "path"]
                 .iter()
@@ -376,10 +392,10 @@ mod tests {
         assert_eq!(merged["name"], "docs");
         assert!(merged.get("version").is_none());
         assert!(merged.get("source").is_none());
-        let gh = market.folder_of(market.entry("gh").unwrap()).unwrap_err();
+        let gh = market.entry("gh").unwrap();
         assert!(
-            gh.contains("github o/r") && gh.contains("does not fetch"),
-            "{gh}"
+            matches!(&gh.source, Source::Git(git) if git.url == "https://github.com/o/r.git"),
+            "{gh:?}"
         );
         let up = market.folder_of(market.entry("up").unwrap()).unwrap_err();
         assert!(up.contains("without `..`"), "{up}");
@@ -387,7 +403,7 @@ mod tests {
         assert!(missing.contains("it has: a, b, docs, gh, up"), "{missing}");
         let listing = market.listing();
         assert!(
-            listing.contains("5 plugins") && listing.contains("not fetched"),
+            listing.contains("5 plugins") && listing.contains("fetched at install"),
             "{listing}"
         );
     }

@@ -33,10 +33,28 @@ const MAX_FILE: usize = 1 << 20;
 /// run, and which could not be used.
 #[derive(Default)]
 pub struct CommandHooks {
-    /// The hooks.
+    /// The hooks of plugins and of the user's own settings.
     pub hooks: Vec<Arc<dyn Hook>>,
     /// One line per hook loaded and per problem.
     pub notices: Vec<String>,
+    /// The hooks of the project's settings files, which run only once the
+    /// user trusts them ([`crate::policy::folder_trust`]).
+    pub project: Option<ProjectHooks>,
+}
+
+/// The hooks a project's `.claude/settings.json` and
+/// `.claude/settings.local.json` define.
+#[derive(Default)]
+pub struct ProjectHooks {
+    /// The hooks.
+    pub hooks: Vec<Arc<dyn Hook>>,
+    /// What each does and reaches, one line each, for the question.
+    pub descriptions: Vec<String>,
+    /// The sha256 of the hook set as written
+    /// ([`crate::policy::folder_trust::hook_set_digest`]).
+    pub digest: String,
+    /// The settings files that define them.
+    pub files: Vec<String>,
 }
 
 /// The command hooks of installed plugins, and of the settings files of
@@ -89,13 +107,15 @@ pub fn load(
         }
     }
     let mut settings = vec![
-        (workspace.to_path_buf(), ".claude/settings.json"),
-        (workspace.to_path_buf(), ".claude/settings.local.json"),
+        (workspace.to_path_buf(), ".claude/settings.json", true),
+        (workspace.to_path_buf(), ".claude/settings.local.json", true),
     ];
     if let Some(claude) = claude_home {
-        settings.push((claude.to_path_buf(), "settings.json"));
+        settings.push((claude.to_path_buf(), "settings.json", false));
     }
-    for (root, rel) in settings {
+    let mut project_sets: Vec<(String, Value)> = Vec::new();
+    let mut project = CommandHooks::default();
+    for (root, rel, in_project) in settings {
         let path = root.join(rel);
         let read = UntrustedFolder::open(&root).and_then(|folder| match folder {
             Some(folder) => folder.read(Path::new(rel), MAX_FILE),
@@ -133,7 +153,24 @@ pub fn load(
             continue;
         };
         let label = path.display().to_string();
-        found.add(&label, hooks, grants, None, "settings-hooks", session_id);
+        if in_project {
+            project_sets.push((rel.to_string(), hooks.clone()));
+            project.add(&label, hooks, grants, None, "settings-hooks", session_id);
+        } else {
+            found.add(&label, hooks, grants, None, "settings-hooks", session_id);
+        }
+    }
+    if project.hooks.is_empty() {
+        found.notices.extend(project.notices);
+    } else {
+        let parts: Vec<(&str, &Value)> =
+            project_sets.iter().map(|(f, h)| (f.as_str(), h)).collect();
+        found.project = Some(ProjectHooks {
+            digest: crate::policy::folder_trust::hook_set_digest(&parts),
+            files: project_sets.iter().map(|(f, _)| f.clone()).collect(),
+            hooks: project.hooks,
+            descriptions: project.notices,
+        });
     }
     found
 }

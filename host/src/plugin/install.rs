@@ -334,6 +334,9 @@ pub struct Installer<'a> {
     progress: &'a dyn InstallProgress,
     /// The plugin to take from a Claude Code marketplace folder.
     pick: Option<String>,
+    /// The user's `[exec]` settings, for the sandbox a remote plugin is
+    /// fetched in.
+    exec_settings: crate::exec::ExecSettings,
 }
 
 /// A package read and checked, not yet compiled nor in the store.
@@ -353,21 +356,26 @@ struct Prepared {
     size: PackageSize,
     /// Each absolute folder requested, as written, and the folder it is.
     folders: Vec<(String, PathBuf)>,
+    /// The remote source the package was fetched from, in words.
+    fetched_from: Option<String>,
 }
 
 impl<'a> Installer<'a> {
     /// An installer for `home`'s plugins, compiling with `sandbox` and
     /// reporting each compile to `progress`.
     pub fn new(home: &Home, sandbox: &'a Sandbox, progress: &'a dyn InstallProgress) -> Self {
+        let settings = std::env::current_dir()
+            .ok()
+            .and_then(|cwd| crate::config::load(home, &cwd).ok());
         Self {
             sandbox,
             store: PluginStore::new(home.plugins_dir()),
             config_file: home.config_file(),
             audit_log: home.audit_log(),
-            model_key: std::env::current_dir()
-                .ok()
-                .and_then(|cwd| crate::config::load(home, &cwd).ok())
-                .and_then(|settings| settings.model.api_key_env),
+            model_key: settings
+                .as_ref()
+                .and_then(|settings| settings.model.api_key_env.clone()),
+            exec_settings: settings.map(|settings| settings.exec).unwrap_or_default(),
             own: sandbox.own_folders().clone(),
             progress,
             pick: None,
@@ -380,6 +388,32 @@ impl<'a> Installer<'a> {
     pub fn picking(mut self, plugin: Option<String>) -> Self {
         self.pick = plugin;
         self
+    }
+
+    /// The command grants `git` fetches a remote plugin into `folder`
+    /// under: the user's `[exec]` settings (the fetch narrows them to that
+    /// folder and the repository's origin), recorded in the audit log.
+    fn fetch_grants(&self, folder: &Path) -> Result<crate::exec::ExecGrants, String> {
+        let refused = |reason: String| reason;
+        let user_home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from);
+        let mut grants = crate::exec::ExecGrants::resolve(
+            &self.exec_settings,
+            folder,
+            user_home.as_deref(),
+            &self.own,
+        )
+        .map_err(|e| refused(format!("remote plugins cannot be fetched: {e}")))?;
+        let log = crate::audit::AuditLog::open(&self.audit_log)
+            .map_err(|e| refused(format!("the audit log cannot be opened: {e}")))?;
+        grants.audit = Some(crate::audit::AuditScope::new(
+            log,
+            "plugin-fetch",
+            "fetch",
+            None,
+        ));
+        Ok(grants)
     }
 
     /// The store.
@@ -408,10 +442,15 @@ impl<'a> Installer<'a> {
         let hooks = self.hook_subscriptions(&prepared).await?;
         let requested = prepared.manifest.capabilities.clone();
         let mut text = format!(
-            "{} {} ({}) wants:\n{}",
+            "{} {} ({}){} wants:\n{}",
             name,
             prepared.manifest.version,
             prepared.signer,
+            prepared
+                .fetched_from
+                .as_deref()
+                .map(|from| format!(", fetched from {from},"))
+                .unwrap_or_default(),
             describe_request(&prepared.manifest, &prepared.folders)
         );
         text.push_str(&describe_hooks(&hooks));
@@ -844,14 +883,33 @@ impl<'a> Installer<'a> {
             reason,
         };
         let mut shown_source = canonical.display().to_string();
+        let mut unpacked = unpacked;
+        let mut fetched_from = None;
         let imported = if let Some(plugin) = &self.pick {
             let market = Marketplace::load(&root).map_err(source_error)?;
             let entry = market.entry(plugin).map_err(source_error)?;
             shown_source = format!("{plugin}@{shown_source}");
-            Some(
-                claude_import::import_from_marketplace(&market, entry, &self.store.staging_dir())
+            if let claude_marketplace::Source::Git(git) = &entry.source {
+                let fetched =
+                    crate::plugin::remote_source::fetch(git, |folder| self.fetch_grants(folder))
+                        .map_err(source_error)?;
+                shown_source = format!("{shown_source}, fetched from {}", git.describe());
+                fetched_from = Some(git.describe());
+                let imported =
+                    claude_import::import_entry_at(entry, &fetched.root, &self.store.staging_dir())
+                        .map_err(source_error)?;
+                unpacked = Some(fetched.dir);
+                Some(imported)
+            } else {
+                Some(
+                    claude_import::import_from_marketplace(
+                        &market,
+                        entry,
+                        &self.store.staging_dir(),
+                    )
                     .map_err(source_error)?,
-            )
+                )
+            }
         } else if claude_marketplace::is_marketplace_only(&root) {
             let market = Marketplace::load(&root).map_err(source_error)?;
             return Err(source_error(format!(
@@ -953,6 +1011,7 @@ impl<'a> Installer<'a> {
             signer,
             size,
             folders,
+            fetched_from,
         })
     }
 

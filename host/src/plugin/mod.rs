@@ -21,6 +21,7 @@ pub mod manifest;
 pub mod package;
 pub mod provision;
 pub mod readable;
+pub mod remote_source;
 pub mod signature;
 pub mod store;
 pub mod web;

@@ -31,6 +31,7 @@
 //! the session; [`Rule`] describes their syntax.
 
 pub mod claude_code;
+pub mod folder_trust;
 pub mod mode;
 pub mod rule;
 pub mod web_hosts;

@@ -642,7 +642,7 @@ mod tests {
         fs::create_dir_all(ws.join(".claude/skills/broken")).unwrap();
         fs::write(
             ws.join(".claude/skills/broken/SKILL.md"),
-            "---\nname: broken\ndescription: [oops\n---\n",
+            "---\nname: broken\n\tdescription: [oops\n---\n",
         )
         .unwrap();
 
