@@ -3,13 +3,15 @@
 //!
 //! | Claude Code | the tool | a permission rule covers | its parentheses hold |
 //! |---|---|---|---|
-//! | `Read` | `fs.read` | `fs.read`, `fs.glob`, `fs.grep`, `fs.ls` | a path |
+//! | `Read` | `fs.read` | `fs.read`, `fs.glob`, `fs.grep`, `fs.ls`, `lsp` | a path |
 //! | `Write` | `fs.write` | `fs.write` | a path |
 //! | `Edit` | `fs.edit` | `fs.edit`, `fs.write` | a path |
 //! | `MultiEdit` | `fs.edit` | `fs.edit` | a path |
 //! | `Glob`, `Grep`, `LS` | `fs.glob`, `fs.grep`, `fs.ls` | the same | a path |
 //! | `Bash` | `exec.run` | `exec.run` | a command |
 //! | `WebFetch` | `web.fetch` | `web.fetch` | `domain:HOST` |
+//! | `WebSearch` | `web.search` | `web.search` | nothing, or `domain:HOST` |
+//! | `LSP` | `lsp` | `lsp` | a path (its `filePath`) |
 //!
 //! As in Claude Code, a `Read` rule applies to every tool that reads files
 //! and an `Edit` rule to every tool that changes them. A `Bash` rule
@@ -48,7 +50,7 @@ const TOOLS: &[ClaudeTool] = &[
     ClaudeTool {
         name: "Read",
         tool: "fs.read",
-        rule_covers: &["fs.read", "fs.glob", "fs.grep", "fs.ls"],
+        rule_covers: &["fs.read", "fs.glob", "fs.grep", "fs.ls", "lsp"],
         specifier: SpecifierKind::Path,
     },
     ClaudeTool {
@@ -99,6 +101,18 @@ const TOOLS: &[ClaudeTool] = &[
         rule_covers: &["web.fetch"],
         specifier: SpecifierKind::Domain,
     },
+    ClaudeTool {
+        name: "WebSearch",
+        tool: "web.search",
+        rule_covers: &["web.search"],
+        specifier: SpecifierKind::Domain,
+    },
+    ClaudeTool {
+        name: "LSP",
+        tool: "lsp",
+        rule_covers: &["lsp"],
+        specifier: SpecifierKind::Path,
+    },
 ];
 
 /// The Claude Code tool called `name` (exactly, as Claude Code spells it).
@@ -138,6 +152,9 @@ mod tests {
     fn names_map_both_ways() {
         assert_eq!(lookup("Edit").unwrap().rule_covers, ["fs.edit", "fs.write"]);
         assert_eq!(lookup("Bash").unwrap().tool, "exec.run");
+        assert_eq!(lookup("LSP").unwrap().tool, "lsp");
+        assert_eq!(lookup("WebSearch").unwrap().tool, "web.search");
+        assert!(lookup("Read").unwrap().rule_covers.contains(&"lsp"));
         assert!(lookup("edit").is_none());
         assert!(lookup("fs.edit").is_none());
         assert_eq!(

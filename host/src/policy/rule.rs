@@ -152,7 +152,11 @@ impl Rule {
             Some(Specifier::Path {
                 matcher, absolute, ..
             }) => {
-                let Some(path) = input.get("path").and_then(|p| p.as_str()) else {
+                // `lsp` names its file `filePath`, as Claude Code's LSP does.
+                let Some(path) = ["path", "filePath"]
+                    .iter()
+                    .find_map(|key| input.get(*key).and_then(|p| p.as_str()))
+                else {
                     return false;
                 };
                 let workspace = normalize(workspace);

@@ -121,6 +121,24 @@ fn deny_even_for_read_only_tools() {
 }
 
 #[test]
+fn a_claude_code_read_deny_rule_also_stops_lsp_on_that_file() {
+    let policy = Policy::new(
+        Mode::Default,
+        rules(&[(RuleKind::Deny, "Read(secrets/**)")]),
+    );
+    let denied = json!({ "filePath": "secrets/key.rs", "line": 1, "character": 1 });
+    assert_eq!(
+        decide_with(&policy, "lsp", Kind::ReadOnly, &denied).outcome,
+        Outcome::Deny
+    );
+    let other = json!({ "filePath": "src/main.rs", "line": 1, "character": 1 });
+    assert_eq!(
+        decide_with(&policy, "lsp", Kind::ReadOnly, &other).outcome,
+        Outcome::Allow
+    );
+}
+
+#[test]
 fn allow_rule_does_not_beat_plan_mode() {
     let policy = Policy::new(Mode::Plan, rules(&[(RuleKind::Allow, "fs.*")]));
     assert_eq!(
