@@ -197,6 +197,9 @@ fn json_output_stays_clean_at_vv_and_the_default_logs_to_the_file_only() {
     assert_eq!(logs.len(), 1, "{logs:?}");
     assert!(logs[0].1.contains("INFO"), "{}", logs[0].1);
     assert!(!logs[0].1.contains("DEBUG"), "{}", logs[0].1);
+    // A turn is one line at the default level, naming its session.
+    assert_eq!(logs[0].1.matches("turn done").count(), 1, "{}", logs[0].1);
+    assert!(!logs[0].1.contains("model answered"), "{}", logs[0].1);
 }
 
 #[test]

@@ -148,6 +148,30 @@ pub fn measure_logging(
     (stats(off), stats(on))
 }
 
+/// Four figures sampled one after another, `samples` rounds of `f(0)` …
+/// `f(3)` (in a rotating order), `f(1)` and `f(3)` with logging at the
+/// default level (`switch(true)`), `f(0)` and `f(2)` with it off. Each
+/// figure sees the same stretch of the run, so a busy moment of the
+/// machine does not land on one figure alone.
+pub fn measure_interleaved(
+    samples: usize,
+    mut switch: impl FnMut(bool),
+    mut f: impl FnMut(usize),
+) -> [Stats; 4] {
+    let mut taken: [Vec<Duration>; 4] = Default::default();
+    for round in 0..samples {
+        for step in 0..4 {
+            let which = (round + step) % 4;
+            switch(which % 2 == 1);
+            let started = Instant::now();
+            f(which);
+            taken[which].push(started.elapsed());
+        }
+    }
+    switch(false);
+    taken.map(stats)
+}
+
 /// Prints a figure with logging off and at the default level, side by
 /// side, with their ratio.
 pub fn logging_row(label: &str, off: &Stats, on: &Stats) {

@@ -273,7 +273,7 @@ impl<'a> CallContext<'a> {
     /// follow it.
     async fn run(&self, index: usize, call_id: &'a str, authorized: &'a Authorized) -> Ran<'a> {
         let tool = &authorized.tool;
-        let span = tracing::info_span!(
+        let span = tracing::debug_span!(
             "tool_call",
             tool = tool.name.as_str(),
             plugin = tool.name.split_once('.').map_or("", |(plugin, _)| plugin),
@@ -309,13 +309,15 @@ impl<'a> CallContext<'a> {
         }
         let duration = started.elapsed();
         span.in_scope(|| match &outcome.result {
-            Ok(text) => tracing::info!(
+            Ok(text) => tracing::debug!(
                 outcome = "ok",
                 result_bytes = text.len(),
                 duration_ms = duration.as_millis() as u64,
                 "tool call done"
             ),
             Err(error) => tracing::info!(
+                tool = tool.name.as_str(),
+                call = call_id,
                 outcome = "error",
                 %error,
                 duration_ms = duration.as_millis() as u64,

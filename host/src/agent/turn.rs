@@ -41,7 +41,11 @@ impl Agent {
         // their next instances made while the model is busy; none is
         // parked until the turn is over.
         let _warm = self.parts.toolbox.sandbox().keep_warm();
-        let span = tracing::info_span!(
+        // One line a turn at the default level (`turn done`, with the
+        // session and model); the span itself, and every model request and
+        // tool call in it, at `debug`: a log file then costs a turn about
+        // as much as the loop's bookkeeping of one call.
+        let span = tracing::debug_span!(
             "turn",
             session = self.session_id().unwrap_or_default(),
             model = self.parts.config.model.as_str(),
@@ -53,6 +57,8 @@ impl Agent {
             .await;
         span.in_scope(|| match &report {
             Ok(report) => tracing::info!(
+                session = self.session_id().unwrap_or_default(),
+                model = self.parts.config.model.as_str(),
                 end = ?report.end,
                 requests = report.requests,
                 tool_calls = report.tool_calls,
@@ -62,6 +68,7 @@ impl Agent {
                 "turn done"
             ),
             Err(error) => tracing::warn!(
+                session = self.session_id().unwrap_or_default(),
                 %error,
                 duration_ms = started.elapsed().as_millis() as u64,
                 "turn failed"
@@ -212,7 +219,7 @@ impl Agent {
             summary: false,
         };
         frontend.event(AgentEvent::Thinking);
-        let span = tracing::info_span!(
+        let span = tracing::debug_span!(
             "model_request",
             provider = self.parts.provider.name(),
             model = request.model.as_str(),
@@ -268,7 +275,7 @@ impl Agent {
                 Some(Err(error)) => {
                     tracing::warn!(status = "failed", %error, latency_ms, retries, "model request failed");
                 }
-                Some(Ok(response)) => tracing::info!(
+                Some(Ok(response)) => tracing::debug!(
                     status = "ok",
                     stop = ?response.stop_reason,
                     tokens_in = response.usage.input_tokens,
