@@ -27,7 +27,10 @@ fn fake_plugin() -> PathBuf {
 /// A session against `mock`, edits allowed.
 fn session(env: &Env, mock: &MockModel) -> Output {
     let mut cmd = env.anthropic_session(&mock.url(), API_KEY, "mock-model", "go");
-    cmd.args(["--permission-mode", "accept-edits"])
+    // The fake server runs on the system's Python (its `python3`), whose
+    // files the sandbox reads, not on one installed under a home folder.
+    cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .args(["--permission-mode", "accept-edits"])
         .timeout(Duration::from_secs(180));
     cmd.output().unwrap()
 }
