@@ -434,6 +434,12 @@ impl SecretValues {
     fn get(&self, name: &str) -> Option<&str> {
         self.values.get(name).map(String::as_str)
     }
+
+    /// The value the user config gives secret `name`, if any (the
+    /// environment is not looked at).
+    pub fn value(&self, name: &str) -> Option<&str> {
+        self.get(name)
+    }
 }
 
 /// Looks up each granted secret's value: the environment variable of its

@@ -1250,8 +1250,8 @@ fn describe_skills(prepared: &Prepared) -> String {
         for line in &imported.agents {
             text.push_str(&format!("  agent    {line}\n"));
         }
-        for line in &imported.hooks {
-            text.push_str(&format!("  command hook  {line}\n"));
+        for (kind, line) in &imported.hooks {
+            text.push_str(&format!("  {kind} hook  {line}\n"));
         }
         if !imported.files.is_empty() {
             let runs_own = imported
