@@ -238,6 +238,11 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
     if let Ok(grants) = &extension_grants {
         found_skills.set_commands(grants.clone());
     }
+    let secret_values = crate::grants::SecretValues::load(&home.config_file()).unwrap_or_default();
+    found_skills.set_command_secrets(crate::plugin::command_hooks::granted_secrets(
+        &home,
+        &secret_values,
+    ));
     notices.extend(found_skills.set().warnings());
     let context_window = settings
         .model
@@ -432,7 +437,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
                 model: choice.model.clone(),
             })
         },
-        secrets: crate::grants::SecretValues::load(&home.config_file()).unwrap_or_default(),
+        secrets: secret_values,
         session_id: agent.session_id(),
     };
     let found = crate::plugin::command_hooks::load(

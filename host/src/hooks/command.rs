@@ -41,7 +41,7 @@ use serde_json::Value;
 
 use super::{Decision, Hook, HookEvent, HookFailure, HookOutput, Subscription};
 use crate::audit::AuditScope;
-use crate::exec::{Cancel, CommandLine, Ending, ExecGrants, ExecRequest, MAX_TIMEOUT};
+use crate::exec::{Cancel, CommandLine, Ending, ExecGrants, ExecRequest, MAX_TIMEOUT, SecretEnv};
 
 /// How long a command or http hook runs when it does not say.
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
@@ -330,6 +330,7 @@ impl CommandHook {
             grants.write.clear();
             grants.net.clear();
             grants.env.clear();
+            grants.secrets = SecretEnv::default();
             grants.timeout = spec.timeout;
             if let Some(root) = plugin_root {
                 grants.read.push(root.to_path_buf());
@@ -350,6 +351,15 @@ impl CommandHook {
             plugin_root: plugin_root.map(Path::to_path_buf),
             session_id: session_id.map(str::to_string),
         }
+    }
+
+    /// The same hook, its command given `secrets` as environment variables
+    /// (granted at install); what it prints is redacted of their values.
+    pub fn with_secrets(mut self, secrets: SecretEnv) -> Self {
+        if let Ok(grants) = &mut self.grants {
+            grants.secrets = secrets;
+        }
+        self
     }
 
     /// The command line: the variables Claude Code sets, then the command.
@@ -414,6 +424,7 @@ impl Hook for CommandHook {
                 call_id: call_id.to_string(),
                 ..ExecRequest::new(CommandLine::Shell(self.command_line(&grants.workspace)))
             };
+            let secrets = grants.secrets.clone();
             let cancel = Cancel::new();
             let guard = CancelOnDrop(cancel.clone());
             let ran = tokio::task::spawn_blocking(move || {
@@ -438,7 +449,12 @@ impl Hook for CommandHook {
                 }
                 Ending::Cancelled => return Err(HookFailure::Failed("it was cancelled".into())),
             };
-            interpret(event, code, &outcome.output.text(), &outcome.errors.text())
+            interpret(
+                event,
+                code,
+                &secrets.redact(&outcome.output.text()),
+                &secrets.redact(&outcome.errors.text()),
+            )
         })
     }
 }

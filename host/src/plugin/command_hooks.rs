@@ -9,19 +9,20 @@
 //! ([`crate::hooks::prompt`]); an http hook posts to its URL
 //! ([`crate::hooks::http`]).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::exec::ExecGrants;
+use crate::exec::{ExecGrants, SecretEnv};
 use crate::grants::SecretValues;
 use crate::home::Home;
 use crate::hooks::Hook;
 use crate::hooks::command::{Action, CommandHook, parse_hooks};
 use crate::hooks::http::HttpHook;
 use crate::hooks::prompt::{HookModel, PromptHook};
-use crate::plugin::lock::Lockfile;
+use crate::plugin::lock::{LockEntry, Lockfile};
 use crate::plugin::store::PluginStore;
 use crate::untrusted_folder::UntrustedFolder;
 
@@ -119,7 +120,8 @@ pub fn load(
                     continue;
                 };
                 let label = format!("{plugin}/{rel}");
-                found.add(&label, &hooks, context, Some(&root), plugin);
+                let secrets = plugin_secrets(entry, &context.secrets);
+                found.add(&label, &hooks, context, Some((&root, &secrets)), plugin);
             }
         }
     }
@@ -192,15 +194,43 @@ pub fn load(
     found
 }
 
+/// The secrets the user granted plugin `entry`'s command hooks, scripts
+/// and inline commands, with their values (the environment's, else the
+/// user config's `[secrets]`).
+pub fn plugin_secrets(entry: &LockEntry, config: &SecretValues) -> SecretEnv {
+    SecretEnv(crate::grants::secrets::hook_secret_values(
+        &entry.hook_secrets,
+        |name| std::env::var(name).ok(),
+        config,
+    ))
+}
+
+/// The secrets each installed plugin's commands were granted, with their
+/// values, for plugins granted any.
+pub fn granted_secrets(home: &Home, config: &SecretValues) -> BTreeMap<String, SecretEnv> {
+    let store = PluginStore::new(home.plugins_dir());
+    let Ok(lock) = Lockfile::load(&store.lock_path()) else {
+        return BTreeMap::new();
+    };
+    lock.plugins
+        .iter()
+        .filter(|(_, entry)| !entry.hook_secrets.is_empty())
+        .map(|(name, entry)| (name.clone(), plugin_secrets(entry, config)))
+        .collect()
+}
+
 impl CommandHooks {
+    /// Adds the hooks of `hooks`; `plugin` is the plugin's folder and the
+    /// secrets granted to its commands, for a plugin's hooks.
     fn add(
         &mut self,
         label: &str,
         hooks: &Value,
         context: &HookContext<'_>,
-        plugin_root: Option<&Path>,
+        plugin: Option<(&Path, &SecretEnv)>,
         audit_name: &str,
     ) {
+        let plugin_root = plugin.map(|(root, _)| root);
         let (specs, problems) = parse_hooks(hooks);
         for problem in problems {
             self.notices.push(format!("warning: {label}: {problem}"));
@@ -214,14 +244,17 @@ impl CommandHooks {
                     .push(format!("{} hook {name}: {}", spec.kind(), spec.describe()));
             }
             let hook: Arc<dyn Hook> = match &spec.action {
-                Action::Command(_) => Arc::new(CommandHook::new(
-                    name,
-                    spec,
-                    context.grants,
-                    plugin_root,
-                    audit_name,
-                    context.session_id,
-                )),
+                Action::Command(_) => Arc::new(
+                    CommandHook::new(
+                        name,
+                        spec,
+                        context.grants,
+                        plugin_root,
+                        audit_name,
+                        context.session_id,
+                    )
+                    .with_secrets(plugin.map(|(_, s)| s.clone()).unwrap_or_default()),
+                ),
                 Action::Prompt { .. } => {
                     Arc::new(PromptHook::new(name, &spec, context.model.clone()))
                 }

@@ -159,6 +159,14 @@ pub enum InstallError {
         /// Why.
         reason: String,
     },
+    /// A `--hook-secret` cannot be granted.
+    #[error("{name} was not installed: {reason}")]
+    HookSecret {
+        /// The plugin.
+        name: String,
+        /// Why, and what to do.
+        reason: String,
+    },
     /// The user did not agree.
     #[error("{name} was not installed: consent was not given")]
     ConsentRefused {
@@ -337,6 +345,9 @@ pub struct Installer<'a> {
     /// The user's `[exec]` settings, for the sandbox a remote plugin is
     /// fetched in.
     exec_settings: crate::exec::ExecSettings,
+    /// The secrets to grant a Claude Code plugin's command hooks, scripts
+    /// and inline commands (`--hook-secret`).
+    hook_secrets: Vec<String>,
 }
 
 /// A package read and checked, not yet compiled nor in the store.
@@ -379,7 +390,41 @@ impl<'a> Installer<'a> {
             own: sandbox.own_folders().clone(),
             progress,
             pick: None,
+            hook_secrets: Vec::new(),
         }
+    }
+
+    /// The same installer, granting secrets `names` to the command hooks,
+    /// scripts and inline commands of the Claude Code plugin it installs.
+    pub fn with_hook_secrets(mut self, names: Vec<String>) -> Self {
+        self.hook_secrets = names;
+        self
+    }
+
+    /// Checks the `--hook-secret` names for `prepared`: valid, not the
+    /// host's own, and for a Claude Code plugin only; the consent line that
+    /// names them.
+    fn hook_secrets_consent(&self, prepared: &Prepared) -> Result<String, InstallError> {
+        if self.hook_secrets.is_empty() {
+            return Ok(String::new());
+        }
+        let refuse = |reason: String| InstallError::HookSecret {
+            name: prepared.manifest.name.clone(),
+            reason,
+        };
+        if prepared.imported.is_none() {
+            return Err(refuse(
+                "only a Claude Code plugin's command hooks, scripts and inline commands take secrets this way; a capstan plugin requests its secrets in plugin.toml's [capabilities]".to_string(),
+            ));
+        }
+        let keys: Vec<&str> = self.model_key.as_deref().into_iter().collect();
+        for name in &self.hook_secrets {
+            crate::grants::secrets::check_hook_secret(name, &keys).map_err(refuse)?;
+        }
+        Ok(format!(
+            "  secrets  {}: set as environment variables of its command hooks, their scripts and its inline commands when they run (values from your environment or [secrets] in config.toml, never written to the lock, transcripts or logs)\n",
+            self.hook_secrets.join(", ")
+        ))
     }
 
     /// The same installer, taking plugin `plugin` when the source is a
@@ -455,6 +500,7 @@ impl<'a> Installer<'a> {
         );
         text.push_str(&describe_hooks(&hooks));
         text.push_str(&describe_skills(&prepared));
+        text.push_str(&self.hook_secrets_consent(&prepared)?);
         let request = ConsentRequest {
             name: name.clone(),
             version: prepared.manifest.version.clone(),
@@ -812,7 +858,19 @@ impl<'a> Installer<'a> {
             path: data,
             source,
         })?;
+        // An update keeps the secrets granted before.
+        let hook_secrets = if self.hook_secrets.is_empty() {
+            locked
+                .lock
+                .plugins
+                .get(&manifest.name)
+                .map(|old| old.hook_secrets.clone())
+                .unwrap_or_default()
+        } else {
+            self.hook_secrets.clone()
+        };
         let entry = LockEntry {
+            hook_secrets,
             version: manifest.version.clone(),
             source: prepared.source.clone(),
             installed_at: now_rfc3339(),
