@@ -195,3 +195,21 @@ fn bad_hook_secrets_are_refused_before_anything_is_installed() {
         assert!(!support::lock(&env).contains("tokened"));
     }
 }
+
+/// `plugin grant NAME hook-secret SECRET` and `revoke` change the secrets
+/// of an installed Claude Code plugin; a capstan plugin is refused.
+#[test]
+fn hook_secrets_are_granted_and_revoked_after_install() {
+    let env = Env::new();
+    support::install(&env, &plugin(&env));
+    let plugin_cmd = |args: &[&str]| env.capstan().arg("plugin").args(args).output().unwrap();
+    let out = plugin_cmd(&["grant", "tokened", "hook-secret", "TOKEN"]);
+    assert_exit(&out, 0);
+    assert!(stdout(&out).contains("granted tokened hook-secret TOKEN"));
+    assert!(support::lock(&env).contains("hook_secrets = [\"TOKEN\"]"));
+    let out = plugin_cmd(&["grant", "tokened", "hook-secret", "ANTHROPIC_API_KEY"]);
+    assert_exit(&out, 2);
+    let out = plugin_cmd(&["revoke", "tokened", "hook-secret", "TOKEN"]);
+    assert_exit(&out, 0);
+    assert!(!support::lock(&env).contains("hook_secrets"));
+}

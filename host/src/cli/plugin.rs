@@ -77,11 +77,12 @@ pub enum PluginCommand {
     },
     /// Give a plugin back a capability its manifest requests.
     #[command(
-        after_help = "KIND is fs, net, env, secret or exec; VALUE as the manifest writes it (for exec, the program: `git`, or `git writing .git` for its entry with `writes`).
+        after_help = "KIND is fs, net, env, secret or exec; VALUE as the manifest writes it (for exec, the program: `git`, or `git writing .git` for its entry with `writes`). For a Claude Code plugin, KIND hook-secret and a secret NAME set $NAME for its command hooks, scripts and inline commands.
 
 Examples:
   capstan plugin grant weather net https://api.open-meteo.com
-  capstan plugin grant notes fs '$PLUGIN_DATA'"
+  capstan plugin grant notes fs '$PLUGIN_DATA'
+  capstan plugin grant review-kit hook-secret GITHUB_TOKEN"
     )]
     Grant {
         /// The plugin's name.
@@ -93,7 +94,7 @@ Examples:
     },
     /// Take a capability away from a plugin; its calls run without it.
     #[command(
-        after_help = "KIND is fs, net, env, secret or exec; VALUE as the manifest writes it (for exec, the program: `git`, or `git writing .git` for its entry with `writes`).
+        after_help = "KIND is fs, net, env, secret or exec; VALUE as the manifest writes it (for exec, the program: `git`, or `git writing .git` for its entry with `writes`). For a Claude Code plugin, KIND hook-secret and a secret NAME set $NAME for its command hooks, scripts and inline commands.
 
 Example:
   capstan plugin revoke weather net https://api.open-meteo.com"

@@ -350,6 +350,10 @@ pub struct Installer<'a> {
     hook_secrets: Vec<String>,
 }
 
+/// The kind `plugin grant` and `plugin revoke` take for a secret of a
+/// Claude Code plugin's commands.
+pub const HOOK_SECRET_KIND: &str = "hook-secret";
+
 /// A package read and checked, not yet compiled nor in the store.
 struct Prepared {
     _unpacked: Option<tempfile::TempDir>,
@@ -709,6 +713,9 @@ impl<'a> Installer<'a> {
     /// Gives plugin `name` back a capability its manifest requests.
     /// Returns a sentence saying what happened.
     pub fn grant(&self, name: &str, kind: &str, value: &str) -> Result<String, InstallError> {
+        if kind == HOOK_SECRET_KIND {
+            return self.change_hook_secret(name, value, true);
+        }
         let capability = |source| InstallError::Capability {
             name: name.to_string(),
             source,
@@ -732,6 +739,9 @@ impl<'a> Installer<'a> {
     /// Takes a capability away from plugin `name`: its calls no longer get
     /// it. Returns a sentence saying what happened.
     pub fn revoke(&self, name: &str, kind: &str, value: &str) -> Result<String, InstallError> {
+        if kind == HOOK_SECRET_KIND {
+            return self.change_hook_secret(name, value, false);
+        }
         let capability = |source| InstallError::Capability {
             name: name.to_string(),
             source,
@@ -746,6 +756,61 @@ impl<'a> Installer<'a> {
         Ok(format!(
             "revoked {what} from {name}; its calls run without it (`capstan plugin grant {name} {what}` gives it back)"
         ))
+    }
+
+    /// Grants (`give`) or revokes secret `secret` to the command hooks,
+    /// scripts and inline commands of the Claude Code plugin `name`.
+    fn change_hook_secret(
+        &self,
+        name: &str,
+        secret: &str,
+        give: bool,
+    ) -> Result<String, InstallError> {
+        let refuse = |reason: String| InstallError::HookSecret {
+            name: name.to_string(),
+            reason,
+        };
+        let keys: Vec<&str> = self.model_key.as_deref().into_iter().collect();
+        if give {
+            crate::grants::secrets::check_hook_secret(secret, &keys).map_err(refuse)?;
+        }
+        let mut locked = Lockfile::modify(&self.store.lock_path())?;
+        let entry = installed(&mut locked.lock, name)?;
+        if give
+            && !entry
+                .files
+                .contains_key(crate::plugin::claude_import::IMPORT_NOTES)
+        {
+            return Err(refuse(format!(
+                "{name} is not a Claude Code plugin; a capstan plugin requests its secrets in plugin.toml, granted with `capstan plugin grant {name} secret NAME`"
+            )));
+        }
+        let held = entry.hook_secrets.iter().any(|s| s == secret);
+        let said = match (give, held) {
+            (true, true) => return Ok(format!("{name} is already granted hook-secret {secret}")),
+            (false, false) => {
+                return Ok(format!("{name} is not granted hook-secret {secret}"));
+            }
+            (true, false) => {
+                entry.hook_secrets.push(secret.to_string());
+                format!(
+                    "granted {name} hook-secret {secret}: set as ${secret} for its command hooks, scripts and inline commands"
+                )
+            }
+            (false, true) => {
+                entry.hook_secrets.retain(|s| s != secret);
+                format!("revoked hook-secret {secret} from {name}; its commands run without it")
+            }
+        };
+        let source = entry.source.clone();
+        locked.save()?;
+        let (action, change) = if give {
+            ("grant", format!("granted hook-secret {secret}"))
+        } else {
+            ("revoke", format!("revoked hook-secret {secret}"))
+        };
+        self.record_change(name, action, &change, &source);
+        Ok(said)
     }
 
     /// Uninstalls plugin `name`: its lock entry, store folders and compiled
