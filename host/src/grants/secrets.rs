@@ -278,6 +278,7 @@ pub fn hook_secret_values(
 ) -> Vec<(String, String)> {
     names
         .iter()
+        .filter(|name| super::env::reserved_reason(name, &[]).is_none())
         .filter_map(|name| {
             let value = env(name)
                 .filter(|v| !v.is_empty())

@@ -252,16 +252,22 @@ pub fn parse_hooks(value: &Value) -> (Vec<CommandSpec>, Vec<String>) {
                                     .collect()
                             })
                             .unwrap_or_default();
-                        let secrets = hook
+                        let mut secrets: Vec<String> = Vec::new();
+                        for listed in hook
                             .get("allowedEnvVars")
                             .and_then(Value::as_array)
-                            .map(|a| {
-                                a.iter()
-                                    .filter_map(Value::as_str)
-                                    .map(str::to_string)
-                                    .collect()
-                            })
-                            .unwrap_or_default();
+                            .into_iter()
+                            .flatten()
+                            .filter_map(Value::as_str)
+                        {
+                            match crate::grants::env::reserved_reason(listed, &[]) {
+                                Some(why) => problems.push(format!(
+                                    "{name}: an http hook's allowedEnvVars names {}, which is never sent ({why})",
+                                    crate::escape::line(listed)
+                                )),
+                                None => secrets.push(listed.to_string()),
+                            }
+                        }
                         (
                             Action::Http {
                                 url,
@@ -597,7 +603,8 @@ mod tests {
                 {"type": "agent", "prompt": "is it ok?"},
                 {"type": "prompt", "prompt": "Is $ARGUMENTS safe?", "timeout": 9},
                 {"type": "http", "url": "http://127.0.0.1:9/hook",
-                 "headers": {"Authorization": "Bearer $TOKEN"}, "allowedEnvVars": ["TOKEN"]},
+                 "headers": {"Authorization": "Bearer $TOKEN", "X-Key": "$ANTHROPIC_API_KEY"},
+                 "allowedEnvVars": ["TOKEN", "ANTHROPIC_API_KEY"]},
                 {"type": "http", "url": "ftp://example.com/"}
             ]}],
             "Stop": [{"hooks": [{"type": "command", "command": "notify"}]}],
@@ -627,6 +634,7 @@ mod tests {
         assert!(
             all.contains("`agent` hook")
                 && all.contains("ftp://example.com/")
+                && all.contains("ANTHROPIC_API_KEY, which is never sent")
                 && all.contains("Bogus"),
             "{all}"
         );

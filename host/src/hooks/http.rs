@@ -139,6 +139,9 @@ impl HttpHook {
     /// The value of secret `name`: the environment variable, else the
     /// user config's `[secrets]`.
     fn secret(&self, name: &str) -> Option<String> {
+        if crate::grants::env::reserved_reason(name, &[]).is_some() {
+            return None;
+        }
         std::env::var(name)
             .ok()
             .filter(|v| !v.is_empty())
