@@ -14,7 +14,9 @@
 //! plugin's hook, `CLAUDE_PLUGIN_ROOT` set, and reaches only this: the
 //! workspace and its plugin's folder, read-only, the system folders and
 //! tool homes commands may read, no network, and an environment scrubbed
-//! to `PATH`, `HOME`, `LANG`, `TERM` and `TMPDIR` (no secrets, no API keys).
+//! to `PATH`, `HOME`, `LANG`, `TERM` and `TMPDIR` (no API keys, no secrets
+//! but those the user granted the plugin at install with `--hook-secret`,
+//! whose values are redacted from what the command prints).
 //! Every run is in the audit log.
 //!
 //! Its answer follows Claude Code's rules:
