@@ -16,6 +16,8 @@ mod support;
 mod agent_session;
 mod audit;
 mod claude_agents;
+mod claude_hook_kinds;
+mod claude_hook_secrets;
 mod claude_hook_trust;
 mod claude_plugins;
 mod claude_remote;

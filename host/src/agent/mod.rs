@@ -548,6 +548,11 @@ impl Agent {
         self.parts.provider.as_ref()
     }
 
+    /// The provider, shared (for prompt hooks, which ask it too).
+    pub fn shared_provider(&self) -> Arc<dyn Provider> {
+        Arc::clone(&self.parts.provider)
+    }
+
     /// Talks to `model` (of the same provider) from the next request on,
     /// with `context_window` tokens (`None`: the model family's), and
     /// records the change so a resumed session goes on with it.

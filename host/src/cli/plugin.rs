@@ -33,7 +33,8 @@ pub enum PluginCommand {
   capstan plugin install ./my-marketplace                  # lists its plugins
   capstan plugin install ./my-marketplace --plugin review
   capstan plugin install review@./my-marketplace
-  capstan plugin install ./my-marketplace --all --yes")]
+  capstan plugin install ./my-marketplace --all --yes
+  capstan plugin install ./claude-plugin --hook-secret GITHUB_TOKEN")]
     Install {
         /// The plugin's folder or .tar.gz archive, a marketplace folder, or
         /// NAME@MARKETPLACE-FOLDER.
@@ -48,6 +49,12 @@ pub enum PluginCommand {
         /// Install every plugin of a Claude Code marketplace folder.
         #[arg(long, conflicts_with = "plugins")]
         all: bool,
+        /// Give a Claude Code plugin's command hooks, their scripts and its
+        /// inline commands the secret NAME as an environment variable when
+        /// they run (its value from your environment or [secrets] in
+        /// config.toml); may be given more than once.
+        #[arg(long = "hook-secret", value_name = "NAME")]
+        hook_secrets: Vec<String>,
     },
     /// List installed plugins, what they are granted, and whether they
     /// can be used here (and if not, why and how to fix it).
@@ -70,11 +77,12 @@ pub enum PluginCommand {
     },
     /// Give a plugin back a capability its manifest requests.
     #[command(
-        after_help = "KIND is fs, net, env, secret or exec; VALUE as the manifest writes it (for exec, the program: `git`, or `git writing .git` for its entry with `writes`).
+        after_help = "KIND is fs, net, env, secret or exec; VALUE as the manifest writes it (for exec, the program: `git`, or `git writing .git` for its entry with `writes`). For a Claude Code plugin, KIND hook-secret and a secret NAME set $NAME for its command hooks, scripts and inline commands.
 
 Examples:
   capstan plugin grant weather net https://api.open-meteo.com
-  capstan plugin grant notes fs '$PLUGIN_DATA'"
+  capstan plugin grant notes fs '$PLUGIN_DATA'
+  capstan plugin grant review-kit hook-secret GITHUB_TOKEN"
     )]
     Grant {
         /// The plugin's name.
@@ -86,7 +94,7 @@ Examples:
     },
     /// Take a capability away from a plugin; its calls run without it.
     #[command(
-        after_help = "KIND is fs, net, env, secret or exec; VALUE as the manifest writes it (for exec, the program: `git`, or `git writing .git` for its entry with `writes`).
+        after_help = "KIND is fs, net, env, secret or exec; VALUE as the manifest writes it (for exec, the program: `git`, or `git writing .git` for its entry with `writes`). For a Claude Code plugin, KIND hook-secret and a secret NAME set $NAME for its command hooks, scripts and inline commands.
 
 Example:
   capstan plugin revoke weather net https://api.open-meteo.com"
@@ -158,7 +166,8 @@ fn exit_for(err: &InstallError) -> Exit {
         | InstallError::NotInstalled { .. }
         | InstallError::Capability { .. }
         | InstallError::AlreadyInstalled { .. }
-        | InstallError::BuiltinName { .. } => Exit::Usage,
+        | InstallError::BuiltinName { .. }
+        | InstallError::HookSecret { .. } => Exit::Usage,
         _ => Exit::Error,
     }
 }
@@ -177,13 +186,15 @@ async fn execute(command: PluginCommand) -> Result<Exit, Failure> {
             yes,
             plugins,
             all,
+            hook_secrets,
         } => {
             let sandbox = sandbox(&home)?;
             let (source, picks) = super::plugin_marketplace::picks(source, plugins, all)?;
             let shown = CompileProgress::new(Progress::for_stderr());
             let asker = Asker::new(yes);
             if picks.is_empty() {
-                let installer = Installer::new(&home, &sandbox, &shown);
+                let installer =
+                    Installer::new(&home, &sandbox, &shown).with_hook_secrets(hook_secrets);
                 let outcome = installer
                     .install(&source, &mut |request| asker.ask(request))
                     .await
@@ -193,7 +204,9 @@ async fn execute(command: PluginCommand) -> Result<Exit, Failure> {
             }
             let mut failures = Vec::new();
             for pick in &picks {
-                let installer = Installer::new(&home, &sandbox, &shown).picking(Some(pick.clone()));
+                let installer = Installer::new(&home, &sandbox, &shown)
+                    .picking(Some(pick.clone()))
+                    .with_hook_secrets(hook_secrets.clone());
                 match installer
                     .install(&source, &mut |request| asker.ask(request))
                     .await

@@ -238,6 +238,11 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
     if let Ok(grants) = &extension_grants {
         found_skills.set_commands(grants.clone());
     }
+    let secret_values = crate::grants::SecretValues::load(&home.config_file()).unwrap_or_default();
+    found_skills.set_command_secrets(crate::plugin::command_hooks::granted_secrets(
+        &home,
+        &secret_values,
+    ));
     notices.extend(found_skills.set().warnings());
     let context_window = settings
         .model
@@ -422,12 +427,24 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
     .await
     .map_err(|e| Failure::new(Exit::Error, e))?;
     let mut hooks = hooks;
+    let hook_context = crate::plugin::command_hooks::HookContext {
+        grants: &extension_grants,
+        model: if offline_model {
+            Err("the session has no model provider".to_string())
+        } else {
+            Ok(crate::hooks::prompt::HookModel {
+                provider: agent.shared_provider(),
+                model: choice.model.clone(),
+            })
+        },
+        secrets: secret_values,
+        session_id: agent.session_id(),
+    };
     let found = crate::plugin::command_hooks::load(
         &home,
         &workspace,
         skills::discover::claude_home().as_deref(),
-        &extension_grants,
-        agent.session_id(),
+        &hook_context,
     );
     notices.extend(found.notices);
     hooks.extend(found.hooks);

@@ -204,6 +204,42 @@ pub struct ExecGrants {
     pub home: Option<PathBuf>,
     /// Where commands and refusals are recorded.
     pub audit: Option<AuditScope>,
+    /// Secrets set as environment variables of every command run under
+    /// these grants (a Claude Code plugin's hooks and inline commands,
+    /// granted at install); empty for the session's own commands.
+    pub secrets: SecretEnv,
+}
+
+/// Secrets given to commands as environment variables: names and values.
+/// Its `Debug` output names them without their values.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct SecretEnv(pub Vec<(String, String)>);
+
+impl std::fmt::Debug for SecretEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(name, _)| name))
+            .finish()
+    }
+}
+
+impl SecretEnv {
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// `text` with every value replaced by `[secret NAME]`, so what a
+    /// command prints never carries one into a transcript or a log.
+    pub fn redact(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for (name, value) in &self.0 {
+            if !value.is_empty() && out.contains(value.as_str()) {
+                out = out.replace(value.as_str(), &format!("[secret {name}]"));
+            }
+        }
+        out
+    }
 }
 
 /// The `[exec]` settings cannot be used.
@@ -350,6 +386,7 @@ impl ExecGrants {
             namespaces: settings.namespaces != Some(SandboxSetting::Off),
             home: home.map(Path::to_path_buf),
             audit: None,
+            secrets: SecretEnv::default(),
         })
     }
 }

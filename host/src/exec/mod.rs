@@ -52,7 +52,7 @@ use std::time::Duration;
 
 pub use config::{
     DEFAULT_TIMEOUT, ExecConfigError, ExecGrants, ExecLimits, ExecSettings, MAX_TIMEOUT,
-    SandboxSetting,
+    SandboxSetting, SecretEnv,
 };
 #[cfg(target_os = "linux")]
 pub use jobs::{JobId, JobOutput, JobTable};

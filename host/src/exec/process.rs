@@ -579,6 +579,9 @@ fn command_for(
             command.env(name, value);
         }
     }
+    for (name, value) in &grants.secrets.0 {
+        command.env(name, value);
+    }
     if proxy {
         let url = format!("http://127.0.0.1:{PROXY_PORT}");
         for name in PROXY_ENV {

@@ -253,6 +253,41 @@ pub fn check_name(name: &str) -> Result<(), String> {
     })
 }
 
+/// Checks a secret granted to a Claude Code plugin's command hooks,
+/// scripts and inline commands (`plugin install --hook-secret NAME`): a
+/// valid name, and none the host keeps for itself (`model_keys` are the
+/// variables the user configured as the model's API key).
+pub fn check_hook_secret(name: &str, model_keys: &[&str]) -> Result<(), String> {
+    check_name(name)?;
+    match super::env::reserved_reason(name, model_keys) {
+        Some(reason) => Err(format!(
+            "secret `{name}` cannot be given to a plugin's hooks and commands: {reason}"
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The values of the secrets `names`, from `env` (the user's environment)
+/// first, else the user config's `[secrets]`; a secret with no value, or
+/// one holding control characters, is left out (the commands run without
+/// it).
+pub fn hook_secret_values(
+    names: &[String],
+    env: impl Fn(&str) -> Option<String>,
+    config: &SecretValues,
+) -> Vec<(String, String)> {
+    names
+        .iter()
+        .filter(|name| super::env::reserved_reason(name, &[]).is_none())
+        .filter_map(|name| {
+            let value = env(name)
+                .filter(|v| !v.is_empty())
+                .or_else(|| config.get(name).map(str::to_string))?;
+            (!value.chars().any(char::is_control)).then(|| (name.clone(), value))
+        })
+        .collect()
+}
+
 /// Checks a header name: an HTTP token, and not one the client owns.
 pub fn check_header(header: &str) -> Result<(), String> {
     let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
@@ -433,6 +468,12 @@ impl SecretValues {
 
     fn get(&self, name: &str) -> Option<&str> {
         self.values.get(name).map(String::as_str)
+    }
+
+    /// The value the user config gives secret `name`, if any (the
+    /// environment is not looked at).
+    pub fn value(&self, name: &str) -> Option<&str> {
+        self.get(name)
     }
 }
 

@@ -14,7 +14,9 @@
 //! plugin's hook, `CLAUDE_PLUGIN_ROOT` set, and reaches only this: the
 //! workspace and its plugin's folder, read-only, the system folders and
 //! tool homes commands may read, no network, and an environment scrubbed
-//! to `PATH`, `HOME`, `LANG`, `TERM` and `TMPDIR` (no secrets, no API keys).
+//! to `PATH`, `HOME`, `LANG`, `TERM` and `TMPDIR` (no API keys, no secrets
+//! but those the user granted the plugin at install with `--hook-secret`,
+//! whose values are redacted from what the command prints).
 //! Every run is in the audit log.
 //!
 //! Its answer follows Claude Code's rules:
@@ -41,21 +43,51 @@ use serde_json::Value;
 
 use super::{Decision, Hook, HookEvent, HookFailure, HookOutput, Subscription};
 use crate::audit::AuditScope;
-use crate::exec::{Cancel, CommandLine, Ending, ExecGrants, ExecRequest, MAX_TIMEOUT};
+use crate::exec::{Cancel, CommandLine, Ending, ExecGrants, ExecRequest, MAX_TIMEOUT, SecretEnv};
 
-/// How long a command hook runs when it does not say, as in Claude Code.
+/// How long a command or http hook runs when it does not say.
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// One command hook as written: the event, the matcher, the command and
-/// its timeout.
+/// How long a prompt hook waits for the model when it does not say, as in
+/// Claude Code.
+pub const DEFAULT_PROMPT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// What a hook does when its event comes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// `"type": "command"`: runs a shell command in the OS sandbox.
+    Command(String),
+    /// `"type": "prompt"`: asks the session's model whether to go ahead
+    /// ([`super::prompt`]).
+    Prompt {
+        /// The prompt, where `$ARGUMENTS` stands for the event's JSON.
+        prompt: String,
+        /// The model asked, when not the session's.
+        model: Option<String>,
+    },
+    /// `"type": "http"`: posts the event's JSON to a URL ([`super::http`]).
+    Http {
+        /// The URL.
+        url: String,
+        /// Headers as written; `$VAR` and `${VAR}` name a secret when
+        /// `VAR` is in `secrets`.
+        headers: Vec<(String, String)>,
+        /// The secrets the headers may use (Claude Code's
+        /// `allowedEnvVars`).
+        secrets: Vec<String>,
+    },
+}
+
+/// One hook as written: the event, the matcher, what it does and its
+/// timeout.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandSpec {
     /// The event.
     pub event: HookEvent,
     /// The matcher, for events that take one.
     pub matcher: Option<String>,
-    /// The shell command.
-    pub command: String,
+    /// What it does.
+    pub action: Action,
     /// How long it may run.
     pub timeout: Duration,
 }
@@ -68,19 +100,81 @@ impl CommandSpec {
             event: self.event,
             matcher: self.matcher.clone(),
         };
-        format!(
-            "{}; runs `{}` in the OS sandbox: reads the workspace and the plugin's folder (read-only), no network, no secrets or environment variables beyond PATH, HOME, LANG, TERM, TMPDIR; stdin is the event as JSON; at most {} s",
-            subscription.describe(),
-            crate::escape::line(&self.command),
-            self.timeout.as_secs()
-        )
+        let seconds = self.timeout.as_secs();
+        match &self.action {
+            Action::Command(command) => format!(
+                "{}; runs `{}` in the OS sandbox: reads the workspace and the plugin's folder (read-only), no network, no secrets or environment variables beyond PATH, HOME, LANG, TERM, TMPDIR; stdin is the event as JSON; at most {seconds} s",
+                subscription.describe(),
+                crate::escape::line(command),
+            ),
+            Action::Prompt { prompt, model } => format!(
+                "{}; a prompt hook: sends the event as JSON with the prompt `{}` to the session's model provider ({}), whose answer decides; runs nothing, no other network; at most {seconds} s",
+                subscription.describe(),
+                crate::escape::line(&excerpt(prompt, 120)),
+                match model {
+                    Some(model) => format!("model {}", crate::escape::line(model)),
+                    None => "the session's model".to_string(),
+                },
+            ),
+            Action::Http {
+                url,
+                headers,
+                secrets,
+            } => {
+                let origin = super::http::origin_of(url)
+                    .map_or_else(|e| format!("(unusable: {e})"), |o| o.to_string());
+                let mut line = format!(
+                    "{}; an http hook: posts the event as JSON to {} (network: {origin} only), whose answer decides; runs nothing",
+                    subscription.describe(),
+                    crate::escape::line(url),
+                );
+                for (name, value) in headers {
+                    let used: Vec<&String> = secrets
+                        .iter()
+                        .filter(|s| super::http::mentions(value, s))
+                        .collect();
+                    if used.is_empty() {
+                        line.push_str(&format!("; sends the header {}", crate::escape::line(name)));
+                    } else {
+                        for secret in used {
+                            line.push_str(&format!(
+                                "; sends your secret {secret} as {}",
+                                crate::escape::line(name)
+                            ));
+                        }
+                    }
+                }
+                line.push_str(&format!("; at most {seconds} s"));
+                line
+            }
+        }
+    }
+
+    /// The kind of hook, as Claude Code names it: `command`, `prompt`,
+    /// `http`.
+    pub fn kind(&self) -> &'static str {
+        match self.action {
+            Action::Command(_) => "command",
+            Action::Prompt { .. } => "prompt",
+            Action::Http { .. } => "http",
+        }
     }
 }
 
-/// Reads the command hooks of a Claude Code `hooks` object (`{"hooks":
+/// The first `chars` characters of `text`, with `…` when cut.
+fn excerpt(text: &str, chars: usize) -> String {
+    let mut cut: String = text.chars().take(chars).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    cut
+}
+
+/// Reads the hooks of a Claude Code `hooks` object (`{"hooks":
 /// {EVENT: [{matcher, hooks: [{type, command, timeout}]}]}}`, or the inner
-/// object). Returns the hooks, and a line for each entry that cannot be
-/// used (an unknown event, a prompt hook, no command).
+/// object): command, prompt and http hooks. Returns the hooks, and a line
+/// for each entry that cannot be used (an unknown event, an agent hook, no
+/// command, a URL that cannot be used).
 pub fn parse_hooks(value: &Value) -> (Vec<CommandSpec>, Vec<String>) {
     let mut specs = Vec::new();
     let mut problems = Vec::new();
@@ -110,30 +204,98 @@ pub fn parse_hooks(value: &Value) -> (Vec<CommandSpec>, Vec<String>) {
                     .get("type")
                     .and_then(Value::as_str)
                     .unwrap_or("command");
-                if kind != "command" {
-                    problems.push(format!(
-                        "{name}: a `{kind}` hook is not supported (only command hooks); skipped"
-                    ));
-                    continue;
-                }
-                let Some(command) = hook
-                    .get("command")
-                    .and_then(Value::as_str)
-                    .filter(|c| !c.trim().is_empty())
-                else {
-                    problems.push(format!("{name}: a command hook without `command`; skipped"));
-                    continue;
+                let text = |field: &str| {
+                    hook.get(field)
+                        .and_then(Value::as_str)
+                        .filter(|c| !c.trim().is_empty())
+                        .map(str::to_string)
+                };
+                let (action, default_timeout) = match kind {
+                    "command" => {
+                        let Some(command) = text("command") else {
+                            problems
+                                .push(format!("{name}: a command hook without `command`; skipped"));
+                            continue;
+                        };
+                        (Action::Command(command), DEFAULT_HOOK_TIMEOUT)
+                    }
+                    "prompt" => {
+                        let Some(prompt) = text("prompt") else {
+                            problems
+                                .push(format!("{name}: a prompt hook without `prompt`; skipped"));
+                            continue;
+                        };
+                        (
+                            Action::Prompt {
+                                prompt,
+                                model: text("model"),
+                            },
+                            DEFAULT_PROMPT_TIMEOUT,
+                        )
+                    }
+                    "http" => {
+                        let Some(url) = text("url") else {
+                            problems.push(format!("{name}: an http hook without `url`; skipped"));
+                            continue;
+                        };
+                        if let Err(why) = super::http::origin_of(&url) {
+                            problems.push(format!(
+                                "{name}: an http hook whose url `{}` cannot be used: {why}; skipped",
+                                crate::escape::line(&url)
+                            ));
+                            continue;
+                        }
+                        let headers = hook
+                            .get("headers")
+                            .and_then(Value::as_object)
+                            .map(|h| {
+                                h.iter()
+                                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        let mut secrets: Vec<String> = Vec::new();
+                        for listed in hook
+                            .get("allowedEnvVars")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                            .filter_map(Value::as_str)
+                        {
+                            match crate::grants::env::reserved_reason(listed, &[]) {
+                                Some(why) => problems.push(format!(
+                                    "{name}: an http hook's allowedEnvVars names {}, which is never sent ({why})",
+                                    crate::escape::line(listed)
+                                )),
+                                None => secrets.push(listed.to_string()),
+                            }
+                        }
+                        (
+                            Action::Http {
+                                url,
+                                headers,
+                                secrets,
+                            },
+                            DEFAULT_HOOK_TIMEOUT,
+                        )
+                    }
+                    _ => {
+                        problems.push(format!(
+                            "{name}: a `{kind}` hook is not supported (command, prompt and http hooks are); skipped"
+                        ));
+                        continue;
+                    }
                 };
                 let timeout = hook
                     .get("timeout")
                     .and_then(Value::as_f64)
                     .filter(|t| *t > 0.0)
-                    .map_or(DEFAULT_HOOK_TIMEOUT, Duration::from_secs_f64)
+                    .map_or(default_timeout, Duration::from_secs_f64)
                     .min(MAX_TIMEOUT);
                 specs.push(CommandSpec {
                     event,
                     matcher: matcher.clone(),
-                    command: command.to_string(),
+                    action,
                     timeout,
                 });
             }
@@ -176,6 +338,7 @@ impl CommandHook {
             grants.write.clear();
             grants.net.clear();
             grants.env.clear();
+            grants.secrets = SecretEnv::default();
             grants.timeout = spec.timeout;
             if let Some(root) = plugin_root {
                 grants.read.push(root.to_path_buf());
@@ -198,6 +361,15 @@ impl CommandHook {
         }
     }
 
+    /// The same hook, its command given `secrets` as environment variables
+    /// (granted at install); what it prints is redacted of their values.
+    pub fn with_secrets(mut self, secrets: SecretEnv) -> Self {
+        if let Ok(grants) = &mut self.grants {
+            grants.secrets = secrets;
+        }
+        self
+    }
+
     /// The command line: the variables Claude Code sets, then the command.
     fn command_line(&self, workspace: &Path) -> String {
         let mut line = format!(
@@ -211,7 +383,9 @@ impl CommandHook {
             ));
         }
         line.push('\n');
-        line.push_str(&self.spec.command);
+        if let Action::Command(command) = &self.spec.action {
+            line.push_str(command);
+        }
         line
     }
 }
@@ -258,6 +432,7 @@ impl Hook for CommandHook {
                 call_id: call_id.to_string(),
                 ..ExecRequest::new(CommandLine::Shell(self.command_line(&grants.workspace)))
             };
+            let secrets = grants.secrets.clone();
             let cancel = Cancel::new();
             let guard = CancelOnDrop(cancel.clone());
             let ran = tokio::task::spawn_blocking(move || {
@@ -282,7 +457,12 @@ impl Hook for CommandHook {
                 }
                 Ending::Cancelled => return Err(HookFailure::Failed("it was cancelled".into())),
             };
-            interpret(event, code, &outcome.output.text(), &outcome.errors.text())
+            interpret(
+                event,
+                code,
+                &secrets.redact(&outcome.output.text()),
+                &secrets.redact(&outcome.errors.text()),
+            )
         })
     }
 }
@@ -340,7 +520,7 @@ pub fn interpret(
 }
 
 /// What a block (exit code 2, `decision: "block"`) means on `event`.
-fn block(event: HookEvent, reason: String) -> Decision {
+pub(super) fn block(event: HookEvent, reason: String) -> Decision {
     match event {
         HookEvent::Stop | HookEvent::SubagentStop => Decision::KeepGoing(reason),
         HookEvent::PostToolUse | HookEvent::PostToolUseFailure => Decision::AddContext(reason),
@@ -352,7 +532,7 @@ fn block(event: HookEvent, reason: String) -> Decision {
 }
 
 /// The answer an exit code of 0 gives, read from standard output.
-fn from_stdout(event: HookEvent, stdout: &str) -> HookOutput {
+pub(super) fn from_stdout(event: HookEvent, stdout: &str) -> HookOutput {
     let plain = |stdout: &str| {
         let decision = if !stdout.is_empty()
             && matches!(event, HookEvent::UserPromptSubmit | HookEvent::SessionStart)
@@ -422,19 +602,42 @@ mod tests {
         let (specs, problems) = parse_hooks(&json!({"hooks": {
             "PreToolUse": [{"matcher": "Write|Edit", "hooks": [
                 {"type": "command", "command": "./check.sh", "timeout": 5},
-                {"type": "prompt", "prompt": "is it ok?"}
+                {"type": "agent", "prompt": "is it ok?"},
+                {"type": "prompt", "prompt": "Is $ARGUMENTS safe?", "timeout": 9},
+                {"type": "http", "url": "http://127.0.0.1:9/hook",
+                 "headers": {"Authorization": "Bearer $TOKEN", "X-Key": "$ANTHROPIC_API_KEY"},
+                 "allowedEnvVars": ["TOKEN", "ANTHROPIC_API_KEY"]},
+                {"type": "http", "url": "ftp://example.com/"}
             ]}],
             "Stop": [{"hooks": [{"type": "command", "command": "notify"}]}],
             "Bogus": []
         }}));
-        assert_eq!(specs.len(), 2);
+        assert_eq!(specs.len(), 4);
+        assert_eq!(specs[1].kind(), "prompt");
+        assert_eq!(specs[1].timeout, Duration::from_secs(9));
+        assert!(
+            specs[1].describe().contains("the session's model provider"),
+            "{}",
+            specs[1].describe()
+        );
+        assert_eq!(specs[2].kind(), "http");
+        let http = specs[2].describe();
+        assert!(
+            http.contains("network: http://127.0.0.1:9 only")
+                && http.contains("your secret TOKEN as Authorization"),
+            "{http}"
+        );
+        let specs = [specs[0].clone(), specs[3].clone()];
         assert_eq!(specs[0].event, HookEvent::PreToolUse);
         assert_eq!(specs[0].matcher.as_deref(), Some("Write|Edit"));
         assert_eq!(specs[0].timeout, Duration::from_secs(5));
         assert_eq!(specs[1].timeout, DEFAULT_HOOK_TIMEOUT);
         let all = problems.join("\n");
         assert!(
-            all.contains("`prompt` hook") && all.contains("Bogus"),
+            all.contains("`agent` hook")
+                && all.contains("ftp://example.com/")
+                && all.contains("ANTHROPIC_API_KEY, which is never sent")
+                && all.contains("Bogus"),
             "{all}"
         );
         assert!(specs[0].describe().contains("no network"));

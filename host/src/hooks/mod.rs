@@ -11,6 +11,9 @@
 //! is logged and ignored.
 //!
 //! - [`component`]: a hook component run in the sandbox;
+//! - [`command`]: Claude Code command hooks, run in the OS sandbox;
+//! - [`prompt`]: Claude Code prompt hooks, which ask the session's model;
+//! - [`http`]: Claude Code http hooks, which post the event to a URL;
 //! - [`matcher`]: which hooks an event reaches;
 //! - [`dispatch`]: running the matching hooks and combining their answers;
 //! - [`schema`]: checking a modified tool input against the tool's schema.
@@ -18,7 +21,9 @@
 pub mod command;
 pub mod component;
 pub mod dispatch;
+pub mod http;
 pub mod matcher;
+pub mod prompt;
 pub mod schema;
 
 pub use component::{HOOK_LIMITS, HookComponent, HookEvents};

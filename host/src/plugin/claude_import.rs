@@ -90,9 +90,9 @@ pub struct Imported {
     pub files: Vec<String>,
     /// The sub-agents imported: one line each, with the tools they get.
     pub agents: Vec<String>,
-    /// The command hooks imported: one line each, saying what they may
-    /// reach.
-    pub hooks: Vec<String>,
+    /// The hooks imported: their kind (`command`, `prompt`, `http`) and
+    /// one line each saying what they may reach.
+    pub hooks: Vec<(&'static str, String)>,
     /// The MCP servers imported, one line each saying what it reaches.
     pub mcp_servers: Vec<String>,
     /// The LSP servers imported, one line each saying what it runs and
@@ -390,7 +390,7 @@ pub fn runnable_parts(package: &Path) -> BTreeSet<String> {
         import_hooks(package, &manifest, &mut ignored)
             .0
             .into_iter()
-            .map(|line| format!("command hook {line}")),
+            .map(|(kind, line)| format!("{kind} hook {line}")),
     );
     let servers = read_text(package, &package.join(MCP_SERVERS))
         .ok()
@@ -869,7 +869,7 @@ fn import_hooks(
     root: &Path,
     manifest: &Value,
     refused: &mut Vec<String>,
-) -> (Vec<String>, Option<Value>) {
+) -> (Vec<(&'static str, String)>, Option<Value>) {
     let mut sources: Vec<(String, Value)> = Vec::new();
     let file = root.join(crate::plugin::command_hooks::HOOKS_FILE);
     if file.is_file() {
@@ -901,7 +901,7 @@ fn import_hooks(
         lines.extend(
             specs
                 .iter()
-                .map(|spec| format!("{label}: {}", spec.describe())),
+                .map(|spec| (spec.kind(), format!("{label}: {}", spec.describe()))),
         );
     }
     (lines, inline)
@@ -1146,9 +1146,14 @@ mod tests {
         );
         assert_eq!(imported.hooks.len(), 2);
         assert!(
-            imported.hooks[0].starts_with("hooks/hooks.json: PreToolUse for Write, Edit:")
-                && imported.hooks[0].contains("runs `./scripts/check.sh` in the OS sandbox")
-                && imported.hooks[0].contains("no network"),
+            imported.hooks[0].0 == "command"
+                && imported.hooks[0]
+                    .1
+                    .starts_with("hooks/hooks.json: PreToolUse for Write, Edit:")
+                && imported.hooks[0]
+                    .1
+                    .contains("runs `./scripts/check.sh` in the OS sandbox")
+                && imported.hooks[0].1.contains("no network"),
             "{:?}",
             imported.hooks
         );

@@ -4,18 +4,25 @@
 //! so a changed file is refused) and those of Claude
 //! Code's settings files (`.claude/settings.json` and
 //! `.claude/settings.local.json` of the project, `~/.claude/settings.json`).
-//! Each runs in the OS sandbox as [`crate::hooks::command`] describes.
+//! A command hook runs in the OS sandbox as [`crate::hooks::command`]
+//! describes; a prompt hook asks the session's model
+//! ([`crate::hooks::prompt`]); an http hook posts to its URL
+//! ([`crate::hooks::http`]).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::exec::ExecGrants;
+use crate::exec::{ExecGrants, SecretEnv};
+use crate::grants::SecretValues;
 use crate::home::Home;
 use crate::hooks::Hook;
-use crate::hooks::command::{CommandHook, parse_hooks};
-use crate::plugin::lock::Lockfile;
+use crate::hooks::command::{Action, CommandHook, parse_hooks};
+use crate::hooks::http::HttpHook;
+use crate::hooks::prompt::{HookModel, PromptHook};
+use crate::plugin::lock::{LockEntry, Lockfile};
 use crate::plugin::store::PluginStore;
 use crate::untrusted_folder::UntrustedFolder;
 
@@ -57,16 +64,27 @@ pub struct ProjectHooks {
     pub files: Vec<String>,
 }
 
-/// The command hooks of installed plugins, and of the settings files of
-/// `workspace` and `claude_home` (`~/.claude`), each run under `grants`
-/// (the session's command grants, which each hook narrows to read-only, no
-/// network) in session `session_id`.
+/// What the hooks of a session run with: the session's command grants
+/// (which each command hook narrows to read-only, no network), the model
+/// prompt hooks ask, and the user's `[secrets]` for http hooks' headers.
+pub struct HookContext<'a> {
+    /// The session's command grants, or why commands cannot run.
+    pub grants: &'a Result<ExecGrants, String>,
+    /// The session's model, or why there is none.
+    pub model: Result<HookModel, String>,
+    /// The user config's `[secrets]`.
+    pub secrets: SecretValues,
+    /// The session.
+    pub session_id: Option<&'a str>,
+}
+
+/// The Claude Code hooks of installed plugins, and of the settings files of
+/// `workspace` and `claude_home` (`~/.claude`), each run with `context`.
 pub fn load(
     home: &Home,
     workspace: &Path,
     claude_home: Option<&Path>,
-    grants: &Result<ExecGrants, String>,
-    session_id: Option<&str>,
+    context: &HookContext<'_>,
 ) -> CommandHooks {
     let mut found = CommandHooks::default();
     let store = PluginStore::new(home.plugins_dir());
@@ -102,7 +120,8 @@ pub fn load(
                     continue;
                 };
                 let label = format!("{plugin}/{rel}");
-                found.add(&label, &hooks, grants, Some(&root), plugin, session_id);
+                let secrets = plugin_secrets(entry, &context.secrets);
+                found.add(&label, &hooks, context, Some((&root, &secrets)), plugin);
             }
         }
     }
@@ -155,9 +174,9 @@ pub fn load(
         let label = path.display().to_string();
         if in_project {
             project_sets.push((rel.to_string(), hooks.clone()));
-            project.add(&label, hooks, grants, None, "settings-hooks", session_id);
+            project.add(&label, hooks, context, None, "settings-hooks");
         } else {
-            found.add(&label, hooks, grants, None, "settings-hooks", session_id);
+            found.add(&label, hooks, context, None, "settings-hooks");
         }
     }
     if project.hooks.is_empty() {
@@ -175,16 +194,43 @@ pub fn load(
     found
 }
 
+/// The secrets the user granted plugin `entry`'s command hooks, scripts
+/// and inline commands, with their values (the environment's, else the
+/// user config's `[secrets]`).
+pub fn plugin_secrets(entry: &LockEntry, config: &SecretValues) -> SecretEnv {
+    SecretEnv(crate::grants::secrets::hook_secret_values(
+        &entry.hook_secrets,
+        |name| std::env::var(name).ok(),
+        config,
+    ))
+}
+
+/// The secrets each installed plugin's commands were granted, with their
+/// values, for plugins granted any.
+pub fn granted_secrets(home: &Home, config: &SecretValues) -> BTreeMap<String, SecretEnv> {
+    let store = PluginStore::new(home.plugins_dir());
+    let Ok(lock) = Lockfile::load(&store.lock_path()) else {
+        return BTreeMap::new();
+    };
+    lock.plugins
+        .iter()
+        .filter(|(_, entry)| !entry.hook_secrets.is_empty())
+        .map(|(name, entry)| (name.clone(), plugin_secrets(entry, config)))
+        .collect()
+}
+
 impl CommandHooks {
+    /// Adds the hooks of `hooks`; `plugin` is the plugin's folder and the
+    /// secrets granted to its commands, for a plugin's hooks.
     fn add(
         &mut self,
         label: &str,
         hooks: &Value,
-        grants: &Result<ExecGrants, String>,
-        plugin_root: Option<&Path>,
+        context: &HookContext<'_>,
+        plugin: Option<(&Path, &SecretEnv)>,
         audit_name: &str,
-        session_id: Option<&str>,
     ) {
+        let plugin_root = plugin.map(|(root, _)| root);
         let (specs, problems) = parse_hooks(hooks);
         for problem in problems {
             self.notices.push(format!("warning: {label}: {problem}"));
@@ -195,16 +241,28 @@ impl CommandHooks {
             // file's are said at each session start.
             if plugin_root.is_none() {
                 self.notices
-                    .push(format!("command hook {name}: {}", spec.describe()));
+                    .push(format!("{} hook {name}: {}", spec.kind(), spec.describe()));
             }
-            self.hooks.push(Arc::new(CommandHook::new(
-                name,
-                spec,
-                grants,
-                plugin_root,
-                audit_name,
-                session_id,
-            )));
+            let hook: Arc<dyn Hook> = match &spec.action {
+                Action::Command(_) => Arc::new(
+                    CommandHook::new(
+                        name,
+                        spec,
+                        context.grants,
+                        plugin_root,
+                        audit_name,
+                        context.session_id,
+                    )
+                    .with_secrets(plugin.map(|(_, s)| s.clone()).unwrap_or_default()),
+                ),
+                Action::Prompt { .. } => {
+                    Arc::new(PromptHook::new(name, &spec, context.model.clone()))
+                }
+                Action::Http { .. } => {
+                    Arc::new(HttpHook::new(name, &spec, context.secrets.clone()))
+                }
+            };
+            self.hooks.push(hook);
         }
     }
 }

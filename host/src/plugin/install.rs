@@ -159,6 +159,14 @@ pub enum InstallError {
         /// Why.
         reason: String,
     },
+    /// A `--hook-secret` cannot be granted.
+    #[error("{name} was not installed: {reason}")]
+    HookSecret {
+        /// The plugin.
+        name: String,
+        /// Why, and what to do.
+        reason: String,
+    },
     /// The user did not agree.
     #[error("{name} was not installed: consent was not given")]
     ConsentRefused {
@@ -337,7 +345,14 @@ pub struct Installer<'a> {
     /// The user's `[exec]` settings, for the sandbox a remote plugin is
     /// fetched in.
     exec_settings: crate::exec::ExecSettings,
+    /// The secrets to grant a Claude Code plugin's command hooks, scripts
+    /// and inline commands (`--hook-secret`).
+    hook_secrets: Vec<String>,
 }
+
+/// The kind `plugin grant` and `plugin revoke` take for a secret of a
+/// Claude Code plugin's commands.
+pub const HOOK_SECRET_KIND: &str = "hook-secret";
 
 /// A package read and checked, not yet compiled nor in the store.
 struct Prepared {
@@ -379,7 +394,41 @@ impl<'a> Installer<'a> {
             own: sandbox.own_folders().clone(),
             progress,
             pick: None,
+            hook_secrets: Vec::new(),
         }
+    }
+
+    /// The same installer, granting secrets `names` to the command hooks,
+    /// scripts and inline commands of the Claude Code plugin it installs.
+    pub fn with_hook_secrets(mut self, names: Vec<String>) -> Self {
+        self.hook_secrets = names;
+        self
+    }
+
+    /// Checks the `--hook-secret` names for `prepared`: valid, not the
+    /// host's own, and for a Claude Code plugin only; the consent line that
+    /// names them.
+    fn hook_secrets_consent(&self, prepared: &Prepared) -> Result<String, InstallError> {
+        if self.hook_secrets.is_empty() {
+            return Ok(String::new());
+        }
+        let refuse = |reason: String| InstallError::HookSecret {
+            name: prepared.manifest.name.clone(),
+            reason,
+        };
+        if prepared.imported.is_none() {
+            return Err(refuse(
+                "only a Claude Code plugin's command hooks, scripts and inline commands take secrets this way; a capstan plugin requests its secrets in plugin.toml's [capabilities]".to_string(),
+            ));
+        }
+        let keys: Vec<&str> = self.model_key.as_deref().into_iter().collect();
+        for name in &self.hook_secrets {
+            crate::grants::secrets::check_hook_secret(name, &keys).map_err(refuse)?;
+        }
+        Ok(format!(
+            "  secrets  {}: set as environment variables of its command hooks, their scripts and its inline commands when they run (values from your environment or [secrets] in config.toml, never written to the lock, transcripts or logs)\n",
+            self.hook_secrets.join(", ")
+        ))
     }
 
     /// The same installer, taking plugin `plugin` when the source is a
@@ -455,6 +504,7 @@ impl<'a> Installer<'a> {
         );
         text.push_str(&describe_hooks(&hooks));
         text.push_str(&describe_skills(&prepared));
+        text.push_str(&self.hook_secrets_consent(&prepared)?);
         let request = ConsentRequest {
             name: name.clone(),
             version: prepared.manifest.version.clone(),
@@ -663,6 +713,9 @@ impl<'a> Installer<'a> {
     /// Gives plugin `name` back a capability its manifest requests.
     /// Returns a sentence saying what happened.
     pub fn grant(&self, name: &str, kind: &str, value: &str) -> Result<String, InstallError> {
+        if kind == HOOK_SECRET_KIND {
+            return self.change_hook_secret(name, value, true);
+        }
         let capability = |source| InstallError::Capability {
             name: name.to_string(),
             source,
@@ -686,6 +739,9 @@ impl<'a> Installer<'a> {
     /// Takes a capability away from plugin `name`: its calls no longer get
     /// it. Returns a sentence saying what happened.
     pub fn revoke(&self, name: &str, kind: &str, value: &str) -> Result<String, InstallError> {
+        if kind == HOOK_SECRET_KIND {
+            return self.change_hook_secret(name, value, false);
+        }
         let capability = |source| InstallError::Capability {
             name: name.to_string(),
             source,
@@ -700,6 +756,61 @@ impl<'a> Installer<'a> {
         Ok(format!(
             "revoked {what} from {name}; its calls run without it (`capstan plugin grant {name} {what}` gives it back)"
         ))
+    }
+
+    /// Grants (`give`) or revokes secret `secret` to the command hooks,
+    /// scripts and inline commands of the Claude Code plugin `name`.
+    fn change_hook_secret(
+        &self,
+        name: &str,
+        secret: &str,
+        give: bool,
+    ) -> Result<String, InstallError> {
+        let refuse = |reason: String| InstallError::HookSecret {
+            name: name.to_string(),
+            reason,
+        };
+        let keys: Vec<&str> = self.model_key.as_deref().into_iter().collect();
+        if give {
+            crate::grants::secrets::check_hook_secret(secret, &keys).map_err(refuse)?;
+        }
+        let mut locked = Lockfile::modify(&self.store.lock_path())?;
+        let entry = installed(&mut locked.lock, name)?;
+        if give
+            && !entry
+                .files
+                .contains_key(crate::plugin::claude_import::IMPORT_NOTES)
+        {
+            return Err(refuse(format!(
+                "{name} is not a Claude Code plugin; a capstan plugin requests its secrets in plugin.toml, granted with `capstan plugin grant {name} secret NAME`"
+            )));
+        }
+        let held = entry.hook_secrets.iter().any(|s| s == secret);
+        let said = match (give, held) {
+            (true, true) => return Ok(format!("{name} is already granted hook-secret {secret}")),
+            (false, false) => {
+                return Ok(format!("{name} is not granted hook-secret {secret}"));
+            }
+            (true, false) => {
+                entry.hook_secrets.push(secret.to_string());
+                format!(
+                    "granted {name} hook-secret {secret}: set as ${secret} for its command hooks, scripts and inline commands"
+                )
+            }
+            (false, true) => {
+                entry.hook_secrets.retain(|s| s != secret);
+                format!("revoked hook-secret {secret} from {name}; its commands run without it")
+            }
+        };
+        let source = entry.source.clone();
+        locked.save()?;
+        let (action, change) = if give {
+            ("grant", format!("granted hook-secret {secret}"))
+        } else {
+            ("revoke", format!("revoked hook-secret {secret}"))
+        };
+        self.record_change(name, action, &change, &source);
+        Ok(said)
     }
 
     /// Uninstalls plugin `name`: its lock entry, store folders and compiled
@@ -812,7 +923,19 @@ impl<'a> Installer<'a> {
             path: data,
             source,
         })?;
+        // An update keeps the secrets granted before.
+        let hook_secrets = if self.hook_secrets.is_empty() {
+            locked
+                .lock
+                .plugins
+                .get(&manifest.name)
+                .map(|old| old.hook_secrets.clone())
+                .unwrap_or_default()
+        } else {
+            self.hook_secrets.clone()
+        };
         let entry = LockEntry {
+            hook_secrets,
             version: manifest.version.clone(),
             source: prepared.source.clone(),
             installed_at: now_rfc3339(),
@@ -1250,8 +1373,8 @@ fn describe_skills(prepared: &Prepared) -> String {
         for line in &imported.agents {
             text.push_str(&format!("  agent    {line}\n"));
         }
-        for line in &imported.hooks {
-            text.push_str(&format!("  command hook  {line}\n"));
+        for (kind, line) in &imported.hooks {
+            text.push_str(&format!("  {kind} hook  {line}\n"));
         }
         if !imported.files.is_empty() {
             let runs_own = imported

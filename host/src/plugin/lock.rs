@@ -85,6 +85,11 @@ pub struct LockEntry {
     /// Its limits, where the manifest set them.
     #[serde(default)]
     pub limits: LockLimits,
+    /// The secrets the user granted a Claude Code plugin's command hooks,
+    /// scripts and inline commands, by name: set as environment variables
+    /// when they run, never stored here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hook_secrets: Vec<String>,
 }
 
 /// One component of an installed plugin.
@@ -345,6 +350,7 @@ mod tests {
 
     fn entry() -> LockEntry {
         LockEntry {
+            hook_secrets: Vec::new(),
             version: "0.1.0".into(),
             source: "/src/demo".into(),
             installed_at: now_rfc3339(),

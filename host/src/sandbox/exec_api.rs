@@ -226,6 +226,7 @@ fn plan_unrecorded(
         namespaces: true,
         home: None,
         audit: context.audit.cloned(),
+        secrets: Default::default(),
     };
     Ok((exec_request, exec_grants))
 }

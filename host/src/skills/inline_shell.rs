@@ -78,6 +78,7 @@ pub fn grants_for(
     grants.write.clear();
     grants.net.clear();
     grants.env.clear();
+    grants.secrets = crate::exec::SecretEnv::default();
     grants.timeout = INLINE_TIMEOUT;
     grants.read.push(skill_dir.to_path_buf());
     if let Some(audit) = &mut grants.audit {
@@ -98,7 +99,7 @@ pub fn run(command: &str, grants: &ExecGrants) -> String {
     request.call_id = "inline".to_string();
     request.timeout = Some(INLINE_TIMEOUT);
     match crate::exec::run(&request, grants, &Cancel::new(), &mut |_| {}) {
-        Ok(outcome) => describe(&outcome),
+        Ok(outcome) => grants.secrets.redact(&describe(&outcome)),
         Err(e) => format!("[capstan could not run `{command}` in its sandbox: {e}]"),
     }
 }

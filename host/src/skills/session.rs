@@ -102,6 +102,8 @@ pub struct Skills {
     read_tool: String,
     /// What inline shell commands get, in a session that runs them.
     commands: Option<crate::exec::ExecGrants>,
+    /// The secrets granted to each installed plugin's inline commands.
+    command_secrets: std::collections::BTreeMap<String, crate::exec::SecretEnv>,
 }
 
 impl std::fmt::Debug for Skills {
@@ -258,6 +260,7 @@ impl Skills {
             active: Mutex::new(Vec::new()),
             read_tool: "fs__read".to_string(),
             commands: None,
+            command_secrets: std::collections::BTreeMap::new(),
         }
     }
 
@@ -267,6 +270,15 @@ impl Skills {
     /// are not run and the model is told so.
     pub fn set_commands(&mut self, grants: crate::exec::ExecGrants) {
         self.commands = Some(grants);
+    }
+
+    /// Gives the inline commands of each plugin's skills the secrets the
+    /// user granted it at install, as environment variables, by plugin.
+    pub fn set_command_secrets(
+        &mut self,
+        secrets: std::collections::BTreeMap<String, crate::exec::SecretEnv>,
+    ) {
+        self.command_secrets = secrets;
     }
 
     /// The skills, clashes settled.
@@ -458,8 +470,13 @@ impl Skills {
         }
         let shell = text::inline_shell(&body);
         let body = match (&self.commands, &skill.origin) {
-            (Some(grants), Origin::File { dir, .. }) if !shell.is_empty() => {
-                let grants = super::inline_shell::grants_for(grants, name, dir, session_id);
+            (Some(grants), Origin::File { dir, locked, .. }) if !shell.is_empty() => {
+                let mut grants = super::inline_shell::grants_for(grants, name, dir, session_id);
+                if let Some((files, _)) = locked
+                    && let Some(secrets) = self.command_secrets.get(&files.plugin)
+                {
+                    grants.secrets = secrets.clone();
+                }
                 let text = body.clone();
                 tokio::task::spawn_blocking(move || {
                     super::inline_shell::replace(&text, &mut |command| {
@@ -768,6 +785,7 @@ mod tests {
             active: Mutex::new(active),
             read_tool: "fs__read".to_string(),
             commands: None,
+            command_secrets: std::collections::BTreeMap::new(),
         }
     }
 
