@@ -20,6 +20,18 @@ pub fn rfc3339(time: SystemTime) -> String {
     )
 }
 
+/// `time` as RFC 3339 in UTC, to the microsecond:
+/// `2026-11-22T10:00:01.000042Z` (as log lines have it).
+pub fn rfc3339_micros(time: SystemTime) -> String {
+    let since = time
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut text = rfc3339(time);
+    text.pop();
+    text.push_str(&format!(".{:06}Z", since.subsec_micros()));
+    text
+}
+
 /// The proleptic Gregorian date of a count of days since 1970-01-01.
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
     // Shift to an era that starts on 0000-03-01, so leap days end a year.
@@ -57,5 +69,8 @@ mod tests {
         assert_eq!(at(1_700_000_000), "2023-11-14T22:13:20Z");
         assert_eq!(at(1_795_341_601), "2026-11-22T10:00:01Z");
         assert_eq!(at(4_107_542_399), "2100-02-28T23:59:59Z");
+        let micros =
+            SystemTime::UNIX_EPOCH + std::time::Duration::from_micros(1_700_000_000_000_007);
+        assert_eq!(rfc3339_micros(micros), "2023-11-14T22:13:20.000007Z");
     }
 }

@@ -148,24 +148,42 @@ pub fn measure_logging(
     (stats(off), stats(on))
 }
 
-/// Four figures sampled one after another, `samples` rounds of `f(0)` …
-/// `f(3)` (in a rotating order), `f(1)` and `f(3)` with logging at the
-/// default level (`switch(true)`), `f(0)` and `f(2)` with it off. Each
-/// figure sees the same stretch of the run, so a busy moment of the
-/// machine does not land on one figure alone.
+/// Four figures: `f(0)` and `f(2)` with logging off, `f(1)` and `f(3)`
+/// with it at the default level (`switch(true)`). The samples come in
+/// short blocks, each started by a few runs that are not counted, so that
+/// what ran before a block does not fall on its first samples. A round
+/// measures `f(0)`/`f(1)` in four blocks and then `f(2)`/`f(3)` in four,
+/// off-on-on-off in one round and on-off-off-on in the next: the drift of
+/// the machine, and whatever the other kind of work left behind, falls
+/// on a figure with logging and on the one without alike.
 pub fn measure_interleaved(
     samples: usize,
     mut switch: impl FnMut(bool),
     mut f: impl FnMut(usize),
 ) -> [Stats; 4] {
+    const BLOCK: usize = 25;
+    const WARM: usize = 3;
+    let rounds = samples.div_ceil(2 * BLOCK).max(1);
     let mut taken: [Vec<Duration>; 4] = Default::default();
-    for round in 0..samples {
-        for step in 0..4 {
-            let which = (round + step) % 4;
-            switch(which % 2 == 1);
-            let started = Instant::now();
-            f(which);
-            taken[which].push(started.elapsed());
+    for round in 0..rounds {
+        let order = if round % 2 == 0 {
+            [0, 1, 1, 0]
+        } else {
+            [1, 0, 0, 1]
+        };
+        for kind in [0, 2] {
+            for logging in order {
+                let which = kind + logging;
+                switch(logging == 1);
+                for _ in 0..WARM {
+                    f(which);
+                }
+                for _ in 0..BLOCK {
+                    let started = Instant::now();
+                    f(which);
+                    taken[which].push(started.elapsed());
+                }
+            }
         }
     }
     switch(false);

@@ -41,10 +41,11 @@ impl Agent {
         // their next instances made while the model is busy; none is
         // parked until the turn is over.
         let _warm = self.parts.toolbox.sandbox().keep_warm();
-        // One line a turn at the default level (`turn done`, with the
-        // session and model); the span itself, and every model request and
-        // tool call in it, at `debug`: a log file then costs a turn about
-        // as much as the loop's bookkeeping of one call.
+        // The span, its `turn done` line and every model request and tool
+        // call in it are at `debug` (`-v`): at the default level a turn
+        // writes nothing unless something fails or is retried, because a
+        // line every turn costs the loop more than its own bookkeeping of a
+        // call (`cargo bench --bench agent`, with `BENCH_LOG_FILTER`).
         let span = tracing::debug_span!(
             "turn",
             session = self.session_id().unwrap_or_default(),
@@ -56,7 +57,7 @@ impl Agent {
             .instrument(span.clone())
             .await;
         span.in_scope(|| match &report {
-            Ok(report) => tracing::info!(
+            Ok(report) => tracing::debug!(
                 session = self.session_id().unwrap_or_default(),
                 model = self.parts.config.model.as_str(),
                 end = ?report.end,

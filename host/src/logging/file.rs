@@ -2,8 +2,8 @@
 //! so a turn never waits on the disk, and written to a file that rolls
 //! over at a size and whose folder keeps a bounded number of files.
 //!
-//! An event formats into its own buffer on the thread that logged it and
-//! is queued whole; when the queue is full the line is dropped and counted
+//! An event is queued as a [`Record`] (its values, taken on the thread that
+//! logged it) and formatted into its line here, on the writer thread; when the queue is full the line is dropped and counted
 //! rather than the caller blocked, and the next line written says how many
 //! were lost. Lines logged before the session has an id wait (up to a
 //! bound) in memory and go to the session's file once it is named.
@@ -16,6 +16,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TryRecvError, TrySendError, sync_channel};
 use std::thread::Thread;
 use std::time::Duration;
+
+use super::record::Record;
 
 /// How large one log file grows before it rolls over to `NAME.1`.
 pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
@@ -38,6 +40,8 @@ const WRITE_EVERY: Duration = Duration::from_millis(50);
 enum Message {
     /// One formatted event.
     Line(Vec<u8>),
+    /// An event, formatted into its line by the writer.
+    Record(Box<Record>),
     /// Write from now on to this file (appending), created if need be.
     Open(PathBuf),
     /// Write everything queued, then answer.
@@ -92,7 +96,16 @@ impl FileSink {
     }
 
     fn send(&self, line: Vec<u8>) {
-        match self.queue.try_send(Message::Line(line)) {
+        self.queue_message(Message::Line(line));
+    }
+
+    /// Queues an event, dropped (and counted) when the queue is full.
+    pub fn send_record(&self, record: Record) {
+        self.queue_message(Message::Record(Box::new(record)));
+    }
+
+    fn queue_message(&self, message: Message) {
+        match self.queue.try_send(message) {
             Ok(()) => {}
             Err(TrySendError::Full(_)) => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -158,20 +171,16 @@ fn write_lines(
             Err(TryRecvError::Disconnected) => break,
         };
         match message {
-            Message::Line(line) => match file.as_mut() {
-                Some(file) => {
-                    let lost = dropped.swap(0, Ordering::Relaxed);
-                    if lost > 0 {
-                        file.write(
-                            format!("capstan: {lost} log lines dropped (the writer fell behind)\n")
-                                .as_bytes(),
-                        );
-                    }
-                    file.write(&line);
-                }
-                None if pending.len() < PENDING_LINES => pending.push(line),
-                None => pending_lost += 1,
-            },
+            Message::Line(line) => {
+                write_line(&mut file, &mut pending, &mut pending_lost, &dropped, line)
+            }
+            Message::Record(record) => write_line(
+                &mut file,
+                &mut pending,
+                &mut pending_lost,
+                &dropped,
+                record.into_line(),
+            ),
             Message::Open(path) => {
                 if let Some(mut old) = file.take() {
                     old.flush();
@@ -205,6 +214,30 @@ fn write_lines(
                 let _ = done.send(());
             }
         }
+    }
+}
+
+/// Writes `line` to the file, or keeps it until the file is named.
+fn write_line(
+    file: &mut Option<RollingFile>,
+    pending: &mut Vec<Vec<u8>>,
+    pending_lost: &mut u64,
+    dropped: &AtomicU64,
+    line: Vec<u8>,
+) {
+    match file.as_mut() {
+        Some(file) => {
+            let lost = dropped.swap(0, Ordering::Relaxed);
+            if lost > 0 {
+                file.write(
+                    format!("capstan: {lost} log lines dropped (the writer fell behind)\n")
+                        .as_bytes(),
+                );
+            }
+            file.write(&line);
+        }
+        None if pending.len() < PENDING_LINES => pending.push(line),
+        None => *pending_lost += 1,
     }
 }
 

@@ -10,8 +10,10 @@
 //!   `<data>/logs/capstan-<command>.log`
 //!   for other commands (`capstan-start.log` for a session that ended
 //!   before it had an id); it rolls over at a size and the folder keeps a
-//!   bounded number of files ([`file`]). Lines are written by a thread of
-//!   their own through a bounded queue: logging never waits on the disk.
+//!   bounded number of files ([`file`]). Lines are formatted and written
+//!   by a thread of their own, fed through a bounded queue ([`record`]):
+//!   logging never waits on the disk, and a turn spends on a line only
+//!   the copying of its values.
 //! - stderr gets the same lines only with `-v` (and never in the
 //!   interactive session, whose screen it would break); stdout never does,
 //!   so `-p --output-format json` and `mcp serve` stay clean.
@@ -21,6 +23,7 @@
 //! types that hold those redact their `Debug` output.
 
 pub mod file;
+pub mod record;
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -171,11 +174,7 @@ fn start_file(home: &Home, file: &LogFile) -> Option<FileSink> {
 
 fn init_with(filter: EnvFilter, sink: Option<FileSink>, stderr: bool) -> LogGuard {
     let (filter, handle) = reload::Layer::new(filter);
-    let file_layer = sink.clone().map(|sink| {
-        tracing_subscriber::fmt::layer()
-            .with_ansi(false)
-            .with_writer(sink)
-    });
+    let file_layer = sink.clone().map(record::FileLayer::new);
     let stderr_layer = stderr.then(|| {
         tracing_subscriber::fmt::layer()
             .with_ansi(false)
