@@ -258,6 +258,69 @@ fn results_in_files_a_read_rule_denies_are_counted_never_shown() {
 }
 
 #[test]
+fn an_edit_waits_for_diagnostics_only_from_servers_known_to_give_them() {
+    let env = Env::new();
+    install_fake(&env);
+    // This server never publishes for this file; for the next, only 3 s
+    // after each change; `.fkp` files' server answers pull requests.
+    env.write("quiet.fk", "# quiet\ndef f():\n    pass\n");
+    env.write("late.fk", "# late 3\ndef f():\n    pass\n");
+    env.write("p.fkp", "def f():\n    pass\n");
+    let edit = |id: &'static str, file: &str| {
+        (
+            id,
+            "fs__edit",
+            json!({"path": file, "old": "pass", "new": "error"}),
+        )
+    };
+    let mock = script(&[&[
+        edit("quiet", "quiet.fk"),
+        edit("late", "late.fk"),
+        edit("pull", "p.fkp"),
+    ]]);
+    assert_exit(&session(&env, &mock), 0);
+    // Not known to publish for the file: the short default wait, then
+    // the result says nothing came.
+    for (id, file) in [("quiet", "quiet.fk"), ("late", "late.fk")] {
+        let result = mock.result_of(id);
+        assert!(
+            result.contains(&format!(
+                "Language server fake-lsp-fake published no diagnostics for {file} within 1s of this change"
+            )) && result.contains("[lsp] diagnostics_wait"),
+            "{result}"
+        );
+    }
+    // A server offering pull diagnostics is asked.
+    let pull = mock.result_of("pull");
+    assert!(
+        pull.contains(
+            "Diagnostics from language server fake-lsp-pull for p.fkp after this change (1 error):\n  p.fkp:2:5 error: found the word error [F001]"
+        ),
+        "{pull}"
+    );
+
+    // `[lsp] diagnostics_wait` set long enough, the late diagnostics come.
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        "[lsp]\ndiagnostics_wait = \"60s\"\n",
+    )
+    .unwrap();
+    let mock = script(&[&[(
+        "late",
+        "fs__edit",
+        json!({"path": "late.fk", "old": "error", "new": "error again"}),
+    )]]);
+    assert_exit(&session(&env, &mock), 0);
+    let late = mock.result_of("late");
+    assert!(
+        late.contains(
+            "Diagnostics from language server fake-lsp-fake for late.fk after this change (1 error)"
+        ),
+        "{late}"
+    );
+}
+
+#[test]
 fn a_server_that_crashes_is_restarted_and_one_that_floods_is_stopped() {
     let env = Env::new();
     install_fake(&env);

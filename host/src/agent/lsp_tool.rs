@@ -25,7 +25,7 @@ use super::tool::{FileWatch, ToolCall, ToolHandler, ToolOutcome};
 use crate::audit::{AuditEvent, AuditScope};
 use crate::lsp::LspServers;
 use crate::lsp::render::{self, Files};
-use crate::lsp::servers::{REQUEST_TIMEOUT, lsp_position};
+use crate::lsp::servers::{Diagnosed, REQUEST_TIMEOUT, lsp_position};
 use crate::sandbox::{CallError, ToolSpec};
 
 /// The tool's name.
@@ -372,13 +372,21 @@ impl FileWatch for LspFileWatch {
                 });
                 return None;
             }
-            let (server, published) = self.servers.changed(&real).await.ok()??;
-            diagnostics_note(
-                &self.servers.display(&real),
-                &server,
-                &published.items,
-                published.total,
-            )
+            let (server, diagnosed) = self.servers.changed(&real).await.ok()??;
+            let file = self.servers.display(&real);
+            match diagnosed {
+                Diagnosed::Published(published) => {
+                    diagnostics_note(&file, &server, &published.items, published.total)
+                }
+                Diagnosed::Nothing(waited) => Some(format!(
+                    "Language server {server} published no diagnostics for {file} within {} of this change; its errors, if any, are not known ([lsp] diagnostics_wait in the config sets how long to wait).",
+                    crate::quantity::TimeSpan(waited)
+                )),
+                Diagnosed::Failed(why) => Some(format!(
+                    "Language server {server} gave no diagnostics for {file} after this change: {}",
+                    crate::escape::line(&why)
+                )),
+            }
         })
     }
 
