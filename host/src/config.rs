@@ -37,6 +37,10 @@
 //!
 //! [exec]                   # native commands: see crate::exec::ExecSettings
 //! net = ["https://index.crates.io"]
+//!
+//! [lsp]
+//! diagnostics_wait = "1s"   # how long an edit waits for a language server's
+//!                           # diagnostics when it is not known to publish them
 //! ```
 //!
 //! `[exec]` says what native commands may reach; only the user config and
@@ -101,6 +105,25 @@ impl ModelSettings {
     }
 }
 
+/// The `[lsp]` section: the language servers of Claude Code plugins.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LspSettings {
+    /// How long an edit waits for a server's diagnostics of the file when
+    /// the server is not known to publish them for it (`"1s"`); see
+    /// `lsp::servers`.
+    pub diagnostics_wait: Option<crate::quantity::TimeSpan>,
+}
+
+impl LspSettings {
+    /// These settings, with those of `later` where it sets them.
+    fn override_with(&mut self, later: LspSettings) {
+        if later.diagnostics_wait.is_some() {
+            self.diagnostics_wait = later.diagnostics_wait;
+        }
+    }
+}
+
 /// The settings of one workspace, from every file that exists.
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
@@ -117,6 +140,8 @@ pub struct Settings {
     /// What native commands may reach: the user's `[exec]`, then the
     /// project local one's.
     pub exec: ExecSettings,
+    /// The language servers' settings; later files override earlier ones.
+    pub lsp: LspSettings,
 }
 
 impl Settings {
@@ -177,6 +202,8 @@ struct SettingsFile {
     permissions: PermissionsSection,
     #[serde(default)]
     exec: ExecSettings,
+    #[serde(default)]
+    lsp: LspSettings,
     /// Plugin secret values, read by `grants::secrets::SecretValues`.
     #[serde(default, rename = "secrets")]
     _secrets: Option<serde::de::IgnoredAny>,
@@ -232,6 +259,7 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
         user_mode = file.permissions.mode;
         settings.model.override_with(file.model);
         settings.exec.override_with(file.exec);
+        settings.lsp.override_with(file.lsp);
         push_rules(&mut settings.rules, file.permissions, Layer::User);
     }
 
@@ -242,8 +270,11 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
             model,
             permissions,
             exec,
+            lsp,
             ..
         } = file;
+        // How long to wait for diagnostics widens nothing.
+        settings.lsp.override_with(lsp);
         if exec.is_set() {
             settings.warnings.push(format!(
                 "{shown}: ignored [exec] — a project's config may not widen what commands reach; set it in your user config ({})",
@@ -312,6 +343,7 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
         local_mode = file.permissions.mode;
         settings.model.override_with(file.model);
         settings.exec.override_with(file.exec);
+        settings.lsp.override_with(file.lsp);
         push_rules(&mut settings.rules, file.permissions, Layer::ProjectLocal);
     }
 
@@ -711,6 +743,24 @@ deny = ["fs.write(.env)"]
         assert!(message.contains("config.toml"), "{message}");
         assert!(message.contains("line 3"), "{message}");
         assert!(message.contains("alow"), "{message}");
+    }
+
+    #[test]
+    fn the_lsp_diagnostics_wait_is_a_duration_later_files_override() {
+        let f = fixture();
+        f.user("[lsp]\ndiagnostics_wait = \"3s\"\n");
+        let wait = |s: &Settings| s.lsp.diagnostics_wait.map(|t| t.0);
+        assert_eq!(wait(&f.load()), Some(std::time::Duration::from_secs(3)));
+        f.project("[lsp]\ndiagnostics_wait = \"250ms\"\n");
+        assert_eq!(wait(&f.load()), Some(std::time::Duration::from_millis(250)));
+
+        let f = fixture();
+        f.user("[lsp]\ndiagnostics_wait = \"soon\"\n");
+        let message = load(&f.home, &f.workspace).unwrap_err().to_string();
+        assert!(
+            message.contains("line 2") && message.contains("soon"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -26,11 +26,17 @@ fn fake_plugin() -> PathBuf {
 
 /// A session against `mock`, edits allowed.
 fn session(env: &Env, mock: &MockModel) -> Output {
+    session_with(env, mock, &[])
+}
+
+/// The same, with more arguments.
+fn session_with(env: &Env, mock: &MockModel, args: &[&str]) -> Output {
     let mut cmd = env.anthropic_session(&mock.url(), API_KEY, "mock-model", "go");
     // The fake server runs on the system's Python (its `python3`), whose
     // files the sandbox reads, not on one installed under a home folder.
     cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .args(["--permission-mode", "accept-edits"])
+        .args(args)
         .timeout(Duration::from_secs(180));
     cmd.output().unwrap()
 }
@@ -184,6 +190,134 @@ fn the_lsp_tool_answers_from_a_plugins_server_and_edits_bring_diagnostics() {
     assert_eq!(runs[0]["write"], false);
     assert_eq!(runs[0]["ending"], "exited", "{:?}", runs[0]);
     assert_eq!(runs[0]["exit_code"], 0, "{:?}", runs[0]);
+}
+
+#[test]
+fn results_in_files_a_read_rule_denies_are_counted_never_shown() {
+    let env = Env::new();
+    install_fake(&env);
+    env.write("app.fk", format!("{APP}hidden()\n"));
+    env.write(
+        "secrets/key.fk",
+        "def hidden():\n    greet(\"SECRET_LINE\")\n",
+    );
+    let calls: &[(&str, &str, Value)] = &[
+        ("refs", "lsp", lsp("findReferences", "app.fk", 5, 5)),
+        ("def", "lsp", lsp("goToDefinition", "app.fk", 7, 1)),
+        (
+            "search",
+            "lsp",
+            json!({"operation": "workspaceSymbol", "filePath": "app.fk", "query": "hid"}),
+        ),
+        ("direct", "lsp", lsp("hover", "secrets/key.fk", 1, 5)),
+    ];
+
+    // Without a rule the server's answers name the other file, its lines
+    // shown.
+    let mock = script(&[calls]);
+    assert_exit(&session(&env, &mock), 0);
+    let refs = mock.result_of("refs");
+    assert!(
+        refs.starts_with("4 references in 2 files:")
+            && refs.contains("secrets/key.fk:2:5: greet(\"SECRET_LINE\")"),
+        "{refs}"
+    );
+    assert_eq!(
+        mock.result_of("def"),
+        "1 definition in 1 file:\nsecrets/key.fk:1:5: def hidden():"
+    );
+
+    // With Claude Code's `Read` deny rule, they are left out and counted.
+    let mock = script(&[calls]);
+    let out = session_with(&env, &mock, &["--deny", "Read(secrets/**)"]);
+    assert_exit(&out, 0);
+    let refs = mock.result_of("refs");
+    assert!(refs.starts_with("3 references in 1 file:"), "{refs}");
+    assert!(
+        refs.ends_with("\n1 result in a file you may not read was left out."),
+        "{refs}"
+    );
+    assert_eq!(
+        mock.result_of("def"),
+        "No definition found in files you may read.\n1 result in a file you may not read was left out."
+    );
+    assert_eq!(
+        mock.result_of("search"),
+        "No symbols found.\n1 result in a file you may not read was left out."
+    );
+    let (direct, is_error) = mock.tool_result("direct");
+    assert!(is_error && direct.contains("Read(secrets/**)"), "{direct}");
+    for id in ["refs", "def", "search"] {
+        let text = mock.result_of(id);
+        assert!(
+            !text.contains("SECRET_LINE") && !text.contains("key.fk"),
+            "{id}: {text}"
+        );
+    }
+    assert!(!direct.contains("SECRET_LINE"), "{direct}");
+}
+
+#[test]
+fn an_edit_waits_for_diagnostics_only_from_servers_known_to_give_them() {
+    let env = Env::new();
+    install_fake(&env);
+    // This server never publishes for this file; for the next, only 3 s
+    // after each change; `.fkp` files' server answers pull requests.
+    env.write("quiet.fk", "# quiet\ndef f():\n    pass\n");
+    env.write("late.fk", "# late 3\ndef f():\n    pass\n");
+    env.write("p.fkp", "def f():\n    pass\n");
+    let edit = |id: &'static str, file: &str| {
+        (
+            id,
+            "fs__edit",
+            json!({"path": file, "old": "pass", "new": "error"}),
+        )
+    };
+    let mock = script(&[&[
+        edit("quiet", "quiet.fk"),
+        edit("late", "late.fk"),
+        edit("pull", "p.fkp"),
+    ]]);
+    assert_exit(&session(&env, &mock), 0);
+    // Not known to publish for the file: the short default wait, then
+    // the result says nothing came.
+    for (id, file) in [("quiet", "quiet.fk"), ("late", "late.fk")] {
+        let result = mock.result_of(id);
+        assert!(
+            result.contains(&format!(
+                "Language server fake-lsp-fake published no diagnostics for {file} within 1s of this change"
+            )) && result.contains("[lsp] diagnostics_wait"),
+            "{result}"
+        );
+    }
+    // A server offering pull diagnostics is asked.
+    let pull = mock.result_of("pull");
+    assert!(
+        pull.contains(
+            "Diagnostics from language server fake-lsp-pull for p.fkp after this change (1 error):\n  p.fkp:2:5 error: found the word error [F001]"
+        ),
+        "{pull}"
+    );
+
+    // `[lsp] diagnostics_wait` set long enough, the late diagnostics come.
+    std::fs::write(
+        env.home.path().join("config.toml"),
+        "[lsp]\ndiagnostics_wait = \"60s\"\n",
+    )
+    .unwrap();
+    let mock = script(&[&[(
+        "late",
+        "fs__edit",
+        json!({"path": "late.fk", "old": "error", "new": "error again"}),
+    )]]);
+    assert_exit(&session(&env, &mock), 0);
+    let late = mock.result_of("late");
+    assert!(
+        late.contains(
+            "Diagnostics from language server fake-lsp-fake for late.fk after this change (1 error)"
+        ),
+        "{late}"
+    );
 }
 
 #[test]

@@ -241,6 +241,77 @@ fn an_image_result_reaches_an_openai_compatible_model_in_a_user_message() {
 }
 
 #[test]
+fn an_error_result_keeps_its_images_for_both_providers() {
+    let env = Env::new();
+    add_fixture(&env, "fx", &[]);
+    // Anthropic: a tool_result marked is_error, with its image block.
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("Looking.")
+                .call("c1", "mcp__fx__blurry", json!({}))
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("It failed, but I see a red dot.").anthropic()),
+    ]);
+    assert_ok(&session(&env, &mock, &[]));
+    let result = anthropic_result(&mock.received()[1], "c1");
+    assert_eq!(result["is_error"], true, "{result}");
+    let content = result["content"].as_array().unwrap();
+    assert!(
+        content[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("the camera is out of focus; what it saw:\n[image 1: image/png"),
+        "{result}"
+    );
+    assert_eq!(content[1], image_block());
+    let records = support::audit_records(&env);
+    assert!(
+        records
+            .iter()
+            .any(|r| r["kind"] == "mcp_tool_called" && r["outcome"] == "tool error"),
+        "{records:?}"
+    );
+
+    // OpenAI-compatible: the error text in the tool message, the image in
+    // the user message after it, as for a successful result.
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("Looking.")
+                .call("c1", "mcp__fx__blurry", json!({}))
+                .openai(),
+        ),
+        Reply::sse(Answer::text("A red dot.").openai()),
+    ]);
+    let mut cmd = env.capstan();
+    for var in MODEL_VARS {
+        cmd.env_remove(var);
+    }
+    cmd.env("OPENAI_API_KEY", "sk-openai-mock")
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .args(["--provider", "openai", "--base-url"])
+        .arg(format!("{}/v1", mock.url()))
+        .args(["--model", "mock-gpt", "-p", "show me"])
+        .timeout(Duration::from_secs(180));
+    assert_ok(&cmd.output().unwrap());
+    let received = mock.received();
+    let messages = received[1].messages();
+    let at = messages
+        .iter()
+        .position(|m| m["role"] == "tool" && m["tool_call_id"] == "c1")
+        .unwrap_or_else(|| panic!("no tool message in {messages:#?}"));
+    let text = messages[at]["content"].as_str().unwrap();
+    assert!(
+        text.starts_with("Error: ") && text.contains("next user message"),
+        "{text}"
+    );
+    assert_eq!(
+        messages[at + 1]["content"][1],
+        json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{DOT_PNG}")}})
+    );
+}
+
+#[test]
 fn a_slow_server_has_its_tools_in_the_first_request_unless_the_wait_is_shorter() {
     let env = Env::new();
     add_fixture(&env, "slow", &["slow"]);
@@ -339,12 +410,12 @@ fn slash_mcp_in_a_terminal_shows_the_servers_their_state_and_tools() {
         terminal.type_slowly("/mcp\r");
         terminal.expect("/mcp");
         shown = terminal.expect("> ");
-        if shown.contains("fx (local): ready, 12 tools") {
+        if shown.contains("fx (local): ready, 13 tools") {
             break;
         }
         std::thread::sleep(Duration::from_millis(500));
     }
-    assert!(shown.contains("fx (local): ready, 12 tools"), "{shown}");
+    assert!(shown.contains("fx (local): ready, 13 tools"), "{shown}");
     assert!(
         shown
             .contains("proj (local): not started: not allowed yet; run `capstan mcp approve proj`"),

@@ -947,6 +947,15 @@ fn plugins_shows_unavailable_plugins_in_the_interactive_session() {
         shown.lines().any(|l| l.starts_with("fs  sha256")),
         "{shown}"
     );
+    // A tool the model is not offered is listed as off, saying why.
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.trim_start().starts_with("web.search")
+                && l.contains("off")
+                && l.contains("not configured — add [web.search]")),
+        "{shown}"
+    );
     assert!(mock.received().is_empty());
 }
 

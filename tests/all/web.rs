@@ -483,3 +483,101 @@ fn the_question_is_asked_once_per_host_and_remembered_as_answered() {
             .any(|t| t.contains("127.0.0.1") || t.contains("127.0.0.2"))
     );
 }
+
+/// `web.search` in `capstan tool list` (text and `--json`), in `capstan
+/// tool call` and in the stream-json `init` message: shown as not
+/// configured, and never offered, until `[web.search]` is set.
+#[test]
+fn web_search_is_listed_as_not_configured_until_it_is() {
+    let env = Env::new();
+    let list = |json: bool| {
+        let mut cmd = env.capstan();
+        cmd.args(["tool", "list", "--no-mcp"]);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().unwrap();
+        assert_exit(&out, 0);
+        support::stdout(&out)
+    };
+    let row = |listing: &str| {
+        listing
+            .lines()
+            .find(|l| l.starts_with("web.search "))
+            .unwrap_or_else(|| panic!("no web.search row in {listing}"))
+            .to_string()
+    };
+    let listed_json = |listing: &str, name: &str| {
+        let tools: Value = serde_json::from_str(listing).unwrap();
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .cloned()
+            .unwrap()
+    };
+    let init_tools = || {
+        let mock = MockModel::start(vec![Reply::sse(Answer::text("Hi.").anthropic())]);
+        let out = print(&env, &mock, &["--output-format", "stream-json"]);
+        assert_exit(&out, 0);
+        let init: Value = support::stdout(&out)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v["type"] == "system" && v["subtype"] == "init")
+            .unwrap();
+        let offered = mock.received()[0].body["tools"].to_string();
+        (init["tools"].to_string(), offered)
+    };
+
+    let config = env.home.path().join("config.toml");
+    let shown = row(&list(false));
+    assert!(
+        shown.contains("not configured — add [web.search]")
+            && shown.contains(&config.display().to_string()),
+        "{shown}"
+    );
+    let listing = list(true);
+    let listed = listed_json(&listing, "web.search");
+    assert_eq!(listed["offered"], false, "{listed}");
+    assert!(
+        listed["not_offered"]
+            .as_str()
+            .unwrap()
+            .starts_with("not configured — add [web.search]"),
+        "{listed}"
+    );
+    let fetch = listed_json(&listing, "web.fetch");
+    assert_eq!(fetch["offered"], true, "{fetch}");
+    let out = env
+        .capstan()
+        .args(["tool", "call", "web.search", r#"{"query": "x"}"#])
+        .output()
+        .unwrap();
+    assert_exit(&out, 2);
+    assert!(
+        support::stderr(&out).contains("web.search: not configured — add [web.search]"),
+        "{}",
+        support::stderr(&out)
+    );
+    let (init, offered) = init_tools();
+    assert!(
+        init.contains("web__fetch") && !init.contains("web__search"),
+        "{init}"
+    );
+    assert!(!offered.contains("web__search"), "{offered}");
+
+    std::fs::write(
+        &config,
+        "[web.search]\nprovider = \"brave\"\nendpoint = \"http://127.0.0.1:9/res/v1/web/search\"\nkey_secret = \"WEB_TEST_BRAVE_KEY\"\n",
+    )
+    .unwrap();
+    let shown = row(&list(false));
+    assert!(!shown.contains("not configured"), "{shown}");
+    let listed = listed_json(&list(true), "web.search");
+    assert_eq!(listed["offered"], true, "{listed}");
+    assert!(listed.get("not_offered").is_none(), "{listed}");
+    let (init, offered) = init_tools();
+    assert!(init.contains("web__search"), "{init}");
+    assert!(offered.contains("web__search"), "{offered}");
+}

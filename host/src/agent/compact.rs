@@ -96,6 +96,22 @@ pub fn tokens_in_context(usage: Usage) -> u64 {
     usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens + usage.output_tokens
 }
 
+/// The estimated tokens of what the next request adds to the last one:
+/// the messages after the model's last answer (the results of its calls,
+/// images counted by [`super::context_use::image_tokens`]), which the last
+/// request's usage does not hold.
+pub fn unsent_tokens(messages: &[Message]) -> u64 {
+    let after = messages
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .map_or(0, |at| at + 1);
+    messages[after..]
+        .iter()
+        .flat_map(|m| &m.content)
+        .map(super::context_use::block_tokens)
+        .sum()
+}
+
 /// Whether a conversation whose last request used `tokens` should be
 /// compacted before the next one.
 pub fn needs_compaction(tokens: u64, context_window: u64) -> bool {
@@ -188,8 +204,12 @@ impl Agent {
     /// Whether the last request came close enough to the context window
     /// that the conversation should be compacted before the next one.
     pub(super) fn should_compact(&self) -> bool {
-        self.context_tokens
-            .is_some_and(|tokens| needs_compaction(tokens, self.parts.config.context_window))
+        self.context_tokens.is_some_and(|tokens| {
+            needs_compaction(
+                tokens + unsent_tokens(&self.messages),
+                self.parts.config.context_window,
+            )
+        })
     }
 
     /// Compacts automatically; a summary the model could not give is a
@@ -334,6 +354,37 @@ mod tests {
         assert!(needs_compaction(170_000, 200_000));
         assert!(needs_compaction(250_000, 200_000));
         assert!(!needs_compaction(1_000_000, 0));
+    }
+
+    #[test]
+    fn results_not_yet_sent_count_with_their_images() {
+        use base64::Engine as _;
+        // A PNG's header: 1000 x 1000 pixels, 1,334 tokens by the formula.
+        let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+        png.extend(1000u32.to_be_bytes());
+        png.extend(1000u32.to_be_bytes());
+        png.extend([8, 6, 0, 0, 0]);
+        let image = crate::model::Image {
+            media_type: "image/png".into(),
+            data: base64::engine::general_purpose::STANDARD.encode(&png),
+        };
+        let results = Message {
+            role: Role::User,
+            content: vec![Block::ToolResult {
+                tool_use_id: "1".into(),
+                content: "r".repeat(400),
+                is_error: false,
+                images: vec![image.clone(); 8],
+            }],
+        };
+        let messages = vec![user("look"), assistant("calling"), results];
+        assert_eq!(unsent_tokens(&messages), 100 + 8 * 1334);
+        // What came before the last answer is in the last request's count.
+        assert_eq!(unsent_tokens(&messages[..2]), 0);
+        // A request at 80% of a 20k window is below the threshold; the
+        // images on their way take the next one past it.
+        assert!(!needs_compaction(16_000, 20_000));
+        assert!(needs_compaction(16_000 + unsent_tokens(&messages), 20_000));
     }
 
     #[test]

@@ -42,6 +42,11 @@ impl PluginRuntime {
         self.component.name()
     }
 
+    /// What its calls get.
+    pub fn provision(&self) -> &Provision {
+        &self.provision
+    }
+
     /// The component's SHA-256.
     pub fn sha256(&self) -> &str {
         self.component.sha256()

@@ -4,10 +4,14 @@
 //! of its tokens and its share of the window.
 //!
 //! Tokens are estimated as one per four bytes, as the providers' own rule
-//! of thumb says; the count the provider reported for the last request is
-//! shown beside the estimate when there is one.
+//! of thumb says, and an image as Anthropic documents it: width × height
+//! / 750 once scaled to fit 1568 pixels on its long edge, at most about
+//! 1,600 tokens ([`image_tokens`]). The count the provider reported for
+//! the last request is shown beside the estimate when there is one.
 
-use crate::model::{Block, Message, ToolDef};
+use base64::Engine as _;
+
+use crate::model::{Block, Image, Message, ToolDef};
 
 /// The heading the project's instructions start with in the system prompt
 /// ([`super::context::system_prompt`]).
@@ -121,6 +125,120 @@ pub fn estimate_tokens(bytes: usize) -> u64 {
     u64::try_from(bytes.div_ceil(4)).unwrap_or(u64::MAX)
 }
 
+/// The most tokens an image costs: a larger one is scaled down by the API
+/// first. Also the estimate for an image whose size cannot be read.
+pub const MAX_IMAGE_TOKENS: u64 = 1600;
+
+/// The longest edge, in pixels, the API keeps before scaling an image down.
+const MAX_IMAGE_EDGE: u64 = 1568;
+
+/// The estimated tokens of `image`: Anthropic's formula, width × height /
+/// 750, on its size once its long edge fits [`MAX_IMAGE_EDGE`], at most
+/// [`MAX_IMAGE_TOKENS`]; that most when its size cannot be read from its
+/// header (PNG, JPEG, GIF, WebP).
+pub fn image_tokens(image: &Image) -> u64 {
+    let Some((width, height)) = image_size(image) else {
+        return MAX_IMAGE_TOKENS;
+    };
+    let long = width.max(height).max(1);
+    let (width, height) = if long > MAX_IMAGE_EDGE {
+        (
+            (width * MAX_IMAGE_EDGE).div_ceil(long),
+            (height * MAX_IMAGE_EDGE).div_ceil(long),
+        )
+    } else {
+        (width, height)
+    };
+    (width * height).div_ceil(750).clamp(1, MAX_IMAGE_TOKENS)
+}
+
+/// The estimated tokens of one block of a message: its text, a call's
+/// name and input, a result's text and images.
+pub fn block_tokens(block: &Block) -> u64 {
+    match block {
+        Block::Text { text } => estimate_tokens(text.len()),
+        Block::ToolUse { name, input, .. } => estimate_tokens(name.len() + input.to_string().len()),
+        Block::ToolResult {
+            content, images, ..
+        } => estimate_tokens(content.len()) + images.iter().map(image_tokens).sum::<u64>(),
+    }
+}
+
+/// Width and height of `image`, read from the start of its data.
+fn image_size(image: &Image) -> Option<(u64, u64)> {
+    // The header of every format but JPEG is in the first bytes; a JPEG's
+    // frame header follows its metadata, which may be long.
+    let chars = if image.media_type == "image/jpeg" {
+        128 * 1024
+    } else {
+        64
+    };
+    let end = image.data.len().min(chars) / 4 * 4;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(image.data.get(..end)?)
+        .ok()?;
+    let u16_be = |at: usize| {
+        Some(u64::from(u16::from_be_bytes([
+            *bytes.get(at)?,
+            *bytes.get(at + 1)?,
+        ])))
+    };
+    let u16_le = |at: usize| {
+        Some(u64::from(u16::from_le_bytes([
+            *bytes.get(at)?,
+            *bytes.get(at + 1)?,
+        ])))
+    };
+    let u24_le = |at: usize| {
+        Some(
+            u64::from(*bytes.get(at)?)
+                | u64::from(*bytes.get(at + 1)?) << 8
+                | u64::from(*bytes.get(at + 2)?) << 16,
+        )
+    };
+    let size = if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        let word = |at: usize| {
+            Some(u64::from(u32::from_be_bytes(
+                bytes.get(at..at + 4)?.try_into().ok()?,
+            )))
+        };
+        (word(16)?, word(20)?)
+    } else if bytes.starts_with(b"GIF8") {
+        (u16_le(6)?, u16_le(8)?)
+    } else if bytes.starts_with(b"RIFF") && bytes.get(8..12) == Some(b"WEBP") {
+        match bytes.get(12..16)? {
+            b"VP8 " => (u16_le(26)? & 0x3fff, u16_le(28)? & 0x3fff),
+            b"VP8L" => {
+                let bits = u64::from(u32::from_le_bytes(bytes.get(21..25)?.try_into().ok()?));
+                ((bits & 0x3fff) + 1, ((bits >> 14) & 0x3fff) + 1)
+            }
+            b"VP8X" => (u24_le(24)? + 1, u24_le(27)? + 1),
+            _ => return None,
+        }
+    } else if bytes.starts_with(&[0xff, 0xd8]) {
+        // Segments follow one another, each a marker and its length, up
+        // to a start-of-frame marker holding the size.
+        let mut at = 2;
+        loop {
+            if *bytes.get(at)? != 0xff {
+                return None;
+            }
+            let marker = *bytes.get(at + 1)?;
+            if marker == 0xff {
+                at += 1;
+                continue;
+            }
+            if (0xc0..=0xcf).contains(&marker) && ![0xc4, 0xc8, 0xcc].contains(&marker) {
+                break (u16_be(at + 7)?, u16_be(at + 5)?);
+            }
+            at += 2 + usize::try_from(u16_be(at + 2)?).ok()?;
+        }
+    } else {
+        return None;
+    };
+    (size.0 > 0 && size.1 > 0).then_some(size)
+}
+
 /// What the context of a session holds: `system` is the whole system
 /// prompt, which ends with `skills_listing`; `tools` the definitions
 /// offered; `messages` the conversation; `pending` what waits for the next
@@ -145,12 +263,19 @@ pub fn breakdown(
         .iter()
         .map(|tool| tool.name.len() + tool.description.len() + tool.input_schema.to_string().len())
         .sum();
-    let (mut said, mut results) = (0usize, 0usize);
+    let (mut said, mut results, mut images) = (0usize, 0usize, 0u64);
     for block in messages.iter().flat_map(|m| &m.content) {
         match block {
             Block::Text { text } => said += text.len(),
             Block::ToolUse { name, input, .. } => said += name.len() + input.to_string().len(),
-            Block::ToolResult { content, .. } => results += content.len(),
+            Block::ToolResult {
+                content,
+                images: result_images,
+                ..
+            } => {
+                results += content.len();
+                images += result_images.iter().map(image_tokens).sum::<u64>();
+            }
         }
     }
     let pending: usize = pending.iter().map(String::len).sum();
@@ -163,7 +288,7 @@ pub fn breakdown(
         (ContextPart::Skills, estimate_tokens(skills)),
         (ContextPart::ToolDefinitions, estimate_tokens(tool_bytes)),
         (ContextPart::Messages, estimate_tokens(said)),
-        (ContextPart::ToolResults, estimate_tokens(results)),
+        (ContextPart::ToolResults, estimate_tokens(results) + images),
     ];
     if pending > 0 {
         parts.push((ContextPart::Pending, estimate_tokens(pending)));
@@ -265,6 +390,70 @@ mod tests {
             report.contains("1,234 tokens as the provider counted"),
             "{report}"
         );
+    }
+
+    fn image(media_type: &str, bytes: &[u8]) -> Image {
+        Image {
+            media_type: media_type.into(),
+            data: base64::engine::general_purpose::STANDARD.encode(bytes),
+        }
+    }
+
+    #[test]
+    fn images_count_by_their_size_as_anthropic_documents() {
+        let png = |width: u32, height: u32| {
+            let mut bytes = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+            bytes.extend(width.to_be_bytes());
+            bytes.extend(height.to_be_bytes());
+            bytes.extend([8, 6, 0, 0, 0, 0, 0, 0, 0]);
+            image("image/png", &bytes)
+        };
+        // 200 x 150 / 750.
+        assert_eq!(image_tokens(&png(200, 150)), 40);
+        // 1000 x 1000 / 750, rounded up.
+        assert_eq!(image_tokens(&png(1000, 1000)), 1334);
+        // Scaled to 1568 x 392 first: 819.6.
+        assert_eq!(image_tokens(&png(4000, 1000)), 820);
+        // Large: the most an image costs.
+        assert_eq!(image_tokens(&png(4000, 4000)), MAX_IMAGE_TOKENS);
+        // A GIF's logical screen, 30 x 25.
+        let gif = image("image/gif", b"GIF89a\x1e\0\x19\0\0\0\0");
+        assert_eq!(image_tokens(&gif), 1);
+        // A JPEG: its APP0 segment skipped, the size from its SOF0.
+        let mut jpeg = vec![0xff, 0xd8, 0xff, 0xe0, 0, 16];
+        jpeg.extend(b"JFIF\0\x01\x01\0\0\x01\0\x01\0\0");
+        jpeg.extend([0xff, 0xc0, 0, 17, 8, 0x01, 0xe0, 0x02, 0x80, 3]);
+        jpeg.extend([0; 12]);
+        assert_eq!(image_tokens(&image("image/jpeg", &jpeg)), 410);
+        // A WebP with an extended header, 300 x 200.
+        let mut webp = b"RIFF\0\0\0\0WEBPVP8X\x0a\0\0\0\0\0\0\0".to_vec();
+        webp.extend([0x2b, 0x01, 0x00, 0xc7, 0x00, 0x00]);
+        assert_eq!(image_tokens(&image("image/webp", &webp)), 80);
+        // Unreadable: the fixed estimate.
+        assert_eq!(
+            image_tokens(&image("image/png", b"not an image at all")),
+            MAX_IMAGE_TOKENS
+        );
+        assert_eq!(
+            image_tokens(&Image {
+                media_type: "image/png".into(),
+                data: "!!!!".into()
+            }),
+            MAX_IMAGE_TOKENS
+        );
+
+        // In /context, a result's images count with the tool results.
+        let messages = [Message {
+            role: Role::User,
+            content: vec![Block::ToolResult {
+                tool_use_id: "1".into(),
+                content: "r".repeat(40),
+                is_error: false,
+                images: vec![png(200, 150), png(200, 150)],
+            }],
+        }];
+        let used = breakdown("", "", &[], &messages, &[], 10_000);
+        assert_eq!(tokens(&used, ContextPart::ToolResults), 10 + 80);
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! `incomingCalls`, `outgoingCalls` — on a file of the workspace and a
 //! 1-based line and character. It changes nothing (read-only for the
 //! scheduler and the policy), and each request is an `lsp_request` audit
-//! record.
+//! record. Results in files the session's rules deny reading (`Read(…)`,
+//! `fs.read(…)` or `lsp(…)` deny rules) are left out and counted, as the
+//! `fs` tools would refuse to read those files.
 //!
 //! It is also the session's [`FileWatch`]: a file a tool reads is opened
 //! on its server in the background, and after a tool changes one the
@@ -23,7 +25,7 @@ use super::tool::{FileWatch, ToolCall, ToolHandler, ToolOutcome};
 use crate::audit::{AuditEvent, AuditScope};
 use crate::lsp::LspServers;
 use crate::lsp::render::{self, Files};
-use crate::lsp::servers::{REQUEST_TIMEOUT, lsp_position};
+use crate::lsp::servers::{Diagnosed, REQUEST_TIMEOUT, lsp_position};
 use crate::sandbox::{CallError, ToolSpec};
 
 /// The tool's name.
@@ -203,7 +205,17 @@ impl LspTool {
             }),
             _ => at.clone(),
         };
-        let mut files = Files::new(self.servers.workspace(), Some((&path, &text)));
+        // The policy's workspace and the servers' (canonical) one may be
+        // spelt differently; a rule of either reading covers a file.
+        let denied = |file: &Path| {
+            call.session.is_some_and(|session| {
+                session.policy.denies_reading(file, &session.workspace)
+                    || session
+                        .policy
+                        .denies_reading(file, self.servers.workspace())
+            })
+        };
+        let mut files = Files::new(self.servers.workspace(), Some((&path, &text))).denying(&denied);
         let answer = async {
             if matches!(operation, "incomingCalls" | "outgoingCalls") {
                 let items = connection
@@ -281,7 +293,10 @@ impl LspTool {
                 )
             }
         };
-        Ok(text)
+        Ok(match files.left_out_note() {
+            Some(note) => format!("{text}\n{note}"),
+            None => text,
+        })
     }
 
     fn record(
@@ -357,13 +372,21 @@ impl FileWatch for LspFileWatch {
                 });
                 return None;
             }
-            let (server, published) = self.servers.changed(&real).await.ok()??;
-            diagnostics_note(
-                &self.servers.display(&real),
-                &server,
-                &published.items,
-                published.total,
-            )
+            let (server, diagnosed) = self.servers.changed(&real).await.ok()??;
+            let file = self.servers.display(&real);
+            match diagnosed {
+                Diagnosed::Published(published) => {
+                    diagnostics_note(&file, &server, &published.items, published.total)
+                }
+                Diagnosed::Nothing(waited) => Some(format!(
+                    "Language server {server} published no diagnostics for {file} within {} of this change; its errors, if any, are not known ([lsp] diagnostics_wait in the config sets how long to wait).",
+                    crate::quantity::TimeSpan(waited)
+                )),
+                Diagnosed::Failed(why) => Some(format!(
+                    "Language server {server} gave no diagnostics for {file} after this change: {}",
+                    crate::escape::line(&why)
+                )),
+            }
         })
     }
 

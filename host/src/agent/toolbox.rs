@@ -425,6 +425,19 @@ impl Toolbox {
         self.plugins.iter().map(|p| (p.plugin(), p.sha256()))
     }
 
+    /// The plugins' tools the model is not offered, as `PLUGIN.TOOL`, each
+    /// with why (`web.search` until `[web.search]` is set).
+    pub fn withheld_tools(&self) -> Vec<(String, String)> {
+        self.plugins
+            .iter()
+            .flat_map(|p| {
+                p.provision()
+                    .withheld_tools()
+                    .map(|(tool, why)| (format!("{}.{tool}", p.plugin()), why.to_string()))
+            })
+            .collect()
+    }
+
     /// Runs one call of `tool` outside a turn (no sub-agents, nothing to
     /// interrupt it), with how long it took.
     pub async fn call(

@@ -677,6 +677,16 @@ fn slash_command(session: &mut Session, command: &str) -> Flow {
                         escape::line(first)
                     );
                 }
+                for (tool, why) in session.agent.toolbox().withheld_tools() {
+                    if tool.split('.').next() == Some(plugin) {
+                        eprintln!(
+                            "  {:12} {:9} {}",
+                            escape::line(&tool),
+                            "off",
+                            escape::line(&why)
+                        );
+                    }
+                }
             }
             for hook in session.agent.hooks().names() {
                 eprintln!("{}  hooks", escape::line(hook));

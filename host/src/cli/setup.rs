@@ -293,6 +293,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         &home,
         &workspace,
         &extension_grants,
+        &settings.lsp,
     ));
 
     let policy = build_policy(&settings, args);
@@ -560,6 +561,7 @@ fn start_language_servers(
     home: &Home,
     workspace: &std::path::Path,
     grants: &Result<crate::exec::ExecGrants, String>,
+    settings: &crate::config::LspSettings,
 ) -> Vec<String> {
     let (specs, mut notices) = crate::plugin::claude_lsp::installed(home);
     if specs.is_empty() {
@@ -570,11 +572,11 @@ fn start_language_servers(
             notices.push(format!("LSP server {}: {missing}", spec.name));
         }
     }
-    let servers = std::sync::Arc::new(crate::lsp::LspServers::new(
-        specs,
-        workspace,
-        grants.clone(),
-    ));
+    let mut servers = crate::lsp::LspServers::new(specs, workspace, grants.clone());
+    if let Some(wait) = settings.diagnostics_wait {
+        servers = servers.with_diagnostics_wait(wait.0);
+    }
+    let servers = std::sync::Arc::new(servers);
     let tool = crate::agent::lsp_tool::LspTool::new(servers.clone());
     if let Err(e) = toolbox.register(std::sync::Arc::new(tool)) {
         notices.push(format!("warning: the lsp tool is not available: {e}"));

@@ -218,6 +218,33 @@ impl Setup {
         Ok(Some((component, specs)))
     }
 
+    /// For plugin `name`'s tools, why one is not offered to the model
+    /// (the built-in `web` plugin's search until `[web.search]` is set).
+    /// Installed plugins offer every tool they describe.
+    fn withheld(&self, name: &str, workspace: &std::path::Path) -> impl Fn(&str) -> Option<String> {
+        let provision = self
+            .catalog
+            .is_builtin(name)
+            .then(|| {
+                Provision::for_plugin(
+                    &self.catalog,
+                    name,
+                    workspace,
+                    self.sandbox.own_folders(),
+                    Limits::default(),
+                    Writes::Never,
+                )
+                .ok()
+            })
+            .flatten();
+        move |tool| {
+            provision
+                .as_ref()
+                .and_then(|p| p.withheld(tool))
+                .map(str::to_string)
+        }
+    }
+
     async fn describe(&self, component: &LoadedComponent) -> Result<Vec<ToolSpec>, Failure> {
         self.sandbox
             .describe(component)
@@ -276,13 +303,15 @@ async fn list(args: ListArgs, verbose: bool) -> Result<Exit, Failure> {
         let Some((_, specs)) = setup.usable_tools(plugin, &workspace).await? else {
             continue;
         };
+        let withheld = setup.withheld(plugin, &workspace);
         for spec in specs {
-            rows.push((plugin.to_string(), spec));
+            let why = withheld(&spec.name);
+            rows.push((plugin.to_string(), spec, why));
         }
     }
     let width = rows
         .iter()
-        .map(|(p, s)| p.len() + 1 + s.name.len())
+        .map(|(p, s, _)| p.len() + 1 + s.name.len())
         .max()
         .unwrap_or(0);
     let mcp_rows = if args.no_mcp {
@@ -297,9 +326,13 @@ async fn list(args: ListArgs, verbose: bool) -> Result<Exit, Failure> {
     if args.json {
         let mut tools: Vec<_> = rows
             .iter()
-            .map(|(plugin, spec)| {
+            .map(|(plugin, spec, withheld)| {
                 let mut value = json!(spec);
                 value["name"] = json!(format!("{plugin}.{}", spec.name));
+                value["offered"] = json!(withheld.is_none());
+                if let Some(why) = withheld {
+                    value["not_offered"] = json!(why);
+                }
                 value
             })
             .collect();
@@ -312,7 +345,7 @@ async fn list(args: ListArgs, verbose: bool) -> Result<Exit, Failure> {
     }
     let mcp_text: Vec<_> = mcp_rows.iter().map(super::tool_mcp::row_text).collect();
     let width = width.max(mcp_text.iter().map(|(n, _, _)| n.len()).max().unwrap_or(0));
-    for (plugin, spec) in &rows {
+    for (plugin, spec, withheld) in &rows {
         let name = format!("{plugin}.{}", spec.name);
         let mode = if spec.read_only {
             "read-only"
@@ -320,10 +353,12 @@ async fn list(args: ListArgs, verbose: bool) -> Result<Exit, Failure> {
             "writes"
         };
         let name = escape::line(&name);
-        println!(
-            "{name:width$}  {mode:9}  {}",
-            escape::line(first_sentence(&spec.description))
-        );
+        // A tool the model is not offered says so, and how to change that,
+        // in place of its summary.
+        let text = withheld
+            .as_deref()
+            .unwrap_or(first_sentence(&spec.description));
+        println!("{name:width$}  {mode:9}  {}", escape::line(text));
     }
     for (name, mode, text) in &mcp_text {
         let name = escape::line(name);
@@ -421,6 +456,9 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
         timeout: args.timeout.unwrap_or(limits.timeout),
         ..limits
     });
+    if let Some(why) = provision.withheld(&spec.name) {
+        return Err(Failure::new(Exit::Usage, format!("{}: {why}", args.name)));
+    }
     let runtime = Arc::new(PluginRuntime::new(
         setup.sandbox.clone(),
         component,

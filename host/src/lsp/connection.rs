@@ -55,6 +55,22 @@ pub struct Published {
     pub total: usize,
 }
 
+impl Published {
+    /// The items of a `textDocument/diagnostic` answer (a full report;
+    /// an `unchanged` one, which is never asked for, holds none), capped.
+    pub fn of_report(report: &Value) -> Self {
+        let all = report
+            .get("items")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice);
+        Self {
+            sequence: 0,
+            items: all.iter().take(MAX_DIAGNOSTICS).cloned().collect(),
+            total: all.len(),
+        }
+    }
+}
+
 /// A language server, started and initialized.
 pub struct Connection {
     name: String,
@@ -148,6 +164,7 @@ impl Connection {
                     "documentSymbol": {"hierarchicalDocumentSymbolSupport": true},
                     "callHierarchy": {},
                     "publishDiagnostics": {"versionSupport": true, "relatedInformation": false},
+                    "diagnostic": {"dynamicRegistration": false, "relatedDocumentSupport": false},
                 },
                 "window": {"workDoneProgress": false},
             },
@@ -387,6 +404,13 @@ impl Connection {
     /// The diagnostics last published for `uri`.
     pub fn diagnostics(&self, uri: &str) -> Option<Published> {
         self.diagnostics.lock().ok()?.get(uri).cloned()
+    }
+
+    /// Whether it offers pull diagnostics (`textDocument/diagnostic`).
+    pub fn pulls_diagnostics(&self) -> bool {
+        self.capabilities
+            .get("diagnosticProvider")
+            .is_some_and(|provider| !provider.is_null() && provider != &Value::Bool(false))
     }
 
     /// The current publication count, to wait for a newer one.

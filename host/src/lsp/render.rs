@@ -5,7 +5,9 @@
 //!
 //! The line shown beside a location is read only from files inside the
 //! workspace: a server naming `~/.ssh/id_rsa` gets its path printed,
-//! never its content.
+//! never its content. A file the session's rules deny reading
+//! ([`Files::denying`]) is not shown at all: its results are left out and
+//! counted ([`Files::left_out_note`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -24,10 +26,16 @@ const MAX_HOVER: usize = 8 * 1024;
 /// The longest line of code shown beside a location.
 const MAX_SNIPPET: usize = 160;
 
+/// Whether the model may not read a file (a deny rule covers it).
+pub type DeniedFile<'a> = &'a dyn Fn(&Path) -> bool;
+
 /// Files read while rendering one answer.
 pub struct Files<'a> {
     workspace: &'a Path,
     texts: HashMap<PathBuf, Option<String>>,
+    denied: Option<DeniedFile<'a>>,
+    /// Results left out because their file may not be read.
+    left_out: usize,
 }
 
 impl<'a> Files<'a> {
@@ -37,17 +45,62 @@ impl<'a> Files<'a> {
         if let Some((path, text)) = known {
             texts.insert(path.to_path_buf(), Some(text.to_string()));
         }
-        Self { workspace, texts }
+        Self {
+            workspace,
+            texts,
+            denied: None,
+            left_out: 0,
+        }
     }
 
-    /// The text of `path` if it is a file inside the workspace.
+    /// The same, leaving out every result in a file `denied` says the
+    /// model may not read (checked as the server names it and as it
+    /// resolves, symbolic links followed).
+    pub fn denying(mut self, denied: DeniedFile<'a>) -> Self {
+        self.denied = Some(denied);
+        self
+    }
+
+    /// Whether the file of `uri` may not be read.
+    fn is_denied(&self, uri: &str) -> bool {
+        let (Some(denied), Some(path)) = (self.denied, path_of(uri)) else {
+            return false;
+        };
+        denied(&path) || path.canonicalize().is_ok_and(|real| denied(&real))
+    }
+
+    /// Whether a result in `uri` is left out, its file being one the model
+    /// may not read; it is then counted.
+    pub fn leave_out(&mut self, uri: &str) -> bool {
+        let denied = self.is_denied(uri);
+        if denied {
+            self.left_out += 1;
+        }
+        denied
+    }
+
+    /// How many results were left out, as a line for the model; `None`
+    /// when none was.
+    pub fn left_out_note(&self) -> Option<String> {
+        match self.left_out {
+            0 => None,
+            1 => Some("1 result in a file you may not read was left out.".to_string()),
+            n => Some(format!(
+                "{n} results in files you may not read were left out."
+            )),
+        }
+    }
+
+    /// The text of `path` if it is a file inside the workspace that the
+    /// model may read.
     fn text(&mut self, path: &Path) -> Option<&str> {
         let workspace = self.workspace;
+        let denied = self.denied;
         self.texts
             .entry(path.to_path_buf())
             .or_insert_with(|| {
                 let real = path.canonicalize().ok()?;
-                if !real.starts_with(workspace) {
+                if !real.starts_with(workspace) || denied.is_some_and(|d| d(path) || d(&real)) {
                     return None;
                 }
                 let meta = std::fs::metadata(&real).ok()?;
@@ -137,10 +190,16 @@ pub fn locations(answer: &Value, files: &mut Files<'_>, what: &str) -> String {
             _ => continue,
         };
         let Some(uri) = uri.as_str() else { continue };
+        if files.leave_out(uri) {
+            continue;
+        }
         seen_files.insert(uri.to_string());
         lines.push(files.location(uri, range.unwrap_or(&Value::Null)));
     }
     let count = lines.len();
+    if count == 0 {
+        return format!("No {what} found in files you may read.");
+    }
     let head = format!(
         "{count} {what}{} in {} file{}:",
         if count == 1 { "" } else { "s" },
@@ -239,6 +298,9 @@ pub fn document_symbols(answer: &Value, files: &mut Files<'_>, uri: &str) -> Str
                 .pointer("/location/uri")
                 .and_then(Value::as_str)
                 .unwrap_or(uri);
+            if files.leave_out(item_uri) {
+                continue;
+            }
             let at = files.location(item_uri, &range);
             let line = at.split(':').nth(1).unwrap_or("?").to_string();
             let detail = item
@@ -261,18 +323,18 @@ pub fn document_symbols(answer: &Value, files: &mut Files<'_>, uri: &str) -> Str
         }
     }
     walk(items, 0, &mut lines, files, uri);
+    if lines.is_empty() {
+        return "No symbols found in this file.".to_string();
+    }
     capped(lines)
 }
 
 /// A workspace symbols answer, or the items of a call hierarchy, as one
 /// line each: kind, name, where.
 pub fn symbols(items: &[Value], files: &mut Files<'_>, empty: &str) -> String {
-    if items.is_empty() {
-        return empty.to_string();
-    }
-    let lines = items
+    let lines: Vec<String> = items
         .iter()
-        .map(|item| {
+        .filter_map(|item| {
             let name = item.get("name").and_then(Value::as_str).unwrap_or("?");
             let kind = kind_name(item.get("kind").and_then(Value::as_u64));
             let uri = item
@@ -280,6 +342,9 @@ pub fn symbols(items: &[Value], files: &mut Files<'_>, empty: &str) -> String {
                 .or_else(|| item.pointer("/location/uri"))
                 .and_then(Value::as_str)
                 .unwrap_or("");
+            if files.leave_out(uri) {
+                return None;
+            }
             let range = item
                 .get("selectionRange")
                 .or_else(|| item.pointer("/location/range"))
@@ -292,13 +357,16 @@ pub fn symbols(items: &[Value], files: &mut Files<'_>, empty: &str) -> String {
                 .filter(|c| !c.is_empty())
                 .map(|c| format!(" in {}", crate::escape::line(c)))
                 .unwrap_or_default();
-            format!(
+            Some(format!(
                 "{kind} {}{container} — {}",
                 crate::escape::line(name),
                 files.location(uri, &range)
-            )
+            ))
         })
         .collect();
+    if lines.is_empty() {
+        return empty.to_string();
+    }
     capped(lines)
 }
 
@@ -331,6 +399,69 @@ mod tests {
             locations(&Value::Null, &mut files, "definition"),
             "No definition found."
         );
+    }
+
+    #[test]
+    fn results_in_files_the_model_may_not_read_are_counted_never_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(ws.join("secrets")).unwrap();
+        std::fs::write(
+            ws.join("secrets/key.fk"),
+            "def hidden():\n    SECRET_LINE\n",
+        )
+        .unwrap();
+        std::fs::write(ws.join("a.fk"), "hidden()\n").unwrap();
+        // A link to the denied file is denied too.
+        std::os::unix::fs::symlink(ws.join("secrets/key.fk"), ws.join("link.fk")).unwrap();
+        let secrets = ws.join("secrets");
+        let denied = |path: &Path| path.starts_with(&secrets);
+        let uri = |name: &str| super::super::connection::uri_of(&ws.join(name));
+        let at = |line: u64| json!({"start": {"line": line, "character": 0}});
+
+        let mut files = Files::new(&ws, None).denying(&denied);
+        let answer = json!([
+            {"uri": uri("a.fk"), "range": at(0)},
+            {"uri": uri("secrets/key.fk"), "range": at(1)},
+            {"uri": uri("link.fk"), "range": at(1)},
+        ]);
+        let text = locations(&answer, &mut files, "reference");
+        assert_eq!(text, "1 reference in 1 file:\na.fk:1:1: hidden()");
+        assert_eq!(
+            files.left_out_note().unwrap(),
+            "2 results in files you may not read were left out."
+        );
+
+        let mut files = Files::new(&ws, None).denying(&denied);
+        let answer = json!({"uri": uri("secrets/key.fk"), "range": at(0)});
+        assert_eq!(
+            locations(&answer, &mut files, "definition"),
+            "No definition found in files you may read."
+        );
+        assert_eq!(
+            files.left_out_note().unwrap(),
+            "1 result in a file you may not read was left out."
+        );
+
+        let mut files = Files::new(&ws, None).denying(&denied);
+        let found = [json!({"name": "hidden", "kind": 12,
+                   "location": {"uri": uri("secrets/key.fk"), "range": at(0)}})];
+        assert_eq!(
+            symbols(&found, &mut files, "No symbols found."),
+            "No symbols found."
+        );
+        let outline = document_symbols(&json!(found), &mut files, &uri("a.fk"));
+        assert_eq!(outline, "No symbols found in this file.");
+        assert_eq!(
+            files.left_out_note().unwrap(),
+            "2 results in files you may not read were left out."
+        );
+
+        // Without a rule, nothing is left out.
+        let mut files = Files::new(&ws, None);
+        let text = locations(&answer, &mut files, "definition");
+        assert!(text.contains("secrets/key.fk:1:1: def hidden():"), "{text}");
+        assert!(files.left_out_note().is_none());
     }
 
     #[test]

@@ -4,6 +4,13 @@
 //! text and `didSave` when a file changed); a server that stopped started
 //! again with backoff, up to its `maxRestarts`; all shut down when the
 //! session ends.
+//!
+//! After an edit, the file's new diagnostics: asked for with
+//! `textDocument/diagnostic` of a server that offers pull diagnostics;
+//! otherwise waited for, up to [`DIAGNOSTICS_WAIT`] from a server that
+//! published diagnostics for the file before, and only the short
+//! `[lsp] diagnostics_wait` ([`DEFAULT_DIAGNOSTICS_WAIT`] unless set) from
+//! one not known to, so a server that never publishes holds up no edit.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,8 +29,25 @@ pub const MAX_DOCUMENT: u64 = 4 << 20;
 /// How long a request may take.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// How long an edit waits for the server's diagnostics of the file.
+/// How long an edit waits for the diagnostics of a server known to
+/// publish them for the file (or that answers pull requests), unless
+/// `[lsp] diagnostics_wait` is longer.
 pub const DIAGNOSTICS_WAIT: Duration = Duration::from_secs(5);
+
+/// How long an edit waits for the diagnostics of a server not known to
+/// publish them for the file, unless `[lsp] diagnostics_wait` says.
+pub const DEFAULT_DIAGNOSTICS_WAIT: Duration = Duration::from_secs(1);
+
+/// What a server said of a file's diagnostics after an edit.
+#[derive(Debug, Clone)]
+pub enum Diagnosed {
+    /// It published (or, asked, gave) these.
+    Published(Published),
+    /// Nothing came within this long.
+    Nothing(Duration),
+    /// Asked for them, it answered with this error.
+    Failed(String),
+}
 
 /// The first wait before a crashed server is started again (doubled at
 /// each further crash); its first restart is immediate.
@@ -36,6 +60,8 @@ pub struct LspServers {
     /// or why commands cannot run here.
     grants: Result<ExecGrants, String>,
     slots: Vec<Slot>,
+    /// How long an edit waits for a server not known to publish.
+    diagnostics_wait: Duration,
 }
 
 struct Slot {
@@ -85,7 +111,16 @@ impl LspServers {
                     state: tokio::sync::Mutex::new(SlotState::default()),
                 })
                 .collect(),
+            diagnostics_wait: DEFAULT_DIAGNOSTICS_WAIT,
         }
+    }
+
+    /// The same, waiting `wait` after an edit for the diagnostics of a
+    /// server not known to publish them for the file (`[lsp]
+    /// diagnostics_wait`), and at least that long for one that is.
+    pub fn with_diagnostics_wait(mut self, wait: Duration) -> Self {
+        self.diagnostics_wait = wait;
+        self
     }
 
     /// Whether there are none.
@@ -186,35 +221,49 @@ impl LspServers {
     }
 
     /// After a tool changed `path`: its server's copy brought in step, and
-    /// the diagnostics it then publishes (waiting at most
-    /// [`DIAGNOSTICS_WAIT`]); `None` when no server serves the file or
-    /// none came. A server that cannot start is an error.
-    pub async fn changed(&self, path: &Path) -> Result<Option<(String, Published)>, String> {
+    /// the diagnostics it then gives (see the [module documentation](self)
+    /// for how long it is waited for); `None` when no server serves the
+    /// file. A server that cannot start is an error.
+    pub async fn changed(&self, path: &Path) -> Result<Option<(String, Diagnosed)>, String> {
         let Some(slot) = self.slot_for(path) else {
             return Ok(None);
         };
+        let uri = uri_of(path);
         let before = {
             let state = slot.state.lock().await;
             state
                 .running
                 .as_ref()
                 .filter(|c| c.closed().is_none())
-                .map(|c| c.publication())
+                .map(|c| (c.publication(), c.diagnostics(&uri).is_some()))
         };
         let opened = self.open(path, true).await?;
-        let after = before.unwrap_or(0);
-        if opened
-            .connection
-            .wait_for_diagnostics(&opened.uri, after, DIAGNOSTICS_WAIT)
-            .await
-        {
-            Ok(opened
-                .connection
-                .diagnostics(&opened.uri)
-                .map(|p| (opened.server, p)))
-        } else {
-            Ok(None)
+        let connection = &opened.connection;
+        let long = DIAGNOSTICS_WAIT.max(self.diagnostics_wait);
+        if connection.pulls_diagnostics() {
+            let asked = connection
+                .request(
+                    "textDocument/diagnostic",
+                    json!({"textDocument": {"uri": opened.uri}}),
+                    long,
+                )
+                .await;
+            let diagnosed = match asked {
+                Ok(report) => Diagnosed::Published(Published::of_report(&report)),
+                Err(why) => Diagnosed::Failed(why),
+            };
+            return Ok(Some((opened.server, diagnosed)));
         }
+        let (after, known) = before.unwrap_or((0, false));
+        let wait = if known { long } else { self.diagnostics_wait };
+        let came = connection
+            .wait_for_diagnostics(&opened.uri, after, wait)
+            .await;
+        let diagnosed = connection
+            .diagnostics(&opened.uri)
+            .filter(|_| came)
+            .map_or(Diagnosed::Nothing(wait), Diagnosed::Published);
+        Ok(Some((opened.server, diagnosed)))
     }
 
     /// The running server of `slot`, started (or started again) if needed.

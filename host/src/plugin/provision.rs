@@ -83,9 +83,9 @@ pub struct Provision {
     /// Whether each call's requests to hosts it was not granted are put to
     /// the permission policy, host by host (the built-in `web` plugin).
     gates_hosts: bool,
-    /// Tools of the component that are not offered (the built-in `web`
-    /// plugin's search, until it is configured).
-    hidden: Vec<String>,
+    /// Tools of the component that are not offered, each with why (the
+    /// built-in `web` plugin's search, until it is configured).
+    hidden: Vec<(String, String)>,
 }
 
 impl std::fmt::Debug for Provision {
@@ -188,11 +188,21 @@ impl Provision {
             Some(Err(_)) => (None, true),
         };
         let mut hidden = Vec::new();
+        let unrecorded_why = "not offered: its requests could not be recorded, as the audit log cannot be opened; check that capstan's data folder is writable";
         if unrecorded {
-            hidden.push(super::web::FETCH_TOOL.to_string());
-        }
-        if unrecorded || !search {
-            hidden.push(super::web::SEARCH_TOOL.to_string());
+            hidden.push((
+                super::web::FETCH_TOOL.to_string(),
+                unrecorded_why.to_string(),
+            ));
+            hidden.push((
+                super::web::SEARCH_TOOL.to_string(),
+                unrecorded_why.to_string(),
+            ));
+        } else if !search {
+            hidden.push((
+                super::web::SEARCH_TOOL.to_string(),
+                super::web::not_configured(config_file),
+            ));
         }
         Ok(Self {
             read: grants.clone(),
@@ -214,7 +224,23 @@ impl Provision {
 
     /// Whether tool `tool` (its name within the plugin) is offered.
     pub fn offers(&self, tool: &str) -> bool {
-        !self.hidden.iter().any(|hidden| hidden == tool)
+        self.withheld(tool).is_none()
+    }
+
+    /// The tools not offered (names within the plugin), each with why.
+    pub fn withheld_tools(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.hidden
+            .iter()
+            .map(|(tool, why)| (tool.as_str(), why.as_str()))
+    }
+
+    /// Why tool `tool` (its name within the plugin) is not offered, as a
+    /// sentence for the user; `None` when it is.
+    pub fn withheld(&self, tool: &str) -> Option<&str> {
+        self.hidden
+            .iter()
+            .find(|(hidden, _)| hidden == tool)
+            .map(|(_, why)| why.as_str())
     }
 
     /// What a built-in plugin's or a component file's calls get: the

@@ -128,6 +128,18 @@ pub fn search_settings(config_file: &Path) -> Result<Option<SearchSettings>, Str
     })
 }
 
+/// Why `web.search` is not offered when `[web.search]` is missing from
+/// the user config `config_file`, and how to set it up.
+pub fn not_configured(config_file: Option<&Path>) -> String {
+    let file = config_file.map_or_else(
+        || "the user config".to_string(),
+        |path| path.display().to_string(),
+    );
+    format!(
+        "not configured — add [web.search] (provider = \"brave\" | \"tavily\" | \"searxng\", key_secret = \"NAME\") to {file}; see docs/web.md"
+    )
+}
+
 /// The grants of a `web` call: nothing but, when search is configured,
 /// the endpoint's origin, the key sent to its host, and the provider and
 /// endpoint as `CAPSTAN_WEB_SEARCH_*` variables. A search setup that

@@ -223,6 +223,20 @@ impl Policy {
             .map(|(kind, rule, layer)| (kind, rule, layer))
     }
 
+    /// Whether a deny rule keeps the model from reading `path` (absolute,
+    /// or relative to `workspace`): one that would deny `fs.read` of it, or
+    /// `lsp` on it (Claude Code's `Read(…)` covers both). Tools that show
+    /// other files' lines (the `lsp` tool's locations) leave those out.
+    pub fn denies_reading(&self, path: &Path, workspace: &Path) -> bool {
+        let input = serde_json::json!({ "path": path.to_string_lossy() });
+        self.rules.iter().any(|(kind, rule, _)| {
+            *kind == RuleKind::Deny
+                && ["fs.read", "lsp"]
+                    .iter()
+                    .any(|tool| rule.matches(tool, &input, workspace))
+        })
+    }
+
     /// A warning for each rule that can never match a tool of this session
     /// (`offered` holds their names), suggesting the closest tool name. A
     /// rule for `exec.run` (Claude Code's `Bash`) gets a note instead: it is

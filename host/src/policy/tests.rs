@@ -508,3 +508,40 @@ fn capability_rules_on_commands() {
     assert_eq!(rule.to_string(), "exec.run(net:https://*.npmjs.org)");
     assert!("exec.run(net:not an origin)".parse::<Rule>().is_err());
 }
+
+#[test]
+fn reading_is_denied_by_the_rules_that_deny_fs_read_or_lsp_on_the_path() {
+    let workspace = Path::new("/work/ws");
+    let policy = Policy::new(
+        Mode::Default,
+        rules(&[
+            (RuleKind::Deny, "Read(secrets/**)"),
+            (RuleKind::Deny, "lsp(vendor/**)"),
+            (RuleKind::Deny, "fs.read(/etc/**)"),
+            (RuleKind::Deny, "fs.write(src/**)"),
+            (RuleKind::Ask, "fs.read(docs/**)"),
+        ]),
+    );
+    for denied in [
+        "secrets/key.fk",
+        "/work/ws/secrets/deep/key.fk",
+        "vendor/lib.fk",
+        "/etc/passwd",
+    ] {
+        assert!(
+            policy.denies_reading(Path::new(denied), workspace),
+            "{denied}"
+        );
+    }
+    for allowed in [
+        "src/main.fk",
+        "docs/a.md",
+        "/work/ws/app.fk",
+        "/elsewhere/secrets/x",
+    ] {
+        assert!(
+            !policy.denies_reading(Path::new(allowed), workspace),
+            "{allowed}"
+        );
+    }
+}

@@ -10,7 +10,9 @@
 //! [`Image::MAX_DATA_LEN`] each and [`MAX_IMAGES`] a result; beyond that, and
 //! for an image type the model APIs do not take, a note says what was left
 //! out); audio, embedded resources and resource links are described in a
-//! line each, since neither model API takes audio in a tool result. Every
+//! line each, since neither model API takes audio in a tool result. A
+//! result the server marks `isError` is an error for the model, with its
+//! images kept as a successful result's are. Every
 //! call is audited (`mcp_tool_called`), and a call that times out stops
 //! the server, which is restarted.
 
@@ -203,10 +205,13 @@ impl McpTool {
         }
     }
 
+    /// Calls the tool: its answer (text, or the text of a result the server
+    /// marked `isError`) and images, or why there is no answer and how the
+    /// audit record names that.
     async fn run(
         &self,
         call: &ToolCall<'_>,
-    ) -> Result<(String, Vec<Image>), (CallError, &'static str)> {
+    ) -> Result<(Result<String, String>, Vec<Image>), (CallError, &'static str)> {
         let server = &self.server.spec.name;
         let Some(connection) = self.live_connection(call).await else {
             let status = self.server.view().status;
@@ -264,9 +269,9 @@ impl McpTool {
         }
         let (text, images) = result_content(&result);
         if result.get("isError").and_then(Value::as_bool) == Some(true) {
-            return Err((CallError::Failed(text), "tool error"));
+            return Ok((Err(text), images));
         }
-        Ok((text, images))
+        Ok((Ok(text), images))
     }
 }
 
@@ -405,11 +410,12 @@ impl ToolHandler for McpTool {
             let started = Instant::now();
             let outcome = self.run(&call).await;
             match outcome {
-                Ok((text, images)) => {
-                    self.record(&call, "ok", started);
+                Ok((answer, images)) => {
+                    let how = if answer.is_ok() { "ok" } else { "tool error" };
+                    self.record(&call, how, started);
                     ToolOutcome {
                         images,
-                        ..Ok(text).into()
+                        ..answer.map_err(CallError::Failed).into()
                     }
                 }
                 Err((error, how)) => {
