@@ -15,6 +15,7 @@ mod support;
 
 mod agent_session;
 mod audit;
+mod claude_agent_hooks;
 mod claude_agents;
 mod claude_hook_kinds;
 mod claude_hook_secrets;

@@ -348,7 +348,11 @@ impl<'a> CallContext<'a> {
         let hooks = &self.parts.hooks;
         let answers = if hooks.wants(event) {
             let payload = hooks::payload(event, self.facts, fields);
-            hooks.dispatch(event, &payload).await
+            let agents = super::hook_agent::HookAgents {
+                parts: self.parts,
+                session_id: self.session_id,
+            };
+            hooks.dispatch_with(event, &payload, Some(&agents)).await
         } else {
             Vec::new()
         };

@@ -22,6 +22,7 @@
 //! - [`cost`]: tokens and cost;
 //! - [`compact`]: replacing a long conversation by the model's summary;
 //! - [`session_parts`]: what a sub-agent shares with its session;
+//! - [`hook_agent`]: the read-only sub-agents of agent hooks;
 //! - [`checkpoints`]: what each prompt changed, and rewinding to it.
 
 pub mod approval;
@@ -34,6 +35,7 @@ pub mod cost;
 pub mod custom_agents;
 pub mod dispatch;
 pub mod exec_tool;
+pub mod hook_agent;
 pub mod interrupt;
 pub mod lsp_tool;
 pub mod profile;
@@ -633,7 +635,15 @@ impl Agent {
                 .or_insert_with(|| json!(self.profile.name));
         }
         let payload = hooks::payload(event, &self.session_facts(), fields);
-        let answers = self.parts.hooks.dispatch(event, &payload).await;
+        let agents = hook_agent::HookAgents {
+            parts: &self.parts,
+            session_id: self.session_id(),
+        };
+        let answers = self
+            .parts
+            .hooks
+            .dispatch_with(event, &payload, Some(&agents))
+            .await;
         let combined = hooks::combine(event, &answers);
         self.record_hooks(event, &answers, &combined, tool_use_id, frontend)?;
         Ok(combined)
