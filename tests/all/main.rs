@@ -44,6 +44,7 @@ mod mcp_session;
 mod misbehaving;
 mod model_providers;
 mod net_escapes;
+mod output_styles;
 mod plugin_install;
 mod rendering;
 mod rewind;
