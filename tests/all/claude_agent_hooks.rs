@@ -77,8 +77,9 @@ fn tool_names(request: &Value) -> Vec<String> {
 
 /// The sub-agent reads policy.txt with a read-only tool, then answers no:
 /// the write is refused with its reason. It was offered Read, Grep and
-/// Glob only, told the event's JSON in place of `$ARGUMENTS`, and the
-/// notice says what an agent hook reaches.
+/// Glob only, told the event's JSON in place of `$ARGUMENTS`, its tokens
+/// count in the session's usage, and the notice says what an agent hook
+/// reaches.
 #[test]
 fn an_agent_hook_reads_a_file_and_blocks_a_write() {
     let env = project();
@@ -122,6 +123,11 @@ fn an_agent_hook_reads_a_file_and_blocks_a_write() {
         !is_error && read.contains("frozen until the release"),
         "{read}"
     );
+    // Four requests of 10 input and 5 output tokens each: the session's
+    // two and the hook's sub-agent's two.
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["usage"]["input_tokens"], 40, "{result}");
+    assert_eq!(result["usage"]["output_tokens"], 20, "{result}");
     let notices = stderr(&output);
     assert!(
         notices.contains("agent hook")

@@ -8,8 +8,9 @@
 //! and no network, nobody is asked on its behalf, and no hook runs inside
 //! it (a PreToolUse agent hook on reads would otherwise start itself
 //! again). Its final answer goes back to the hook, which reads the
-//! decision from it.
+//! decision from it; its tokens count towards the session's.
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use futures_util::future::LocalBoxFuture;
@@ -23,16 +24,36 @@ use super::{Agent, AgentError, Interrupt, TurnEnd};
 use crate::hooks::agent::{
     AGENT_HOOK_TOOLS, HookAgentError, HookAgentRunner, HookAgentTask, SYSTEM,
 };
+use crate::model::Usage;
 
 /// The `agent_type` of an agent hook's sub-agent.
 pub const AGENT_TYPE: &str = "hook-agent";
 
-/// Runs agent hooks' sub-agents for a session.
+/// Runs agent hooks' sub-agents for a session, adding up the tokens they
+/// use so the session can count them.
 pub(super) struct HookAgents<'a> {
     /// The session's parts, copied into each sub-agent.
-    pub(super) parts: &'a SessionParts,
+    parts: &'a SessionParts,
     /// The session, named in the sub-agent's records.
-    pub(super) session_id: Option<&'a str>,
+    session_id: Option<&'a str>,
+    /// The tokens the sub-agents used.
+    used: Cell<Usage>,
+}
+
+impl<'a> HookAgents<'a> {
+    /// Runs sub-agents from `parts` for session `session_id`.
+    pub(super) fn new(parts: &'a SessionParts, session_id: Option<&'a str>) -> Self {
+        Self {
+            parts,
+            session_id,
+            used: Cell::default(),
+        }
+    }
+
+    /// The tokens the sub-agents run so far used.
+    pub(super) fn used(&self) -> Usage {
+        self.used.get()
+    }
 }
 
 /// The profile of an agent hook's sub-agent in a session with `parts`:
@@ -78,13 +99,14 @@ impl HookAgentRunner for HookAgents<'_> {
             let call_id = format!("hook:{}", task.hook);
             let mut agent = Agent::subagent(parts, profile, self.session_id, &call_id);
             let mut log = SubagentLog::default();
-            let report = agent
-                .turn(&task.prompt, &mut log, &Interrupt::new())
-                .await
-                .map_err(|error| match error {
-                    AgentError::Model(e) => HookAgentError::Model(e.to_string()),
-                    other => HookAgentError::Stopped(other.to_string()),
-                })?;
+            let outcome = agent.turn(&task.prompt, &mut log, &Interrupt::new()).await;
+            let mut used = self.used.get();
+            used.add(agent.cost().usage);
+            self.used.set(used);
+            let report = outcome.map_err(|error| match error {
+                AgentError::Model(e) => HookAgentError::Model(e.to_string()),
+                other => HookAgentError::Stopped(other.to_string()),
+            })?;
             match report.end {
                 TurnEnd::Finished(_) => Ok(report.text),
                 TurnEnd::MaxTurns(n) => Err(HookAgentError::OutOfTurns(n)),

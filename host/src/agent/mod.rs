@@ -661,15 +661,20 @@ impl Agent {
                 .or_insert_with(|| json!(self.profile.name));
         }
         let payload = hooks::payload(event, &self.session_facts(), fields);
-        let agents = hook_agent::HookAgents {
-            parts: &self.parts,
-            session_id: self.session_id(),
-        };
+        let agents = hook_agent::HookAgents::new(&self.parts, self.session_id());
         let answers = self
             .parts
             .hooks
             .dispatch_with(event, &payload, Some(&agents))
             .await;
+        let used = agents.used();
+        if used != Usage::default() {
+            self.cost.add(used);
+            frontend.event(AgentEvent::Usage(used));
+            if let Some(transcript) = &mut self.transcript {
+                transcript.record_usage(used)?;
+            }
+        }
         let combined = hooks::combine(event, &answers);
         self.record_hooks(event, &answers, &combined, tool_use_id, frontend)?;
         Ok(combined)
