@@ -15,11 +15,14 @@
 //!    writes it when the user answers "always allow", and it is trusted like
 //!    the user config.
 //!
-//! Model settings: later files override earlier ones. Mode: a project's
+//! Model settings and `output_style` (the output style chosen, see
+//! [`crate::agent::output_styles`]): later files override earlier ones. Mode: a project's
 //! `plan` wins, else the project local mode, else the user's; the command
 //! line overrides them all (see [`Settings::policy`]).
 //!
 //! ```toml
+//! output_style = "Explanatory" # an output style's name; "default" for none
+//!
 //! [model]
 //! provider = "anthropic"   # or "openai"
 //! name = "claude-sonnet-4-5"
@@ -142,6 +145,8 @@ pub struct Settings {
     pub exec: ExecSettings,
     /// The language servers' settings; later files override earlier ones.
     pub lsp: LspSettings,
+    /// The output style chosen (`output_style`), the last layer's.
+    pub output_style: Option<String>,
 }
 
 impl Settings {
@@ -204,6 +209,9 @@ struct SettingsFile {
     exec: ExecSettings,
     #[serde(default)]
     lsp: LspSettings,
+    /// The output style ([`crate::agent::output_styles`]).
+    #[serde(default)]
+    output_style: Option<String>,
     /// Plugin secret values, read by `grants::secrets::SecretValues`.
     #[serde(default, rename = "secrets")]
     _secrets: Option<serde::de::IgnoredAny>,
@@ -257,6 +265,7 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
     if let Some(file) = read(&user_path)? {
         settings.files.push((Layer::User, user_path));
         user_mode = file.permissions.mode;
+        settings.output_style = file.output_style.or(settings.output_style.take());
         settings.model.override_with(file.model);
         settings.exec.override_with(file.exec);
         settings.lsp.override_with(file.lsp);
@@ -271,10 +280,13 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
             permissions,
             exec,
             lsp,
+            output_style,
             ..
         } = file;
         // How long to wait for diagnostics widens nothing.
         settings.lsp.override_with(lsp);
+        // A style only changes how answers are written: a project may pick one.
+        settings.output_style = output_style.or(settings.output_style.take());
         if exec.is_set() {
             settings.warnings.push(format!(
                 "{shown}: ignored [exec] — a project's config may not widen what commands reach; set it in your user config ({})",
@@ -341,6 +353,7 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
     if let Some(file) = read(&local_path)? {
         settings.files.push((Layer::ProjectLocal, local_path));
         local_mode = file.permissions.mode;
+        settings.output_style = file.output_style.or(settings.output_style.take());
         settings.model.override_with(file.model);
         settings.exec.override_with(file.exec);
         settings.lsp.override_with(file.lsp);

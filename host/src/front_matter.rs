@@ -663,6 +663,89 @@ pub fn parse_agent(text: &str, file_name: &str) -> Result<AgentFile, FrontMatter
     Ok(agent)
 }
 
+/// An output style (Claude Code's `output-styles/NAME.md`): its front
+/// matter's `name`, `description` and `keep-coding-instructions`, and its
+/// body, the text added to the system prompt.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OutputStyleFile {
+    /// `name`, or the file's name without `.md`; shown as written
+    /// (`Explanatory`), chosen by it in any case.
+    pub name: String,
+    /// `description`: what the style does, for the list.
+    pub description: String,
+    /// `keep-coding-instructions`: whether the system prompt keeps its
+    /// instructions on how to work on code (by default a style replaces
+    /// them, as in Claude Code).
+    pub keep_coding_instructions: bool,
+    /// The text added to the system prompt.
+    pub body: String,
+}
+
+/// The longest output style name.
+const MAX_STYLE_NAME: usize = 64;
+
+/// Parses an output style named `file_name` (the name when the front
+/// matter gives none). A name is one line of at most 64 characters; the
+/// body must not be empty.
+pub fn parse_output_style(
+    text: &str,
+    file_name: &str,
+) -> Result<OutputStyleFile, FrontMatterError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let (yaml, body, _) = split(text)?;
+    let mut style = OutputStyleFile {
+        name: file_name.to_string(),
+        body: body.trim().to_string(),
+        ..OutputStyleFile::default()
+    };
+    let yaml = yaml.unwrap_or_default();
+    check_alias_expansion(yaml)?;
+    let docs = load_lenient(yaml).map_err(|e| {
+        FrontMatterError::at(
+            e.marker().line().max(1) + 1,
+            format!("invalid YAML in the front matter: {}", e.info()),
+        )
+    })?;
+    if let Some(Yaml::Hash(fields)) = docs.into_iter().next() {
+        for (key, value) in fields {
+            let Some(key) = key.as_str().map(str::to_string) else {
+                continue;
+            };
+            let line = key_line(yaml, &key);
+            match key.as_str() {
+                "name" => style.name = collapse(&scalar_text(&key, value, line)?),
+                "description" => style.description = collapse(&string(&key, value, line)?),
+                "keep-coding-instructions" => {
+                    style.keep_coding_instructions = boolean(&key, &value, line)?;
+                }
+                _ => {}
+            }
+        }
+    }
+    let name = style.name.trim();
+    if name.is_empty()
+        || name.chars().count() > MAX_STYLE_NAME
+        || name.chars().any(char::is_control)
+    {
+        return Err(FrontMatterError::at(
+            1,
+            format!(
+                "`{}` cannot be an output style name: use 1 to {MAX_STYLE_NAME} characters on one line (set `name:` in the front matter)",
+                style.name
+            ),
+        ));
+    }
+    style.name = name.to_string();
+    if style.body.is_empty() {
+        return Err(FrontMatterError::at(
+            1,
+            "the output style has no text: write the instructions for the model after the front matter",
+        ));
+    }
+    style.description = clip(style.description, MAX_DESCRIPTION);
+    Ok(style)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -834,6 +917,36 @@ mod tests {
         assert_eq!(
             split_tools("Read,Grep  Bash(git log:*), fs.*"),
             ["Read", "Grep", "Bash(git log:*)", "fs.*"]
+        );
+    }
+
+    #[test]
+    fn output_styles_read_name_description_and_keep_coding_instructions() {
+        let style = parse_output_style(
+            "---\nname: Teaching Mode\ndescription: Explains as it goes.\nkeep-coding-instructions: true\n---\nExplain each step.\n",
+            "teaching",
+        )
+        .unwrap();
+        assert_eq!(style.name, "Teaching Mode");
+        assert_eq!(style.description, "Explains as it goes.");
+        assert!(style.keep_coding_instructions);
+        assert_eq!(style.body, "Explain each step.");
+        let plain = parse_output_style("Be terse.\n", "terse").unwrap();
+        assert_eq!(
+            (plain.name.as_str(), plain.keep_coding_instructions),
+            ("terse", false)
+        );
+        assert!(
+            parse_output_style("---\nname: x\n---\n", "x")
+                .unwrap_err()
+                .message
+                .contains("has no text")
+        );
+        assert!(
+            parse_output_style("---\nkeep-coding-instructions: maybe\n---\nhi\n", "x")
+                .unwrap_err()
+                .message
+                .contains("true or false")
         );
     }
 }

@@ -249,11 +249,11 @@ fn an_http_hook_decides_from_the_servers_answer() {
     }
 }
 
-/// Installing a Claude Code plugin with prompt and http hooks says what
-/// each reaches: the model provider; the URL's origin and the secret sent.
-/// An agent hook is named as not supported.
+/// Installing a Claude Code plugin with prompt, http and agent hooks says
+/// what each reaches: the model provider; the URL's origin and the secret
+/// sent; the model provider and the workspace, read-only.
 #[test]
-fn the_consent_text_names_what_prompt_and_http_hooks_reach() {
+fn the_consent_text_names_what_prompt_http_and_agent_hooks_reach() {
     let env = Env::new();
     let plugin = env.outside.path().join("reviewer");
     write(
@@ -280,7 +280,9 @@ fn the_consent_text_names_what_prompt_and_http_hooks_reach() {
             && consent.contains("posts the event as JSON to https://hooks.example.com/post")
             && consent.contains("network: https://hooks.example.com only")
             && consent.contains("your secret REVIEW_KEY as X-Key")
-            && consent.contains("`agent` hook is not supported"),
+            && consent.contains("an agent hook: a sub-agent on the session's model provider")
+            && consent.contains("may read and search the workspace (read-only")
+            && !consent.contains("not supported"),
         "{consent}"
     );
 }

@@ -374,6 +374,7 @@ struct Outcome {
     label: String,
     installed: bool,
     imported: usize,
+    styles: usize,
     skipped: usize,
     not_installed: usize,
 }
@@ -388,6 +389,10 @@ fn outcome(label: String, output: &Output) -> Outcome {
         label,
         installed: output.status.success(),
         imported,
+        styles: err
+            .lines()
+            .filter(|l| l.starts_with("  output style  "))
+            .count(),
         skipped: section(&err, "  skipped  ").len(),
         not_installed: section(&err, "  not installed:").len(),
     }
@@ -478,7 +483,7 @@ fn compat_every_fixture_plugin_installs_or_says_why() {
     );
     for o in &outcomes {
         println!(
-            "  {:44} {:9} imported {:2}  skipped {:2}  parts not installed {:2}",
+            "  {:44} {:9} imported {:2}  output styles {}  skipped {:2}  parts not installed {:2}",
             o.label,
             if !o.installed {
                 "failed"
@@ -488,10 +493,12 @@ fn compat_every_fixture_plugin_installs_or_says_why() {
                 "warnings"
             },
             o.imported,
+            o.styles,
             o.skipped,
             o.not_installed
         );
     }
+    let styles: usize = installed.iter().map(|o| o.styles).sum();
     println!(
         "installed cleanly {clean}, with warnings {}, failed {failed}",
         installed.len() - clean
@@ -506,6 +513,7 @@ fn compat_every_fixture_plugin_installs_or_says_why() {
         "skills and commands imported {imported}, skipped {skipped}: {:.1}% import with no warning",
         100.0 * imported as f64 / (imported + skipped).max(1) as f64
     );
+    println!("output styles imported {styles}");
     // Every fixture installs: LSP-only plugins, and the one whose source
     // is a git repository (served here from 127.0.0.1).
     let failed_labels: Vec<&str> = outcomes
@@ -517,4 +525,6 @@ fn compat_every_fixture_plugin_installs_or_says_why() {
     // Every skill and command of the fixtures is either imported or
     // reported as skipped, none lost silently.
     assert_eq!(imported + skipped, 42);
+    // Output styles are items too: the explanatory-style plugin's.
+    assert_eq!(styles, 1);
 }

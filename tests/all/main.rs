@@ -15,6 +15,7 @@ mod support;
 
 mod agent_session;
 mod audit;
+mod claude_agent_hooks;
 mod claude_agents;
 mod claude_hook_kinds;
 mod claude_hook_secrets;
@@ -43,6 +44,7 @@ mod mcp_session;
 mod misbehaving;
 mod model_providers;
 mod net_escapes;
+mod output_styles;
 mod plugin_install;
 mod rendering;
 mod rewind;

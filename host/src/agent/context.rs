@@ -201,6 +201,16 @@ fn cut_at_char_boundary(text: &str, limit: usize) -> (&str, usize) {
     (&text[..end], text.len() - end)
 }
 
+/// The system prompt's section on how to work on code, which an output
+/// style replaces unless it keeps coding instructions
+/// ([`super::output_styles`]).
+pub const CODING_INSTRUCTIONS: &str = "\n# How to work\n\
+    - Read a file before you edit it, and look at the code around a change before making it.\n\
+    - Make the smallest change that does the task; do not reformat or refactor what the task does not need.\n\
+    - Keep answers short: say what you did and what the user needs to know, without repeating file contents.\n\
+    - Write paths relative to the workspace.\n\
+    - If the request is unclear, ask before making large changes.\n";
+
 /// What the system prompt is made from.
 #[derive(Debug, Clone, Copy)]
 pub struct PromptInputs<'a> {
@@ -260,14 +270,7 @@ pub fn system_prompt(inputs: &PromptInputs) -> String {
         }
     }
 
-    prompt.push_str(
-        "\n# How to work\n\
-         - Read a file before you edit it, and look at the code around a change before making it.\n\
-         - Make the smallest change that does the task; do not reformat or refactor what the task does not need.\n\
-         - Keep answers short: say what you did and what the user needs to know, without repeating file contents.\n\
-         - Write paths relative to the workspace.\n\
-         - If the request is unclear, ask before making large changes.\n",
-    );
+    prompt.push_str(CODING_INSTRUCTIONS);
 
     if !inputs.instructions.files.is_empty() {
         prompt.push_str(

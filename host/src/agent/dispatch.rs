@@ -348,7 +348,11 @@ impl<'a> CallContext<'a> {
         let hooks = &self.parts.hooks;
         let answers = if hooks.wants(event) {
             let payload = hooks::payload(event, self.facts, fields);
-            hooks.dispatch(event, &payload).await
+            let agents = super::hook_agent::HookAgents::new(self.parts, self.session_id);
+            let answers = hooks.dispatch_with(event, &payload, Some(&agents)).await;
+            // Agent hooks' tokens count with the call's.
+            outcome.usage.add(agents.used());
+            answers
         } else {
             Vec::new()
         };

@@ -19,9 +19,11 @@
 //! - [`scheduler`]: which calls run together, and capping results;
 //! - [`interrupt`]: the user's Ctrl-C;
 //! - [`context`]: the system prompt and project instructions;
+//! - [`output_styles`]: Claude Code output styles added to the prompt;
 //! - [`cost`]: tokens and cost;
 //! - [`compact`]: replacing a long conversation by the model's summary;
 //! - [`session_parts`]: what a sub-agent shares with its session;
+//! - [`hook_agent`]: the read-only sub-agents of agent hooks;
 //! - [`checkpoints`]: what each prompt changed, and rewinding to it.
 
 pub mod approval;
@@ -34,8 +36,10 @@ pub mod cost;
 pub mod custom_agents;
 pub mod dispatch;
 pub mod exec_tool;
+pub mod hook_agent;
 pub mod interrupt;
 pub mod lsp_tool;
+pub mod output_styles;
 pub mod profile;
 pub mod prompt_tool;
 pub mod scheduler;
@@ -290,6 +294,9 @@ pub struct Agent {
     /// What the user added for the model outside a prompt (a `!command`'s
     /// output, an `@file`), given with the next prompt.
     user_context: Vec<String>,
+    /// The output style chosen, applied to the system prompt of each
+    /// request (the user's session only).
+    output_style: Option<output_styles::OutputStyle>,
 }
 
 /// Whom a sub-agent works for.
@@ -360,6 +367,7 @@ impl Agent {
             context_tokens: None,
             hook_context: Vec::new(),
             user_context: Vec::new(),
+            output_style: None,
         }
     }
 
@@ -579,6 +587,26 @@ impl Agent {
         Ok(())
     }
 
+    /// Uses `style` from the next request on (`None`: capstan's own
+    /// prompt). Sub-agents keep the session's prompt without it.
+    pub fn set_output_style(&mut self, style: Option<output_styles::OutputStyle>) {
+        self.output_style = style;
+    }
+
+    /// The output style chosen, if any.
+    pub fn output_style(&self) -> Option<&output_styles::OutputStyle> {
+        self.output_style.as_ref()
+    }
+
+    /// The system prompt of the next request: the session's, under the
+    /// output style chosen.
+    pub fn request_system_prompt(&self) -> String {
+        match &self.output_style {
+            Some(style) => output_styles::apply(&self.parts.config.system, style),
+            None => self.parts.config.system.clone(),
+        }
+    }
+
     /// Gives the model `text` with the next prompt, after it (what a
     /// `!command` printed, a file the prompt mentions).
     pub fn add_user_context(&mut self, text: String) {
@@ -633,7 +661,20 @@ impl Agent {
                 .or_insert_with(|| json!(self.profile.name));
         }
         let payload = hooks::payload(event, &self.session_facts(), fields);
-        let answers = self.parts.hooks.dispatch(event, &payload).await;
+        let agents = hook_agent::HookAgents::new(&self.parts, self.session_id());
+        let answers = self
+            .parts
+            .hooks
+            .dispatch_with(event, &payload, Some(&agents))
+            .await;
+        let used = agents.used();
+        if used != Usage::default() {
+            self.cost.add(used);
+            frontend.event(AgentEvent::Usage(used));
+            if let Some(transcript) = &mut self.transcript {
+                transcript.record_usage(used)?;
+            }
+        }
         let combined = hooks::combine(event, &answers);
         self.record_hooks(event, &answers, &combined, tool_use_id, frontend)?;
         Ok(combined)

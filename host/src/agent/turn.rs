@@ -213,7 +213,7 @@ impl Agent {
     ) -> Result<Answered, AgentError> {
         let request = Request {
             model: self.parts.config.model.clone(),
-            system: self.parts.config.system.clone(),
+            system: self.request_system_prompt(),
             messages: self.messages.clone(),
             tools: self.tool_defs(),
             max_tokens: self.parts.config.max_tokens,

@@ -384,7 +384,7 @@ fn init_message(session: &Session, tools: &[(String, String)]) -> serde_json::Va
         "permissionMode": claude_mode(agent.policy().mode()),
         "slash_commands": skills,
         "apiKeySource": "none",
-        "output_style": "default",
+        "output_style": output_style_name(session),
         "uuid": headless::new_uuid(),
         "provider": agent.provider_name(),
         "skills": skills,
@@ -419,10 +419,21 @@ fn initialize_answer(session: &Session) -> serde_json::Value {
     let model = &agent.config().model;
     json!({
         "commands": commands,
-        "output_style": "default",
-        "available_output_styles": ["default"],
+        "output_style": output_style_name(session),
+        "available_output_styles": session.output_styles.names(),
         "models": [{"value": model, "displayName": model, "description": agent.provider_name()}],
     })
+}
+
+/// The output style the session answers in (`default` for none).
+fn output_style_name(session: &Session) -> String {
+    session
+        .agent
+        .output_style()
+        .map_or(crate::agent::output_styles::DEFAULT_STYLE, |s| {
+            s.file.name.as_str()
+        })
+        .to_string()
 }
 
 /// A permission mode under Claude Code's name for it.

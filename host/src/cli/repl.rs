@@ -27,6 +27,7 @@ Commands:
   /context         what fills the model's context window
   /init            have the model write an AGENTS.md for this project
   /mode [MODE]     show or set the permission mode: default, accept-edits, plan, bypass
+  /output-style [NAME]  list the output styles, or answer in one from the next prompt on
   /model [NAME|N]  show the model and the provider's models, or switch to one
   /permissions     the permission rules in force, numbered; /permissions remove N drops one
   /rewind [N]      go back to before a prompt: its files, the conversation, or both
@@ -390,6 +391,7 @@ async fn habit_command(
     };
     match name {
         "model" => slash::model::run(session, argument).await,
+        "output-style" => slash::output_style::run(session, argument),
         "context" => slash::context::show(session),
         "status" => slash::status::show(session),
         "resume" => slash::resume::run(session, frontend, argument).await,
@@ -512,6 +514,7 @@ const BUILTIN_COMMANDS: &[&str] = &[
     "status",
     "init",
     "resume",
+    "output-style",
 ];
 
 /// For `/name arguments` naming a skill the user can run: the skill's

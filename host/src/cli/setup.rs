@@ -11,6 +11,7 @@ pub use super::claude_flags::RuleList;
 use super::exit::Failure;
 use super::provider::{self, ModelFlags};
 use crate::agent::context::{self, Instructions, PromptInputs};
+use crate::agent::output_styles::{OutputStyle, OutputStyles};
 use crate::agent::{Agent, AgentConfig, Toolbox};
 use crate::config::{self, Settings};
 use crate::home::Home;
@@ -96,6 +97,12 @@ pub struct SessionArgs {
     /// Add this text at the end of the system prompt.
     #[arg(long, value_name = "TEXT")]
     pub append_system_prompt: Option<String>,
+
+    /// Answer in this output style: the name of an output-styles/NAME.md
+    /// of the project's .claude, your ~/.claude or a plugin ("default" for
+    /// none); overrides `output_style` in the config.
+    #[arg(long, value_name = "NAME")]
+    pub output_style: Option<String>,
 
     /// In print mode, where a call would need the user's permission, call
     /// this tool instead (any tool of the session, e.g. PLUGIN.TOOL or an
@@ -189,6 +196,8 @@ pub struct Session {
     pub context_window_setting: Option<u64>,
     /// The session's MCP servers, starting or running in the background.
     pub mcp: std::sync::Arc<crate::mcp::client::McpClients>,
+    /// The output styles there are (`/output-style`).
+    pub output_styles: OutputStyles,
 }
 
 /// Builds the session for `args`.
@@ -268,6 +277,17 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         skills::discover::claude_home().as_deref(),
     );
     notices.extend(custom_agents.warnings.iter().cloned());
+    let output_styles = OutputStyles::discover(
+        &home,
+        &workspace,
+        skills::discover::claude_home().as_deref(),
+    );
+    notices.extend(output_styles.warnings.iter().cloned());
+    let (output_style, style_notice) =
+        choose_output_style(args, &settings, &output_styles, &workspace)
+            .map_err(|message| Failure::new(Exit::Usage, message))?;
+    notices.extend(style_notice);
+    let output_style = output_style.cloned();
     toolbox
         .register(std::sync::Arc::new(crate::agent::subagent::TaskTool::new(
             custom_agents,
@@ -347,6 +367,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         workspace.clone(),
         Some(home.clone()),
     );
+    agent.set_output_style(output_style);
 
     let sessions =
         Sessions::for_workspace(&home, &workspace).map_err(|e| Failure::new(Exit::Error, e))?;
@@ -490,6 +511,45 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         skills_prompt: skill_listing.text,
         context_window_setting: settings.model.context_window,
         mcp,
+        output_styles,
+    })
+}
+
+/// The output style the session starts with: `--output-style`, else
+/// `output_style` in the config, else `outputStyle` in Claude Code's
+/// settings. An unknown name on the command line is an error naming the
+/// styles there are; one in a settings file is a warning (returned beside
+/// no style), so a stale setting does not stop every session.
+fn choose_output_style<'a>(
+    args: &SessionArgs,
+    settings: &config::Settings,
+    styles: &'a OutputStyles,
+    workspace: &std::path::Path,
+) -> Result<(Option<&'a OutputStyle>, Option<String>), String> {
+    if let Some(name) = &args.output_style {
+        return styles
+            .pick(name)
+            .map(|style| (style, None))
+            .map_err(|why| format!("--output-style: {why}"));
+    }
+    let (name, from) = match &settings.output_style {
+        Some(name) => (name.clone(), "`output_style` in the config".to_string()),
+        None => match crate::agent::output_styles::claude_settings_choice(
+            workspace,
+            skills::discover::claude_home().as_deref(),
+        ) {
+            Some((name, file)) => (name, format!("`outputStyle` in {}", file.display())),
+            None => return Ok((None, None)),
+        },
+    };
+    Ok(match styles.pick(&name) {
+        Ok(style) => (style, None),
+        Err(why) => (
+            None,
+            Some(format!(
+                "warning: {from}: {why}; the session uses the default style"
+            )),
+        ),
     })
 }
 

@@ -52,6 +52,10 @@ pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
 /// Claude Code.
 pub const DEFAULT_PROMPT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long an agent hook's sub-agent runs when it does not say, as in
+/// Claude Code.
+pub const DEFAULT_AGENT_TIMEOUT: Duration = Duration::from_secs(60);
+
 /// What a hook does when its event comes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
@@ -60,6 +64,14 @@ pub enum Action {
     /// `"type": "prompt"`: asks the session's model whether to go ahead
     /// ([`super::prompt`]).
     Prompt {
+        /// The prompt, where `$ARGUMENTS` stands for the event's JSON.
+        prompt: String,
+        /// The model asked, when not the session's.
+        model: Option<String>,
+    },
+    /// `"type": "agent"`: a read-only sub-agent of the session decides
+    /// ([`super::agent`]).
+    Agent {
         /// The prompt, where `$ARGUMENTS` stands for the event's JSON.
         prompt: String,
         /// The model asked, when not the session's.
@@ -116,6 +128,16 @@ impl CommandSpec {
                     None => "the session's model".to_string(),
                 },
             ),
+            Action::Agent { prompt, model } => format!(
+                "{}; an agent hook: a sub-agent on the session's model provider ({}) gets the event as JSON with the prompt `{}`, may read and search the workspace (read-only, up to {} model requests), runs no commands, no network; its answer decides; at most {seconds} s",
+                subscription.describe(),
+                match model {
+                    Some(model) => format!("model {}", crate::escape::line(model)),
+                    None => "the session's model".to_string(),
+                },
+                crate::escape::line(&excerpt(prompt, 120)),
+                super::agent::AGENT_HOOK_MAX_TURNS,
+            ),
             Action::Http {
                 url,
                 headers,
@@ -156,6 +178,7 @@ impl CommandSpec {
         match self.action {
             Action::Command(_) => "command",
             Action::Prompt { .. } => "prompt",
+            Action::Agent { .. } => "agent",
             Action::Http { .. } => "http",
         }
     }
@@ -172,9 +195,10 @@ fn excerpt(text: &str, chars: usize) -> String {
 
 /// Reads the hooks of a Claude Code `hooks` object (`{"hooks":
 /// {EVENT: [{matcher, hooks: [{type, command, timeout}]}]}}`, or the inner
-/// object): command, prompt and http hooks. Returns the hooks, and a line
-/// for each entry that cannot be used (an unknown event, an agent hook, no
-/// command, a URL that cannot be used).
+/// object): command, prompt, agent and http hooks. Returns the hooks, and a
+/// line for each entry that cannot be used (an unknown event or kind, an
+/// agent hook on an event it cannot decide, no command, a URL that cannot
+/// be used).
 pub fn parse_hooks(value: &Value) -> (Vec<CommandSpec>, Vec<String>) {
     let mut specs = Vec::new();
     let mut problems = Vec::new();
@@ -233,6 +257,29 @@ pub fn parse_hooks(value: &Value) -> (Vec<CommandSpec>, Vec<String>) {
                             DEFAULT_PROMPT_TIMEOUT,
                         )
                     }
+                    "agent" => {
+                        let Some(prompt) = text("prompt") else {
+                            problems
+                                .push(format!("{name}: an agent hook without `prompt`; skipped"));
+                            continue;
+                        };
+                        if !super::agent::AGENT_HOOK_EVENTS.contains(&event) {
+                            problems.push(format!(
+                                "{name}: an agent hook cannot run on {name} (agent hooks run on {}); skipped",
+                                super::agent::AGENT_HOOK_EVENTS
+                                    .map(HookEvent::name)
+                                    .join(", ")
+                            ));
+                            continue;
+                        }
+                        (
+                            Action::Agent {
+                                prompt,
+                                model: text("model"),
+                            },
+                            DEFAULT_AGENT_TIMEOUT,
+                        )
+                    }
                     "http" => {
                         let Some(url) = text("url") else {
                             problems.push(format!("{name}: an http hook without `url`; skipped"));
@@ -281,7 +328,7 @@ pub fn parse_hooks(value: &Value) -> (Vec<CommandSpec>, Vec<String>) {
                     }
                     _ => {
                         problems.push(format!(
-                            "{name}: a `{kind}` hook is not supported (command, prompt and http hooks are); skipped"
+                            "{name}: a `{kind}` hook is not supported (command, prompt, agent and http hooks are); skipped"
                         ));
                         continue;
                     }
@@ -599,7 +646,7 @@ mod tests {
 
     #[test]
     fn hooks_json_is_read_as_claude_code_writes_it() {
-        let (specs, problems) = parse_hooks(&json!({"hooks": {
+        let (mut specs, problems) = parse_hooks(&json!({"hooks": {
             "PreToolUse": [{"matcher": "Write|Edit", "hooks": [
                 {"type": "command", "command": "./check.sh", "timeout": 5},
                 {"type": "agent", "prompt": "is it ok?"},
@@ -610,9 +657,21 @@ mod tests {
                 {"type": "http", "url": "ftp://example.com/"}
             ]}],
             "Stop": [{"hooks": [{"type": "command", "command": "notify"}]}],
+            "SessionStart": [{"hooks": [{"type": "agent", "prompt": "look around"}, {"type": "frob"}]}],
             "Bogus": []
         }}));
-        assert_eq!(specs.len(), 4);
+        assert_eq!(specs.len(), 5);
+        let agent = specs.remove(1);
+        assert_eq!(agent.kind(), "agent");
+        assert_eq!(agent.timeout, DEFAULT_AGENT_TIMEOUT);
+        let reach = agent.describe();
+        assert!(
+            reach.contains("an agent hook")
+                && reach.contains("the session's model provider")
+                && reach.contains("read-only")
+                && reach.contains("no network"),
+            "{reach}"
+        );
         assert_eq!(specs[1].kind(), "prompt");
         assert_eq!(specs[1].timeout, Duration::from_secs(9));
         assert!(
@@ -634,7 +693,8 @@ mod tests {
         assert_eq!(specs[1].timeout, DEFAULT_HOOK_TIMEOUT);
         let all = problems.join("\n");
         assert!(
-            all.contains("`agent` hook")
+            all.contains("an agent hook cannot run on SessionStart")
+                && all.contains("a `frob` hook is not supported")
                 && all.contains("ftp://example.com/")
                 && all.contains("ANTHROPIC_API_KEY, which is never sent")
                 && all.contains("Bogus"),

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::agent::HookAgentRunner;
 use super::matcher::{self, Matcher};
 use super::{Decision, Hook, HookEvent, HookFailure, HookOutput};
 
@@ -114,15 +115,30 @@ impl HookSet {
     }
 
     /// Delivers `event` to every matching hook, concurrently, each in its
-    /// own fresh instance, and returns their answers in hook order.
+    /// own fresh instance, and returns their answers in hook order. Agent
+    /// hooks fail here: they need [`Self::dispatch_with`].
     pub async fn dispatch(&self, event: HookEvent, payload: &Value) -> Vec<HookAnswer> {
+        self.dispatch_with(event, payload, None).await
+    }
+
+    /// [`Self::dispatch`], with `agents` running the sub-agents of agent
+    /// hooks (without it, an agent hook fails).
+    pub async fn dispatch_with(
+        &self,
+        event: HookEvent,
+        payload: &Value,
+        agents: Option<&dyn HookAgentRunner>,
+    ) -> Vec<HookAnswer> {
         let hooks = self.matching(event, payload);
         if hooks.is_empty() {
             return Vec::new();
         }
         let runs = hooks.into_iter().map(|hook| async move {
             let started = std::time::Instant::now();
-            let result = hook.handle(event, payload).await;
+            let result = match (hook.agent(), agents) {
+                (Some(agent), Some(runner)) => agent.run(runner, event, payload).await,
+                _ => hook.handle(event, payload).await,
+            };
             let duration_ms = started.elapsed().as_millis() as u64;
             match &result {
                 Ok(output) => tracing::info!(

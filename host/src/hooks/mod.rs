@@ -13,11 +13,14 @@
 //! - [`component`]: a hook component run in the sandbox;
 //! - [`command`]: Claude Code command hooks, run in the OS sandbox;
 //! - [`prompt`]: Claude Code prompt hooks, which ask the session's model;
+//! - [`agent`]: Claude Code agent hooks, a read-only sub-agent the session
+//!   runs;
 //! - [`http`]: Claude Code http hooks, which post the event to a URL;
 //! - [`matcher`]: which hooks an event reaches;
 //! - [`dispatch`]: running the matching hooks and combining their answers;
 //! - [`schema`]: checking a modified tool input against the tool's schema.
 
+pub mod agent;
 pub mod command;
 pub mod component;
 pub mod dispatch;
@@ -251,6 +254,11 @@ pub trait Hook: Send + Sync {
         event: HookEvent,
         payload: &'a serde_json::Value,
     ) -> BoxFuture<'a, Result<HookOutput, HookFailure>>;
+    /// For an agent hook, the hook: the session runs it instead of
+    /// [`Self::handle`] ([`HookSet::dispatch_with`]).
+    fn agent(&self) -> Option<&agent::AgentHook> {
+        None
+    }
 }
 
 /// What every event's payload says about the session, with Claude Code's

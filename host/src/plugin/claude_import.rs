@@ -17,7 +17,10 @@
 //! consent text groups those files by folder and kind ("scripts/: 37 shell
 //! scripts") rather than listing each.
 //!
-//! Sub-agents (`agents/NAME.md`) are offered to the `task` tool, and
+//! Output styles (`output-styles/NAME.md`, or the paths `outputStyles`
+//! lists) can be chosen for a session
+//! ([`crate::plugin::claude_output_styles`]). Sub-agents (`agents/NAME.md`)
+//! are offered to the `task` tool, and
 //! command hooks (`hooks/hooks.json`, or `hooks` in `plugin.json`) run in
 //! the OS sandbox ([`crate::hooks::command`]): the consent text says what
 //! each may reach. Its MCP servers (`.mcp.json`, the manifest's
@@ -90,6 +93,8 @@ pub struct Imported {
     pub files: Vec<String>,
     /// The sub-agents imported: one line each, with the tools they get.
     pub agents: Vec<String>,
+    /// The output styles imported: one line each, with what they change.
+    pub output_styles: Vec<String>,
     /// The hooks imported: their kind (`command`, `prompt`, `http`) and
     /// one line each saying what they may reach.
     pub hooks: Vec<(&'static str, String)>,
@@ -212,6 +217,7 @@ fn import_defined(root: &Path, manifest: &Value, staging: &Path) -> Result<Impor
         placed.push(found);
     }
     let agents = import_agents(root, &mut warnings);
+    let output_styles = crate::plugin::claude_output_styles::find(root, manifest, &mut warnings);
     let (hooks, inline_hooks) = import_hooks(root, manifest, &mut refused);
     let has_mcp_servers = !import_mcp(root, manifest, None, &mut Vec::new())?.is_empty();
     let mut lsp_problems = Vec::new();
@@ -219,20 +225,16 @@ fn import_defined(root: &Path, manifest: &Value, staging: &Path) -> Result<Impor
         !crate::plugin::claude_lsp::import(root, manifest, None, &mut lsp_problems)?.is_empty();
     if placed.is_empty()
         && agents.is_empty()
+        && output_styles.is_empty()
         && hooks.is_empty()
         && !has_mcp_servers
         && !has_lsp_servers
     {
         let mut message = format!(
-            "{} is a Claude Code plugin with nothing capstan can install: it has no skills (skills/NAME/SKILL.md), commands (commands/NAME.md), sub-agents (agents/NAME.md), command hooks, MCP or LSP servers it can run",
+            "{} is a Claude Code plugin with nothing capstan can install: it has no skills (skills/NAME/SKILL.md), commands (commands/NAME.md), sub-agents (agents/NAME.md), output styles (output-styles/NAME.md), command hooks, MCP or LSP servers it can run",
             root.display()
         );
-        for line in warnings
-            .iter()
-            .chain(&refused)
-            .chain(&lsp_problems)
-            .chain(&refuse_parts(manifest))
-        {
+        for line in warnings.iter().chain(&refused).chain(&lsp_problems) {
             message.push_str("\n  ");
             message.push_str(line);
         }
@@ -279,7 +281,7 @@ fn import_defined(root: &Path, manifest: &Value, staging: &Path) -> Result<Impor
             "{rel}: a symbolic link or special file; not copied"
         ));
     }
-    refused.extend(refuse_parts(manifest));
+    crate::plugin::claude_output_styles::place(root, out, &output_styles)?;
     // The manifest is not packaged (a hidden folder): its hooks are kept in
     // a file of their own.
     if let Some(hooks) = inline_hooks {
@@ -353,6 +355,7 @@ fn import_defined(root: &Path, manifest: &Value, staging: &Path) -> Result<Impor
         refused,
         files: grouped,
         agents,
+        output_styles: output_styles.into_iter().map(|s| s.line).collect(),
         hooks,
         mcp_servers,
         lsp_servers,
@@ -441,21 +444,14 @@ fn under(rel: &str, prefix: &str) -> bool {
             .is_some_and(|rest| rest.starts_with('/'))
 }
 
-/// The parts of the plugin capstan does not install, one line each.
-fn refuse_parts(manifest: &Value) -> Vec<String> {
-    let mut lines = Vec::new();
-    if manifest.get("outputStyles").is_some() {
-        lines.push(format!(
-            "{CLAUDE_MANIFEST}: `outputStyles` is not supported by capstan; not installed"
-        ));
-    }
-    lines
-}
-
 /// The paths a manifest field (`skills`, `commands`) lists: a string or a
 /// list of strings, each relative to the plugin's root (`./x`); a path
 /// leading out of the plugin is reported and left out.
-fn listed_paths(manifest: &Value, key: &str, warnings: &mut Vec<String>) -> Option<Vec<String>> {
+pub(super) fn listed_paths(
+    manifest: &Value,
+    key: &str,
+    warnings: &mut Vec<String>,
+) -> Option<Vec<String>> {
     let listed: Vec<&str> = match manifest.get(key)? {
         Value::String(one) => vec![one.as_str()],
         Value::Array(many) => many.iter().filter_map(Value::as_str).collect(),
@@ -755,7 +751,7 @@ fn group_files(kept: &[String], runners: &str) -> Vec<String> {
 /// The text of the package file `path` (inside `root`), read beneath the
 /// package's root ([`UntrustedFolder`]: no symbolic link leading out, no
 /// FIFO or device, at most [`MAX_FILE`] bytes); `None` when there is none.
-fn read_text(root: &Path, path: &Path) -> Result<Option<String>, String> {
+pub(super) fn read_text(root: &Path, path: &Path) -> Result<Option<String>, String> {
     let rel = path.strip_prefix(root).unwrap_or(path);
     let Some(folder) = UntrustedFolder::open(root).map_err(|e| e.to_string())? else {
         return Ok(None);

@@ -19,6 +19,7 @@ use crate::exec::{ExecGrants, SecretEnv};
 use crate::grants::SecretValues;
 use crate::home::Home;
 use crate::hooks::Hook;
+use crate::hooks::agent::AgentHook;
 use crate::hooks::command::{Action, CommandHook, parse_hooks};
 use crate::hooks::http::HttpHook;
 use crate::hooks::prompt::{HookModel, PromptHook};
@@ -258,6 +259,7 @@ impl CommandHooks {
                 Action::Prompt { .. } => {
                     Arc::new(PromptHook::new(name, &spec, context.model.clone()))
                 }
+                Action::Agent { .. } => Arc::new(AgentHook::new(name, &spec)),
                 Action::Http { .. } => {
                     Arc::new(HttpHook::new(name, &spec, context.secrets.clone()))
                 }

@@ -1373,6 +1373,9 @@ fn describe_skills(prepared: &Prepared) -> String {
         for line in &imported.agents {
             text.push_str(&format!("  agent    {line}\n"));
         }
+        for line in &imported.output_styles {
+            text.push_str(&format!("  output style  {line}\n"));
+        }
         for (kind, line) in &imported.hooks {
             text.push_str(&format!("  {kind} hook  {line}\n"));
         }

@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod claude_import;
 pub mod claude_lsp;
 pub mod claude_marketplace;
+pub mod claude_output_styles;
 pub mod command_hooks;
 pub mod hooks;
 pub mod inspect;
