@@ -61,22 +61,27 @@ pub struct SessionArgs {
     #[arg(long = "deny", value_name = "RULE")]
     pub deny: Vec<Rule>,
 
-    /// Allow rules as Claude Code takes them: a comma- or space-separated
-    /// list, e.g. "Read Edit(src/**) Bash(git log:*)" (repeatable; same as
-    /// --allow for each).
+    /// Allow rules as Claude Code takes them: comma- or space-separated
+    /// lists, as one argument or several, e.g. "Read Edit(src/**)" or
+    /// Read 'Bash(git log:*)' (same as --allow for each). As in Claude
+    /// Code, it takes every argument up to the next flag: put the prompt
+    /// before it, or end the list with --.
     #[arg(
         long = "allowedTools",
         visible_alias = "allowed-tools",
-        value_name = "RULES"
+        value_name = "RULES",
+        num_args = 1..
     )]
     pub allowed_tools: Vec<RuleList>,
 
-    /// Deny rules as Claude Code takes them: a comma- or space-separated
-    /// list (repeatable; same as --deny for each).
+    /// Deny rules as Claude Code takes them: comma- or space-separated
+    /// lists, as one argument or several (same as --deny for each); like
+    /// --allowedTools, it takes every argument up to the next flag.
     #[arg(
         long = "disallowedTools",
         visible_alias = "disallowed-tools",
-        value_name = "RULES"
+        value_name = "RULES",
+        num_args = 1..
     )]
     pub disallowed_tools: Vec<RuleList>,
 
