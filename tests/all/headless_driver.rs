@@ -433,3 +433,88 @@ fn allowed_tools_take_several_arguments_as_claude_code_does() {
     (&output.stderr[..]).read_to_string(&mut err).unwrap();
     assert!(err.contains("put the prompt before them"), "{err}");
 }
+
+#[test]
+fn partial_messages_stream_the_answer_and_skip_permissions_is_bypass() {
+    let env = Env::new();
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("Writing it now.")
+                .call(
+                    "toolu_w",
+                    "fs__write",
+                    json!({"path": "w.txt", "content": "w\n"}),
+                )
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("Written.").anthropic()),
+    ]);
+    let mut cmd = env.anthropic_session(&mock.url(), API_KEY, "mock-model", "write w.txt");
+    cmd.args([
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--include-partial-messages",
+        "--dangerously-skip-permissions",
+    ])
+    .timeout(Duration::from_secs(60));
+    let output = cmd.output().unwrap();
+    assert_exit(&output, 0);
+    let events = lines(&output);
+    assert_eq!(events[0]["permissionMode"], "bypassPermissions");
+    assert_eq!(env.read("w.txt"), "w\n");
+    let session_id = events[0]["session_id"].as_str().unwrap();
+    // The first answer's stream events, up to its assistant message.
+    let first_answer = events
+        .iter()
+        .position(|e| e["type"] == "assistant")
+        .unwrap();
+    let streamed: Vec<&Value> = events[..first_answer]
+        .iter()
+        .filter(|e| e["type"] == "stream_event")
+        .collect();
+    for event in &streamed {
+        assert_eq!(event["session_id"], session_id, "{event}");
+        assert!(event["parent_tool_use_id"].is_null(), "{event}");
+        assert!(is_uuid(event["uuid"].as_str().unwrap()), "{event}");
+    }
+    let kinds: Vec<&str> = streamed
+        .iter()
+        .map(|e| e["event"]["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"message_start"), "{kinds:?}");
+    assert_eq!(
+        &kinds[kinds.len() - 5..],
+        [
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop"
+        ],
+        "{kinds:?}"
+    );
+    let text: String = streamed
+        .iter()
+        .filter(|e| e["event"]["delta"]["type"] == "text_delta")
+        .map(|e| e["event"]["delta"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "Writing it now.");
+    let assistant = &events[first_answer];
+    assert_eq!(
+        streamed[0]["event"]["message"]["id"],
+        assistant["message"]["id"]
+    );
+    let call = streamed
+        .iter()
+        .find(|e| e["event"]["delta"]["type"] == "input_json_delta")
+        .unwrap();
+    let input: Value =
+        serde_json::from_str(call["event"]["delta"]["partial_json"].as_str().unwrap()).unwrap();
+    assert_eq!(input, json!({"path": "w.txt", "content": "w\n"}));
+    let end = streamed
+        .iter()
+        .find(|e| e["event"]["type"] == "message_delta")
+        .unwrap();
+    assert_eq!(end["event"]["delta"]["stop_reason"], "tool_use");
+}

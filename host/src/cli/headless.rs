@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use futures_util::future::LocalBoxFuture;
 
 use super::driver_questions::DriverQuestions;
+use super::partial_messages::PartialMessages;
 use super::render::StreamJsonFrontend;
 use crate::agent::{AgentEvent, Frontend};
 use crate::model::{Block, Usage};
@@ -37,6 +38,7 @@ pub struct Headless {
     request_started: Option<Instant>,
     api_time: Duration,
     driver: Option<DriverQuestions>,
+    partial: Option<PartialMessages>,
 }
 
 impl Headless {
@@ -62,7 +64,32 @@ impl Headless {
             request_started: None,
             api_time: Duration::ZERO,
             driver: None,
+            partial: None,
         }
+    }
+
+    /// Also emits the answer as it streams, in `stream_event` messages
+    /// (`--include-partial-messages`).
+    pub fn include_partial_messages(&mut self) {
+        self.partial = Some(PartialMessages::default());
+    }
+
+    /// Emits `events` of the Messages API's stream as `stream_event`
+    /// messages.
+    fn emit_partial(&self, events: Vec<Value>) {
+        for event in events {
+            self.emit(json!({
+                "type": "stream_event",
+                "event": event,
+                "parent_tool_use_id": null,
+                "uuid": new_uuid(),
+            }));
+        }
+    }
+
+    /// The id of the `answer`th answer's message.
+    fn message_id(&self, answer: u64) -> String {
+        format!("msg_{}_{answer}", self.session_id.replace('-', ""))
     }
 
     /// Names `model` in the assistant messages from now on.
@@ -113,6 +140,13 @@ impl Frontend for Headless {
         let value = match event {
             AgentEvent::Thinking => {
                 self.request_started = Some(Instant::now());
+                if self.stream && self.partial.is_some() {
+                    let id = self.message_id(self.answers + 1);
+                    if let Some(partial) = &mut self.partial {
+                        let events = partial.start(&id, &self.model);
+                        self.emit_partial(events);
+                    }
+                }
                 return;
             }
             AgentEvent::PreparingTool { .. } => return,
@@ -131,7 +165,15 @@ impl Frontend for Headless {
                 self.last_usage = usage;
                 return;
             }
-            AgentEvent::Text(text) => json!({ "type": "text_delta", "text": text }),
+            AgentEvent::Text(text) => {
+                if self.stream
+                    && let Some(partial) = &mut self.partial
+                {
+                    let events = partial.text(text);
+                    self.emit_partial(events);
+                }
+                json!({ "type": "text_delta", "text": text })
+            }
             AgentEvent::Retrying {
                 attempt,
                 after,
@@ -148,13 +190,19 @@ impl Frontend for Headless {
                         self.inputs.insert(id.clone(), input.clone());
                     }
                 }
+                if self.stream
+                    && let Some(partial) = &mut self.partial
+                {
+                    let events = partial.finish(message, &self.last_usage);
+                    self.emit_partial(events);
+                }
                 self.answers += 1;
                 json!({
                     "type": "assistant",
                     "uuid": new_uuid(),
                     "parent_tool_use_id": null,
                     "message": {
-                        "id": format!("msg_{}_{}", self.session_id.replace('-', ""), self.answers),
+                        "id": self.message_id(self.answers),
                         "type": "message",
                         "role": "assistant",
                         "model": self.model,

@@ -18,6 +18,7 @@ mod mcp;
 mod mcp_servers;
 mod mention;
 mod new;
+mod partial_messages;
 mod plugin;
 mod plugin_marketplace;
 mod print;

@@ -122,6 +122,9 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
         format == OutputFormat::StreamJson,
         tools.iter().cloned(),
     );
+    if args.include_partial_messages {
+        headless.include_partial_messages();
+    }
     let questions = DriverQuestions::default();
     if asks_driver {
         headless.ask_driver_through(questions.clone());

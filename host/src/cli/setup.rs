@@ -47,6 +47,11 @@ pub struct SessionArgs {
     #[arg(long, value_name = "MODE")]
     pub permission_mode: Option<Mode>,
 
+    /// Claude Code's name for --permission-mode bypass: no permission
+    /// questions (plugins' grants and the OS sandbox still hold).
+    #[arg(long, conflicts_with = "permission_mode")]
+    pub dangerously_skip_permissions: bool,
+
     /// Allow a tool without asking, e.g. fs.write, 'fs.edit(src/**)' or
     /// Claude Code's 'Edit(src/**)' (repeatable).
     #[arg(long = "allow", value_name = "RULE")]
@@ -109,6 +114,12 @@ pub struct SessionArgs {
     /// {"behavior":"deny","message":"..."}.
     #[arg(long, value_name = "TOOL")]
     pub permission_prompt_tool: Option<String>,
+
+    /// With --output-format stream-json, also Claude Code's `stream_event`
+    /// messages: the model's answer as it streams, in the Messages API's
+    /// events.
+    #[arg(long)]
+    pub include_partial_messages: bool,
 
     /// How print mode reads its prompt: all of stdin as text, or
     /// Claude Code's stream-json, one user message per line (needs
@@ -625,7 +636,10 @@ fn build_policy(settings: &Settings, args: &SessionArgs) -> Policy {
             .rules
             .push((RuleKind::Deny, rule, Layer::CommandLine));
     }
-    settings.policy(args.permission_mode)
+    settings.policy(
+        args.permission_mode
+            .or(args.dangerously_skip_permissions.then_some(Mode::Bypass)),
+    )
 }
 
 /// The system prompt for this session.
