@@ -1393,6 +1393,21 @@ fn near_the_context_window_the_session_compacts_and_continue_resumes_from_the_su
     assert_eq!(compact["trigger"], "auto");
     assert_eq!(compact["tokens_before"], 180_200);
     assert_eq!(compact["summary"], "SUMMARY: notes.txt says hello.");
+    // Claude Code's own messages about it, for its SDK's consumers.
+    let boundary = all
+        .iter()
+        .find(|e| e["type"] == "system" && e["subtype"] == "compact_boundary")
+        .unwrap();
+    assert_eq!(
+        boundary["compact_metadata"],
+        serde_json::json!({"trigger": "auto", "pre_tokens": 180_200})
+    );
+    let statuses: Vec<&Value> = all
+        .iter()
+        .filter(|e| e["type"] == "system" && e["subtype"] == "status")
+        .map(|e| &e["status"])
+        .collect();
+    assert_eq!(statuses, [&serde_json::json!("compacting"), &Value::Null]);
     assert_eq!(result_event(&output)["result"], "It says hello.");
 
     let received = mock.received();

@@ -25,7 +25,7 @@ fn capstan(env: &Env, mock: &MockModel, prompt: &str, args: &[&str]) -> Output {
 }
 
 /// The JSON lines of stdout.
-fn lines(output: &Output) -> Vec<Value> {
+pub(crate) fn lines(output: &Output) -> Vec<Value> {
     stdout(output)
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -33,13 +33,13 @@ fn lines(output: &Output) -> Vec<Value> {
         .collect()
 }
 
-fn golden(name: &str) -> String {
+pub(crate) fn golden(name: &str) -> String {
     std::fs::read_to_string(repo_root().join("tests/fixtures/headless").join(name)).unwrap()
 }
 
 /// Checks `actual` against the expected shape `expected` (see the
 /// fixtures' README), at `path`.
-fn conforms(expected: &Value, actual: &Value, session_id: &str, path: &str) {
+pub(crate) fn conforms(expected: &Value, actual: &Value, session_id: &str, path: &str) {
     match expected {
         Value::String(placeholder) if placeholder.starts_with('<') => {
             let ok = match placeholder.as_str() {
@@ -257,8 +257,16 @@ fn continue_reports_usage_and_turns_of_this_run_only() {
             "output_tokens": 3,
             "cache_read_input_tokens": 11,
             "cache_creation_input_tokens": 2,
+            "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 2},
+            "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+            "service_tier": "standard",
         })
     );
+    let model_usage = &result["modelUsage"]["mock-model"];
+    assert_eq!(model_usage["inputTokens"], 7, "{result}");
+    assert_eq!(model_usage["outputTokens"], 3, "{result}");
+    assert_eq!(model_usage["cacheReadInputTokens"], 11, "{result}");
+    assert_eq!(model_usage["cacheCreationInputTokens"], 2, "{result}");
     // The model did see the first run's conversation.
     assert_eq!(second.received()[0].messages().len(), 3);
 }

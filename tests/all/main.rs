@@ -32,6 +32,7 @@ mod exec_temp_area;
 mod exec_tools;
 mod fs_tools;
 mod headless;
+mod headless_driver;
 mod hooks;
 mod host_edges;
 mod interactive;

@@ -314,6 +314,7 @@ impl Agent {
                     &mut input,
                     &call.id,
                     &decision.reason,
+                    frontend,
                     interrupt,
                 )
                 .await

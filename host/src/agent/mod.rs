@@ -225,6 +225,18 @@ pub trait Frontend: Send {
         let _ = request;
         Box::pin(std::future::ready(PermissionAnswer::Deny { reason: None }))
     }
+
+    /// Asks the program that drives the session over stdin and stdout
+    /// (`--permission-prompt-tool stdio`) about a call, with Claude Code's
+    /// `can_use_tool` `request`; its answer is `{"behavior":"allow",...}`
+    /// or `{"behavior":"deny",...}`. Without such a program, an error
+    /// saying so.
+    fn ask_driver<'a>(&'a mut self, request: Value) -> LocalBoxFuture<'a, Result<Value, String>> {
+        let _ = request;
+        Box::pin(std::future::ready(Err(
+            "no program drives this session over stdin and stdout".to_string(),
+        )))
+    }
 }
 
 /// How a turn ended.

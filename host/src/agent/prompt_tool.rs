@@ -7,17 +7,26 @@
 //! with; omitted, the call runs as asked) or
 //! `{"behavior":"deny","message":"..."}`. Anything else denies the call,
 //! saying why.
+//!
+//! `--permission-prompt-tool stdio` asks the program driving the session
+//! instead, as Claude Code's SDK is asked: a `can_use_tool` control
+//! request on stdout, answered on stdin with the same answers.
 
 use serde_json::{Value, json};
 
 use super::tool::{AgentTool, ToolCall};
-use super::{Agent, Interrupt};
+use super::{Agent, Frontend, Interrupt};
 use crate::policy::{Decision, DecisionSource, Outcome};
+
+/// The prompt tool name that asks the driver over stdin and stdout.
+pub const DRIVER: &str = "stdio";
 
 impl Agent {
     /// Asks tool `prompt_tool` whether the call `call_id` of `tool` with
     /// `input` may run (the policy asked because of `reason`); on an allow
-    /// with an updated input, `input` becomes that input.
+    /// with an updated input, `input` becomes that input. [`DRIVER`] asks
+    /// the driver through `frontend`.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn ask_prompt_tool(
         &self,
         prompt_tool: &str,
@@ -25,6 +34,7 @@ impl Agent {
         input: &mut Value,
         call_id: &str,
         reason: &str,
+        frontend: &mut dyn Frontend,
         interrupt: &Interrupt,
     ) -> Decision {
         let source = DecisionSource::PromptTool(prompt_tool.to_string());
@@ -33,6 +43,27 @@ impl Agent {
             source: source.clone(),
             reason: why,
         };
+        if prompt_tool == DRIVER {
+            let request = json!({
+                "subtype": "can_use_tool",
+                "tool_name": tool.model_name,
+                "input": input,
+                "tool_use_id": call_id,
+                "permission_suggestions": [],
+                "decision_reason": reason,
+            });
+            let who = "the driver (--permission-prompt-tool stdio)";
+            let answer = tokio::select! {
+                answer = frontend.ask_driver(request) => answer,
+                () = interrupt.raised() => Err("the turn was interrupted".to_string()),
+            };
+            return match answer {
+                Ok(answer) => self.decide(who, source, tool, input, read_value(answer)),
+                Err(why) => deny(format!(
+                    "{reason} — {who} gave no answer ({why}), so the call was denied"
+                )),
+            };
+        }
         let Some(asked) = self.parts.toolbox.find(prompt_tool).cloned() else {
             return deny(format!(
                 "{reason} — the permission prompt tool {prompt_tool} does not exist in this session, so the call was denied"
@@ -65,14 +96,34 @@ impl Agent {
                 ));
             }
         };
-        match read_answer(&answer) {
+        let who = format!("the permission prompt tool {prompt_tool}");
+        self.decide(&who, source, tool, input, read_answer(&answer))
+    }
+
+    /// The decision `who` gave for a call of `tool` with `input`: on an
+    /// allow with an updated input that its schema takes, `input` becomes
+    /// that input.
+    fn decide(
+        &self,
+        who: &str,
+        source: DecisionSource,
+        tool: &AgentTool,
+        input: &mut Value,
+        answer: Result<Answer, String>,
+    ) -> Decision {
+        let deny = |why: String| Decision {
+            outcome: Outcome::Deny,
+            source: source.clone(),
+            reason: why,
+        };
+        match answer {
             Ok(Answer::Allow(updated)) => {
                 if let Some(updated) = updated {
                     if let Err(why) =
                         crate::hooks::schema::validate(&updated, &tool.spec.input_schema)
                     {
                         return deny(format!(
-                            "the permission prompt tool {prompt_tool} changed the input of {} to one its schema refuses ({why}), so the call was not run",
+                            "{who} changed the input of {} to one its schema refuses ({why}), so the call was not run",
                             tool.model_name
                         ));
                     }
@@ -81,17 +132,15 @@ impl Agent {
                 Decision {
                     outcome: Outcome::Allow,
                     source,
-                    reason: format!("the permission prompt tool {prompt_tool} allowed this call"),
+                    reason: format!("{who} allowed this call"),
                 }
             }
             Ok(Answer::Deny(message)) => deny(match message {
-                Some(message) => {
-                    format!("the permission prompt tool {prompt_tool} denied this call: {message}")
-                }
-                None => format!("the permission prompt tool {prompt_tool} denied this call"),
+                Some(message) => format!("{who} denied this call: {message}"),
+                None => format!("{who} denied this call"),
             }),
             Err(why) => deny(format!(
-                "the permission prompt tool {prompt_tool} gave an answer capstan cannot read ({why}), so the call was denied; it must answer {{\"behavior\":\"allow\"}} or {{\"behavior\":\"deny\",\"message\":\"...\"}}"
+                "{who} gave an answer capstan cannot read ({why}), so the call was denied; it must answer {{\"behavior\":\"allow\"}} or {{\"behavior\":\"deny\",\"message\":\"...\"}}"
             )),
         }
     }
@@ -115,6 +164,11 @@ fn read_answer(text: &str) -> Result<Answer, String> {
             .map_err(|e| format!("its text content is not JSON: {e}"))?,
         None => value,
     };
+    read_value(value)
+}
+
+/// Reads an answer given as a JSON object.
+fn read_value(value: Value) -> Result<Answer, String> {
     match value.get("behavior").and_then(Value::as_str) {
         Some("allow") => match value.get("updatedInput") {
             None | Some(Value::Null) => Ok(Answer::Allow(None)),

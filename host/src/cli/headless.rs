@@ -14,6 +14,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use futures_util::future::LocalBoxFuture;
+
+use super::driver_questions::DriverQuestions;
+use super::partial_messages::PartialMessages;
 use super::render::StreamJsonFrontend;
 use crate::agent::{AgentEvent, Frontend};
 use crate::model::{Block, Usage};
@@ -33,6 +37,8 @@ pub struct Headless {
     denials: Vec<Value>,
     request_started: Option<Instant>,
     api_time: Duration,
+    driver: Option<DriverQuestions>,
+    partial: Option<PartialMessages>,
 }
 
 impl Headless {
@@ -57,7 +63,44 @@ impl Headless {
             denials: Vec::new(),
             request_started: None,
             api_time: Duration::ZERO,
+            driver: None,
+            partial: None,
         }
+    }
+
+    /// Also emits the answer as it streams, in `stream_event` messages
+    /// (`--include-partial-messages`).
+    pub fn include_partial_messages(&mut self) {
+        self.partial = Some(PartialMessages::default());
+    }
+
+    /// Emits `events` of the Messages API's stream as `stream_event`
+    /// messages.
+    fn emit_partial(&self, events: Vec<Value>) {
+        for event in events {
+            self.emit(json!({
+                "type": "stream_event",
+                "event": event,
+                "parent_tool_use_id": null,
+                "uuid": new_uuid(),
+            }));
+        }
+    }
+
+    /// The id of the `answer`th answer's message.
+    fn message_id(&self, answer: u64) -> String {
+        format!("msg_{}_{answer}", self.session_id.replace('-', ""))
+    }
+
+    /// Names `model` in the assistant messages from now on.
+    pub fn set_model(&mut self, model: &str) {
+        self.model = model.to_string();
+    }
+
+    /// Permission questions go to the program driving the session through
+    /// `questions` (`--permission-prompt-tool stdio`).
+    pub fn ask_driver_through(&mut self, questions: DriverQuestions) {
+        self.driver = Some(questions);
     }
 
     /// Prints `value` as one line with the session's id.
@@ -84,13 +127,37 @@ impl Headless {
 }
 
 impl Frontend for Headless {
+    fn ask_driver<'a>(&'a mut self, request: Value) -> LocalBoxFuture<'a, Result<Value, String>> {
+        match self.driver.clone() {
+            Some(questions) => Box::pin(async move { questions.ask(request).await }),
+            None => Box::pin(std::future::ready(Err(
+                "--permission-prompt-tool stdio needs --input-format stream-json, where the driver answers".to_string(),
+            ))),
+        }
+    }
+
     fn event(&mut self, event: AgentEvent<'_>) {
         let value = match event {
             AgentEvent::Thinking => {
                 self.request_started = Some(Instant::now());
+                if self.stream && self.partial.is_some() {
+                    let id = self.message_id(self.answers + 1);
+                    if let Some(partial) = &mut self.partial {
+                        let events = partial.start(&id, &self.model);
+                        self.emit_partial(events);
+                    }
+                }
                 return;
             }
-            AgentEvent::PreparingTool { .. } | AgentEvent::Compacting { .. } => return,
+            AgentEvent::PreparingTool { .. } => return,
+            // Claude Code's status message while the conversation is
+            // summarised; `null` again once it is done.
+            AgentEvent::Compacting { .. } => json!({
+                "type": "system",
+                "subtype": "status",
+                "status": "compacting",
+                "uuid": new_uuid(),
+            }),
             AgentEvent::Usage(usage) => {
                 if let Some(started) = self.request_started.take() {
                     self.api_time += started.elapsed();
@@ -98,7 +165,15 @@ impl Frontend for Headless {
                 self.last_usage = usage;
                 return;
             }
-            AgentEvent::Text(text) => json!({ "type": "text_delta", "text": text }),
+            AgentEvent::Text(text) => {
+                if self.stream
+                    && let Some(partial) = &mut self.partial
+                {
+                    let events = partial.text(text);
+                    self.emit_partial(events);
+                }
+                json!({ "type": "text_delta", "text": text })
+            }
             AgentEvent::Retrying {
                 attempt,
                 after,
@@ -115,13 +190,19 @@ impl Frontend for Headless {
                         self.inputs.insert(id.clone(), input.clone());
                     }
                 }
+                if self.stream
+                    && let Some(partial) = &mut self.partial
+                {
+                    let events = partial.finish(message, &self.last_usage);
+                    self.emit_partial(events);
+                }
                 self.answers += 1;
                 json!({
                     "type": "assistant",
                     "uuid": new_uuid(),
                     "parent_tool_use_id": null,
                     "message": {
-                        "id": format!("msg_{}_{}", self.session_id.replace('-', ""), self.answers),
+                        "id": self.message_id(self.answers),
                         "type": "message",
                         "role": "assistant",
                         "model": self.model,
@@ -177,13 +258,32 @@ impl Frontend for Headless {
                 "message": { "role": "user", "content": results_json(&message.content) },
             }),
             AgentEvent::Notice(text) => json!({ "type": "notice", "text": text }),
-            AgentEvent::Compacted(report) => json!({
+            AgentEvent::Compacted(report) => {
+                if self.stream {
+                    self.emit(json!({
+                        "type": "system",
+                        "subtype": "status",
+                        "status": null,
+                        "uuid": new_uuid(),
+                    }));
+                    self.emit(json!({
+                        "type": "system",
+                        "subtype": "compact_boundary",
+                        "compact_metadata": {
+                            "trigger": report.trigger.name(),
+                            "pre_tokens": report.tokens_before.unwrap_or(0),
+                        },
+                        "uuid": new_uuid(),
+                    }));
+                }
+                json!({
                 "type": "compact",
                 "trigger": report.trigger.name(),
                 "messages_before": report.messages_before,
                 "tokens_before": report.tokens_before,
                 "summary": report.summary,
-            }),
+                })
+            }
         };
         if self.stream {
             self.emit(value);
@@ -216,13 +316,45 @@ fn results_json(content: &[Block]) -> Value {
     )
 }
 
-/// Token counts under Claude Code's (the Messages API's) names.
+/// Token counts in the Messages API's shape, as Claude Code reports them
+/// (its SDK's `NonNullableUsage`): the four counts, and the fields typed
+/// consumers expect beside them — no server tools run (capstan's web
+/// tools are its own), the standard tier, and every cache write at the
+/// default five-minute lifetime capstan asks for.
 pub fn usage_json(usage: &Usage) -> Value {
     json!({
         "input_tokens": usage.input_tokens,
         "output_tokens": usage.output_tokens,
         "cache_read_input_tokens": usage.cache_read_tokens,
         "cache_creation_input_tokens": usage.cache_write_tokens,
+        "cache_creation": {
+            "ephemeral_1h_input_tokens": 0,
+            "ephemeral_5m_input_tokens": usage.cache_write_tokens,
+        },
+        "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+        "service_tier": "standard",
+    })
+}
+
+/// The result's `modelUsage`: the prompt's tokens and cost under the
+/// model's name, in the camel-case fields of Claude Code's SDK
+/// (`ModelUsage`); empty when no model was reached.
+fn model_usage_json(summary: &Summary<'_>) -> Value {
+    if summary.model.is_empty() {
+        return json!({});
+    }
+    let usage = &summary.usage;
+    json!({
+        summary.model: {
+            "inputTokens": usage.input_tokens,
+            "outputTokens": usage.output_tokens,
+            "cacheReadInputTokens": usage.cache_read_tokens,
+            "cacheCreationInputTokens": usage.cache_write_tokens,
+            "webSearchRequests": 0,
+            "costUSD": summary.cost_usd.unwrap_or(0.0),
+            "contextWindow": summary.context_window,
+            "maxOutputTokens": summary.max_output_tokens,
+        }
     })
 }
 
@@ -244,6 +376,8 @@ pub fn usage_since(before: &Usage, now: &Usage) -> Usage {
 pub struct Ending {
     /// `success`, `error_max_turns` or `error_during_execution`.
     pub subtype: &'static str,
+    /// Why the model stopped (`end_turn`, `max_tokens`, ...), when it did.
+    pub stop_reason: Option<String>,
     /// The answer's text (what the model said last).
     pub result: String,
     /// What went wrong, when something did.
@@ -274,13 +408,19 @@ pub struct Summary<'a> {
     pub cost_usd: Option<f64>,
     /// The calls denied, as `{tool_name, tool_use_id, tool_input}`.
     pub denials: Vec<Value>,
+    /// The model's context window in tokens (0 when no model was reached).
+    pub context_window: u64,
+    /// The most tokens one answer may have.
+    pub max_output_tokens: u64,
 }
 
-/// The `result` message: Claude Code's fields, then capstan's own
-/// (`error`, `error_kind`, `model`, `num_tool_calls`).
+/// The `result` message: Claude Code's fields (an error result's
+/// `errors` lists what went wrong, as its SDK's `SDKResultMessage` has
+/// it), then capstan's own (`error`, `error_kind`, `model`,
+/// `num_tool_calls`).
 pub fn result_message(summary: Summary<'_>) -> Value {
     let is_error = summary.ending.subtype != "success";
-    json!({
+    let mut value = json!({
         "type": "result",
         "subtype": summary.ending.subtype,
         "is_error": is_error,
@@ -288,16 +428,23 @@ pub fn result_message(summary: Summary<'_>) -> Value {
         "duration_api_ms": millis(summary.api_duration),
         "num_turns": summary.num_turns,
         "result": summary.ending.result,
+        "stop_reason": summary.ending.stop_reason,
         "session_id": summary.session_id,
         "total_cost_usd": summary.cost_usd.unwrap_or(0.0),
         "usage": usage_json(&summary.usage),
+        "modelUsage": model_usage_json(&summary),
         "permission_denials": summary.denials,
         "uuid": new_uuid(),
         "error": summary.ending.error,
         "error_kind": summary.ending.kind,
         "model": summary.model,
         "num_tool_calls": summary.tool_calls,
-    })
+    });
+    if is_error && let Some(object) = value.as_object_mut() {
+        let errors: Vec<&String> = summary.ending.error.iter().collect();
+        object.insert("errors".into(), json!(errors));
+    }
+    value
 }
 
 fn millis(duration: Duration) -> u64 {

@@ -11,12 +11,13 @@ use std::time::Instant;
 use serde_json::json;
 
 use super::Exit;
+use super::driver_questions::DriverQuestions;
 use super::escape;
 use super::headless::{self, Ending, Headless, Summary};
 use super::render::{StreamJsonFrontend, TerminalFrontend};
 use super::setup::{self, InputFormat, OutputFormat, Session, SessionArgs};
 use super::stream_input::{self, Line};
-use crate::agent::{AgentError, Frontend, Interrupt, TurnEnd};
+use crate::agent::{AgentError, Frontend, Interrupt, TurnEnd, prompt_tool};
 
 /// Runs print mode.
 pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
@@ -29,7 +30,18 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
     let first_prompt = match args.input_format {
         InputFormat::Text => match read_prompt(args.prompt.as_deref()) {
             Ok(prompt) => Some(prompt),
-            Err(message) => return fail(Exit::Usage, &message),
+            Err(message) => {
+                let message = if args.prompt.is_none()
+                    && (!args.allowed_tools.is_empty() || !args.disallowed_tools.is_empty())
+                {
+                    format!(
+                        "{message} (--allowedTools and --disallowedTools take every argument up to the next flag, as in Claude Code: put the prompt before them, or end their list with --)"
+                    )
+                } else {
+                    message
+                };
+                return fail(Exit::Usage, &message);
+            }
         },
         InputFormat::StreamJson => {
             if format != OutputFormat::StreamJson {
@@ -67,7 +79,16 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
     if verbose {
         eprintln!("capstan: session ready in {:.1} ms", session.setup_ms);
     }
+    let asks_driver = args.permission_prompt_tool.as_deref() == Some(prompt_tool::DRIVER);
+    if asks_driver && args.input_format != InputFormat::StreamJson {
+        let _ = session.agent.finish();
+        return fail(
+            Exit::Usage,
+            "--permission-prompt-tool stdio asks the program driving capstan over stdin and stdout; it needs --input-format stream-json and --output-format stream-json",
+        );
+    }
     if let Some(name) = &args.permission_prompt_tool
+        && !asks_driver
         && session.agent.toolbox().find(name).is_none()
     {
         let known: Vec<String> = session
@@ -95,12 +116,19 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
         .iter()
         .map(|t| (t.name.clone(), t.model_name.clone()))
         .collect();
-    let headless = Headless::new(
+    let mut headless = Headless::new(
         &session_id,
         &model,
         format == OutputFormat::StreamJson,
         tools.iter().cloned(),
     );
+    if args.include_partial_messages {
+        headless.include_partial_messages();
+    }
+    let questions = DriverQuestions::default();
+    if asks_driver {
+        headless.ask_driver_through(questions.clone());
+    }
     if format == OutputFormat::StreamJson {
         headless.emit(init_message(&session, &tools));
     }
@@ -125,6 +153,7 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
         headless,
         interrupt,
         session_id,
+        tools,
     };
     let source = if session.resumed { "resume" } else { "startup" };
     if let Err(error) = session.agent.start_session(source, run.frontend()).await {
@@ -140,6 +169,7 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
                 interrupt: run.interrupt.clone(),
                 by_driver: Default::default(),
                 initialize: initialize_answer(&session),
+                questions,
             };
             run.stream_of_prompts(&mut session, control).await
         }
@@ -155,6 +185,7 @@ struct Run {
     headless: Headless,
     interrupt: Interrupt,
     session_id: String,
+    tools: Vec<(String, String)>,
 }
 
 impl Run {
@@ -213,6 +244,27 @@ impl Run {
                         break;
                     }
                 }
+                Some(Line::Setting {
+                    request_id,
+                    request,
+                }) => {
+                    let response = match self.apply_setting(session, &request) {
+                        Ok(body) => {
+                            json!({"subtype": "success", "request_id": request_id, "response": body})
+                        }
+                        Err(error) => {
+                            json!({"subtype": "error", "request_id": request_id, "error": error})
+                        }
+                    };
+                    let applied = response["subtype"] == "success";
+                    StreamJsonFrontend::emit(
+                        &json!({"type": "control_response", "response": response}),
+                    );
+                    // As Claude Code does, a new `init` tells the new state.
+                    if applied {
+                        self.headless.emit(init_message(session, &self.tools));
+                    }
+                }
                 Some(Line::Malformed { line, error }) => {
                     malformed = true;
                     self.headless.emit(json!({
@@ -227,6 +279,41 @@ impl Run {
             Exit::Usage
         } else {
             exit
+        }
+    }
+
+    /// Applies a driver's `set_permission_mode` or `set_model` request;
+    /// the body of the response, or what is wrong with the request.
+    fn apply_setting(
+        &mut self,
+        session: &mut Session,
+        request: &serde_json::Value,
+    ) -> Result<serde_json::Value, String> {
+        let field = |name: &str| request.get(name).and_then(serde_json::Value::as_str);
+        match field("subtype") {
+            Some("set_permission_mode") => {
+                let mode = field("mode")
+                    .ok_or("set_permission_mode needs a `mode`: default, acceptEdits, plan or bypassPermissions")?
+                    .parse::<crate::policy::Mode>()
+                    .map_err(|e| e.to_string())?;
+                session.agent.set_mode(mode);
+                Ok(json!({"mode": claude_mode(mode)}))
+            }
+            Some("set_model") => {
+                let model = field("model")
+                    .map(str::trim)
+                    .filter(|m| !m.is_empty())
+                    .ok_or(
+                        "set_model needs a `model`, the name of a model of this session's provider",
+                    )?;
+                session
+                    .agent
+                    .set_model(model, session.context_window_setting)
+                    .map_err(|e| e.to_string())?;
+                self.headless.set_model(model);
+                Ok(json!({}))
+            }
+            _ => Err("capstan applies set_permission_mode and set_model between prompts".into()),
         }
     }
 
@@ -313,6 +400,13 @@ impl Run {
             Ok(Some((report, usage))) => (report.requests, report.tool_calls, *usage),
             _ => (0, 0, crate::model::Usage::default()),
         };
+        let stop_reason = match &outcome {
+            Ok(Some((report, _))) => match &report.end {
+                TurnEnd::Finished(reason) => Some(stop_reason_name(reason)),
+                _ => None,
+            },
+            _ => None,
+        };
         match self.format {
             OutputFormat::Text => {
                 // stdout carries the final answer and nothing else; an
@@ -328,10 +422,12 @@ impl Run {
                 }
             }
             OutputFormat::Json | OutputFormat::StreamJson => {
-                let model = &session.agent.config().model;
+                let config = session.agent.config();
+                let model = &config.model;
                 let value = headless::result_message(Summary {
                     ending: Ending {
                         subtype,
+                        stop_reason,
                         result: result_text,
                         error,
                         kind: exit.kind(),
@@ -345,6 +441,8 @@ impl Run {
                     usage,
                     cost_usd: crate::agent::cost::cost_usd(model, &usage),
                     denials: self.headless.take_denials(),
+                    context_window: config.context_window,
+                    max_output_tokens: u64::from(config.max_tokens),
                 });
                 StreamJsonFrontend::emit(&value);
             }
@@ -447,6 +545,18 @@ fn claude_mode(mode: crate::policy::Mode) -> &'static str {
     }
 }
 
+/// Why the model stopped, under the Messages API's name.
+fn stop_reason_name(reason: &crate::model::StopReason) -> String {
+    use crate::model::StopReason;
+    match reason {
+        StopReason::EndTurn => "end_turn".into(),
+        StopReason::ToolUse => "tool_use".into(),
+        StopReason::MaxTokens => "max_tokens".into(),
+        StopReason::StopSequence => "stop_sequence".into(),
+        StopReason::Other(other) => other.clone(),
+    }
+}
+
 fn exit_of(error: &AgentError) -> Exit {
     match error {
         AgentError::Model(_) => Exit::Model,
@@ -503,6 +613,7 @@ fn report_failure(format: OutputFormat, exit: Exit, message: &str, started: Inst
             StreamJsonFrontend::emit(&headless::result_message(Summary {
                 ending: Ending {
                     subtype: "error_during_execution",
+                    stop_reason: None,
                     result: String::new(),
                     error: Some(message.to_string()),
                     kind: exit.kind(),
@@ -516,6 +627,8 @@ fn report_failure(format: OutputFormat, exit: Exit, message: &str, started: Inst
                 usage: crate::model::Usage::default(),
                 cost_usd: None,
                 denials: Vec::new(),
+                context_window: 0,
+                max_output_tokens: 0,
             }))
         }
     }

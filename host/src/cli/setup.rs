@@ -48,6 +48,11 @@ pub struct SessionArgs {
     #[arg(long, value_name = "MODE")]
     pub permission_mode: Option<Mode>,
 
+    /// Claude Code's name for --permission-mode bypass: no permission
+    /// questions (plugins' grants and the OS sandbox still hold).
+    #[arg(long, conflicts_with = "permission_mode")]
+    pub dangerously_skip_permissions: bool,
+
     /// Allow a tool without asking, e.g. fs.write, 'fs.edit(src/**)' or
     /// Claude Code's 'Edit(src/**)' (repeatable).
     #[arg(long = "allow", value_name = "RULE")]
@@ -62,22 +67,27 @@ pub struct SessionArgs {
     #[arg(long = "deny", value_name = "RULE")]
     pub deny: Vec<Rule>,
 
-    /// Allow rules as Claude Code takes them: a comma- or space-separated
-    /// list, e.g. "Read Edit(src/**) Bash(git log:*)" (repeatable; same as
-    /// --allow for each).
+    /// Allow rules as Claude Code takes them: comma- or space-separated
+    /// lists, as one argument or several, e.g. "Read Edit(src/**)" or
+    /// Read 'Bash(git log:*)' (same as --allow for each). As in Claude
+    /// Code, it takes every argument up to the next flag: put the prompt
+    /// before it, or end the list with --.
     #[arg(
         long = "allowedTools",
         visible_alias = "allowed-tools",
-        value_name = "RULES"
+        value_name = "RULES",
+        num_args = 1..
     )]
     pub allowed_tools: Vec<RuleList>,
 
-    /// Deny rules as Claude Code takes them: a comma- or space-separated
-    /// list (repeatable; same as --deny for each).
+    /// Deny rules as Claude Code takes them: comma- or space-separated
+    /// lists, as one argument or several (same as --deny for each); like
+    /// --allowedTools, it takes every argument up to the next flag.
     #[arg(
         long = "disallowedTools",
         visible_alias = "disallowed-tools",
-        value_name = "RULES"
+        value_name = "RULES",
+        num_args = 1..
     )]
     pub disallowed_tools: Vec<RuleList>,
 
@@ -111,6 +121,12 @@ pub struct SessionArgs {
     /// {"behavior":"deny","message":"..."}.
     #[arg(long, value_name = "TOOL")]
     pub permission_prompt_tool: Option<String>,
+
+    /// With --output-format stream-json, also Claude Code's `stream_event`
+    /// messages: the model's answer as it streams, in the Messages API's
+    /// events.
+    #[arg(long)]
+    pub include_partial_messages: bool,
 
     /// How print mode reads its prompt: all of stdin as text, or
     /// Claude Code's stream-json, one user message per line (needs
@@ -682,7 +698,10 @@ fn build_policy(settings: &Settings, args: &SessionArgs) -> Policy {
             .rules
             .push((RuleKind::Deny, rule, Layer::CommandLine));
     }
-    settings.policy(args.permission_mode)
+    settings.policy(
+        args.permission_mode
+            .or(args.dangerously_skip_permissions.then_some(Mode::Bypass)),
+    )
 }
 
 /// The system prompt for this session.

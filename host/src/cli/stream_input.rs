@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use super::driver_questions::Delivery;
 use crate::agent::Interrupt;
 
 /// One line of input: a prompt, or why the line is not one.
@@ -26,6 +27,15 @@ use crate::agent::Interrupt;
 pub enum Line {
     /// A user message's text.
     Prompt(String),
+    /// A control request that changes the session (`set_permission_mode`,
+    /// `set_model`): applied between prompts, as Claude Code applies it,
+    /// and answered then.
+    Setting {
+        /// The request's id, for its response.
+        request_id: String,
+        /// The `request` object.
+        request: Value,
+    },
     /// A line that is not a user message, with its number (from 1).
     Malformed {
         /// The line's number.
@@ -44,6 +54,9 @@ pub struct Control {
     pub by_driver: Arc<AtomicBool>,
     /// The body of the answer to `initialize`.
     pub initialize: Value,
+    /// capstan's own questions to the driver, which its
+    /// `control_response` lines answer.
+    pub questions: super::driver_questions::DriverQuestions,
 }
 
 impl Control {
@@ -82,9 +95,11 @@ impl Control {
                 }
                 self.initialize.clone()
             }
+            // Answered once applied, between prompts.
+            Some(SET_PERMISSION_MODE | SET_MODEL) => return None,
             Some(other) => {
                 return Some(error(format!(
-                    "the control request `{other}` is not supported; capstan answers `initialize` and `interrupt`"
+                    "the control request `{other}` is not supported; capstan answers `initialize`, `interrupt`, `{SET_PERMISSION_MODE}` and `{SET_MODEL}`"
                 )));
             }
             None => {
@@ -116,6 +131,24 @@ pub fn read_stdin(control: Control) -> mpsc::UnboundedReceiver<Line> {
                 Ok(0) => break,
                 Ok(_) if text.trim().is_empty() => continue,
                 Ok(_) => {
+                    if let Ok(value) = serde_json::from_str::<Value>(text.trim()) {
+                        match control.questions.deliver(&value) {
+                            Delivery::NotAResponse => {}
+                            Delivery::Delivered => continue,
+                            Delivery::Unexpected(error) => {
+                                if sender
+                                    .send(Line::Malformed {
+                                        line: number,
+                                        error,
+                                    })
+                                    .is_err()
+                                {
+                                    break;
+                                }
+                                continue;
+                            }
+                        }
+                    }
                     if let Some(answer) = control.answer(&text) {
                         super::render::StreamJsonFrontend::emit(&answer);
                         continue;
@@ -133,12 +166,33 @@ pub fn read_stdin(control: Control) -> mpsc::UnboundedReceiver<Line> {
                 }
             }
         }
+        control.questions.close();
     });
     receiver
 }
 
+/// The control request that changes the permission mode.
+const SET_PERMISSION_MODE: &str = "set_permission_mode";
+/// The control request that changes the model.
+const SET_MODEL: &str = "set_model";
+
 /// Reads line `number`.
 pub fn parse_line(number: usize, text: &str) -> Line {
+    if let Ok(value) = serde_json::from_str::<Value>(text.trim())
+        && value.get("type").and_then(Value::as_str) == Some("control_request")
+        && let Some(request_id) = value.get("request_id").and_then(Value::as_str)
+    {
+        let request = value.get("request").cloned().unwrap_or(Value::Null);
+        if matches!(
+            request.get("subtype").and_then(Value::as_str),
+            Some(SET_PERMISSION_MODE | SET_MODEL)
+        ) {
+            return Line::Setting {
+                request_id: request_id.to_string(),
+                request,
+            };
+        }
+    }
     match prompt_of(text) {
         Ok(prompt) => Line::Prompt(prompt),
         Err(error) => Line::Malformed {
@@ -279,6 +333,7 @@ mod tests {
             interrupt: Interrupt::new(),
             by_driver: Arc::default(),
             initialize: json!({"commands": []}),
+            questions: Default::default(),
         }
     }
 
@@ -303,8 +358,8 @@ mod tests {
         assert_eq!(init["response"]["response"], json!({"commands": []}));
         for (line, needle) in [
             (
-                r#"{"type":"control_request","request_id":"r3","request":{"subtype":"set_model"}}"#,
-                "set_model",
+                r#"{"type":"control_request","request_id":"r3","request":{"subtype":"set_max_thinking_tokens"}}"#,
+                "set_max_thinking_tokens",
             ),
             (
                 r#"{"type":"control_request","request_id":"r4","request":{}}"#,
@@ -325,5 +380,16 @@ mod tests {
             let error = answer["response"]["error"].as_str().unwrap();
             assert!(error.contains(needle), "{error}");
         }
+        // Settings are left to the prompt loop, which applies and answers
+        // them between prompts.
+        let setting = r#"{"type":"control_request","request_id":"r6","request":{"subtype":"set_permission_mode","mode":"plan"}}"#;
+        assert_eq!(control.answer(setting), None);
+        assert_eq!(
+            parse_line(3, setting),
+            Line::Setting {
+                request_id: "r6".into(),
+                request: json!({"subtype": "set_permission_mode", "mode": "plan"}),
+            }
+        );
     }
 }

@@ -195,9 +195,10 @@ pub fn workspace_key(canonical_workspace: &Path) -> String {
     }
 }
 
-/// A fresh session id: 16 hex digits from the system's random source,
-/// mixed with the time, the process id and a counter so ids differ even
-/// where `/dev/urandom` is missing.
+/// A fresh session id, a version-4 UUID as Claude Code's session ids are
+/// (typed SDK consumers read them as UUIDs): 122 bits from the system's
+/// random source, mixed with the time, the process id and a counter so
+/// ids differ even where `/dev/urandom` is missing.
 pub fn new_session_id() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut hasher = Sha256::new();
@@ -213,10 +214,20 @@ pub fn new_session_id() -> String {
     hasher.update(nanos.to_le_bytes());
     hasher.update(std::process::id().to_le_bytes());
     hasher.update(COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
-    hasher.finalize()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    let digest = hasher.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
 }
 
 /// Now, in milliseconds since the Unix epoch (0 if the clock is before it).

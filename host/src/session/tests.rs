@@ -181,8 +181,19 @@ fn transcripts_live_under_the_workspace_key_and_never_share_a_file() {
         .sessions_dir()
         .join(workspace_key(&fs::canonicalize(&fx.workspace).unwrap()));
     assert_eq!(first.path().parent().unwrap(), expected_dir);
-    assert_eq!(first.id().len(), 16);
-    assert!(first.id().chars().all(|c| c.is_ascii_hexdigit()));
+    let parts: Vec<&str> = first.id().split('-').collect();
+    assert_eq!(
+        parts.iter().map(|p| p.len()).collect::<Vec<_>>(),
+        [8, 4, 4, 4, 12],
+        "{}",
+        first.id()
+    );
+    assert!(
+        parts
+            .iter()
+            .all(|p| p.chars().all(|c| c.is_ascii_hexdigit()))
+    );
+    assert!(parts[2].starts_with('4'), "{}", first.id());
 }
 
 #[test]
