@@ -121,13 +121,14 @@ pub fn invocation_name(written: &str) -> Option<String> {
 
 /// Whether `name` can name a positional argument (`arguments:` in the
 /// front matter, `$name` in the text): an ASCII letter or `_`, then
-/// letters, digits and `_`.
+/// letters, digits, `_` and `-` (`$old-name`), not ending in `-`.
 pub fn valid_argument_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && !name.ends_with('-')
 }
 
 /// Parses `text`, the contents of a `SKILL.md` in a folder named
@@ -500,7 +501,7 @@ fn argument_names(key: &str, value: Yaml, line: usize) -> Result<Vec<String>, Fr
         return Err(FrontMatterError::at(
             line,
             format!(
-                "`{bad}` in `{key}` cannot name an argument: use letters, digits and `_`, starting with a letter (it is written `${bad}` in the text)"
+                "`{bad}` in `{key}` cannot name an argument: use letters, digits, `_` and `-`, starting with a letter (it is written `${bad}` in the text)"
             ),
         ));
     }
@@ -821,12 +822,12 @@ mod tests {
         assert_eq!(meta.arguments, ["component", "source_framework"]);
         assert_eq!(meta.disallowed_tools, ["Bash(rm:*)", "Write"]);
         let meta = parse(
-            "---\ndescription: d\narguments:\n  - a\n  - b_2\n---\n",
+            "---\ndescription: d\narguments:\n  - a\n  - b_2\n  - old-name\n---\n",
             "x",
         )
         .unwrap()
         .meta;
-        assert_eq!(meta.arguments, ["a", "b_2"]);
+        assert_eq!(meta.arguments, ["a", "b_2", "old-name"]);
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod names;
 pub mod prompt;
 pub mod session;
 pub mod text;
+pub mod tool_list;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
