@@ -553,8 +553,8 @@ pub fn clip(text: String, limit: usize) -> String {
 }
 
 /// A sub-agent definition (Claude Code's `agents/NAME.md`): its front
-/// matter's `name`, `description`, `tools` and `model`, and its body, the
-/// agent's system prompt.
+/// matter's `name`, `description`, `tools`, `disallowedTools` and
+/// `model`, and its body, the agent's system prompt.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AgentFile {
     /// `name`, or the file's name without `.md`.
@@ -564,6 +564,9 @@ pub struct AgentFile {
     /// `tools`, as written (Claude Code names such as `Read, Grep`);
     /// `None` when absent (the agent inherits the session's tools).
     pub tools: Option<Vec<String>>,
+    /// `disallowedTools`, as written: tools taken away from those `tools`
+    /// gives or the agent inherits.
+    pub disallowed_tools: Vec<String>,
     /// `model`: an alias (`sonnet`, `opus`, `haiku`, `inherit`) or a name.
     pub model: Option<String>,
     /// The system prompt.
@@ -638,6 +641,9 @@ pub fn parse_agent(text: &str, file_name: &str) -> Result<AgentFile, FrontMatter
                 "name" => agent.name = string(&key, value, line)?,
                 "description" => agent.description = collapse(&string(&key, value, line)?),
                 "tools" => agent.tools = Some(tool_list(&key, value, line)?),
+                "disallowedTools" | "disallowed-tools" | "disallowed_tools" => {
+                    agent.disallowed_tools = tool_list(&key, value, line)?;
+                }
                 "model" => {
                     agent.model = Some(scalar_text(&key, value, line)?).filter(|m| !m.is_empty());
                 }

@@ -54,6 +54,66 @@ fn tool_names(request: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// `disallowedTools` takes tools away from those an agent inherits, and
+/// the sandbox follows: with every writing tool taken away, `fs.write` is
+/// not offered and its commands run with the workspace read-only, even in
+/// bypass mode.
+#[test]
+fn disallowed_tools_take_the_writing_tools_and_the_right_to_write_away() {
+    let env = Env::new();
+    env.write("notes.txt", "keep me\n");
+    env.write(
+        ".claude/agents/auditor.md",
+        "---\nname: auditor\ndescription: Audits without changing anything.\ndisallowedTools: Write, Edit, MultiEdit\n---\nYou audit.\n",
+    );
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("")
+                .call(
+                    "toolu_task",
+                    "task",
+                    json!({"description": "audit", "prompt": "Audit.", "subagent_type": "auditor"}),
+                )
+                .anthropic(),
+        ),
+        Reply::sse(
+            Answer::text("")
+                .call(
+                    "toolu_write",
+                    "fs__write",
+                    json!({"path": "out.txt", "content": "x"}),
+                )
+                .call(
+                    "toolu_exec",
+                    "exec__run",
+                    json!({"command": "echo x >> notes.txt", "write": true}),
+                )
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("Audited.").anthropic()),
+        Reply::sse(Answer::text("Done.").anthropic()),
+    ]);
+    let output = session(&env, &mock, "audit", &["--permission-mode", "bypass"]);
+    assert_exit(&output, 0);
+    let received = mock.received();
+    assert_eq!(received.len(), 4, "{}", stderr(&output));
+    let offered = tool_names(&received[1].body);
+    assert!(
+        offered.contains(&"fs__read".to_string()) && offered.contains(&"exec__run".to_string()),
+        "{offered:?}"
+    );
+    for gone in ["fs__write", "fs__edit", "task"] {
+        assert!(!offered.contains(&gone.to_string()), "{gone}: {offered:?}");
+    }
+    assert!(
+        mock.result_of("toolu_write")
+            .contains("There is no tool called `fs__write`")
+    );
+    let exec = mock.result_of("toolu_exec");
+    assert!(exec.contains("Read-only file system"), "{exec}");
+    assert_eq!(env.read("notes.txt"), "keep me\n");
+}
+
 /// An agent whose tools only read cannot write: `fs.write` is not offered
 /// (the call is refused as an unknown tool), and its command asking for a
 /// writable workspace runs with the workspace read-only, so the kernel

@@ -1,6 +1,7 @@
 //! Custom sub-agents, defined as Claude Code defines them: a markdown file
 //! `agents/NAME.md` whose front matter gives `name`, `description`,
-//! `tools` and `model`, and whose body is the agent's system prompt.
+//! `tools`, `disallowedTools` and `model`, and whose body is the agent's
+//! system prompt.
 //!
 //! They are found in the project's `.claude/agents/` (workspace, then the
 //! repository root), the user's `~/.claude/agents/` and installed
@@ -218,6 +219,21 @@ pub fn tool_names(listed: &[String]) -> (Vec<String>, Vec<String>) {
     (names, unknown)
 }
 
+/// Whether `name` (a capstan name from [`tool_names`]: `fs.write`,
+/// `git.*`, `mcp__server`, `mcp__server__tool`) names `tool`.
+fn names_tool(name: &str, tool: &AgentTool) -> bool {
+    if let Some(plugin) = name.strip_suffix(".*") {
+        return tool.plugin() == Some(plugin);
+    }
+    if let Some(pattern) = crate::policy::claude_code::mcp_pattern(name) {
+        return match pattern.strip_suffix('*') {
+            Some(prefix) => tool.name.starts_with(prefix),
+            None => tool.name == pattern,
+        };
+    }
+    tool.name == name
+}
+
 /// Whether `tool` runs native commands, whose writing and network are
 /// decided per call ([`Reach`]) rather than by their hints: `Bash` alone
 /// gives neither.
@@ -229,7 +245,8 @@ fn runs_commands(tool: &AgentTool) -> bool {
 /// session's provider `provider` and model `session_model`: its body as
 /// the system prompt (with the working folder `workspace`), exactly the
 /// tools it lists (all of the session's but `task` and `skill` when it
-/// lists none), and the reach those tools need. Also returns notes for
+/// lists none) less those its `disallowedTools` names (a whole tool, even
+/// when written with parentheses), and the reach those tools need. Also returns notes for
 /// the result: tools it names that capstan does not have, a model the
 /// provider cannot serve.
 pub fn profile(
@@ -244,22 +261,44 @@ pub fn profile(
         super::subagent::TOOL_NAME.to_string(),
         crate::skills::session::TOOL_NAME.to_string(),
     ];
+    let (taken_away, unknown_taken) = tool_names(&agent.file.disallowed_tools);
+    if !unknown_taken.is_empty() {
+        notes.push(format!(
+            "the agent's disallowedTools names tools capstan does not have: {}",
+            unknown_taken.join(", ")
+        ));
+    }
     let (allowance, reach) = match &agent.file.tools {
-        None => (ToolAllowance::AllBut(no_nesting.to_vec()), Reach::FULL),
-        Some(listed) => {
-            let (names, unknown) = tool_names(listed);
-            if !unknown.is_empty() {
-                notes.push(format!(
-                    "the agent lists tools capstan does not have, left out: {}",
-                    unknown.join(", ")
-                ));
-            }
-            let names: Vec<String> = names
-                .into_iter()
-                .filter(|name| !no_nesting.contains(name))
+        None if taken_away.is_empty() => (ToolAllowance::AllBut(no_nesting.to_vec()), Reach::FULL),
+        listed => {
+            let base = match listed {
+                None => ToolAllowance::AllBut(no_nesting.to_vec()),
+                Some(listed) => {
+                    let (names, unknown) = tool_names(listed);
+                    if !unknown.is_empty() {
+                        notes.push(format!(
+                            "the agent lists tools capstan does not have, left out: {}",
+                            unknown.join(", ")
+                        ));
+                    }
+                    ToolAllowance::Named(
+                        names
+                            .into_iter()
+                            .filter(|name| !no_nesting.contains(name))
+                            .collect(),
+                    )
+                }
+            };
+            let offered: Vec<&AgentTool> = tools
+                .iter()
+                .filter(|t| base.allows(t))
+                .filter(|t| !taken_away.iter().any(|name| names_tool(name, t)))
                 .collect();
-            let allowance = ToolAllowance::Named(names);
-            let offered: Vec<&AgentTool> = tools.iter().filter(|t| allowance.allows(t)).collect();
+            let allowance = if taken_away.is_empty() {
+                base
+            } else {
+                ToolAllowance::Named(offered.iter().map(|t| t.name.clone()).collect())
+            };
             let reach = Reach {
                 write: offered
                     .iter()
@@ -396,6 +435,7 @@ mod tests {
                 name: "a".into(),
                 description: "d".into(),
                 tools: tools.map(|t| t.iter().map(|s| s.to_string()).collect()),
+                disallowed_tools: Vec::new(),
                 model: None,
                 body: "You are a.".into(),
             },
@@ -456,6 +496,51 @@ mod tests {
         assert!(system.contains("The workspace is read-only for you. You have no network."));
         let (all, _) = profile(&agent(None), &tools, "anthropic", "m", Path::new("/ws"));
         assert!(!all.tools.allows(&tools[4]) && all.tools.allows(&tools[1]));
+    }
+
+    #[test]
+    fn disallowed_tools_take_tools_away_and_the_reach_they_gave() {
+        let tools = [
+            tool("fs.read", true, false),
+            tool("fs.write", false, false),
+            tool("exec.run", false, true),
+            tool("web.fetch", true, true),
+            tool("mcp__gh__create_issue", false, true),
+            tool("task", true, false),
+        ];
+        let run = |listed: Option<&[&str]>, taken: &[&str]| {
+            let mut agent = agent(listed);
+            agent.file.disallowed_tools = taken.iter().map(|s| s.to_string()).collect();
+            let (profile, notes) = profile(&agent, &tools, "anthropic", "m", Path::new("/ws"));
+            let offered: Vec<String> = tools
+                .iter()
+                .filter(|t| profile.tools.allows(t))
+                .map(|t| t.name.clone())
+                .collect();
+            (offered, profile.reach, notes)
+        };
+        // Inheriting every tool but the writing and network ones: its
+        // commands run read-only and without network.
+        let (offered, reach, _) = run(None, &["Write", "Edit", "WebFetch", "mcp__gh"]);
+        assert_eq!(offered, ["fs.read", "exec.run"]);
+        assert_eq!(
+            reach,
+            Reach {
+                write: false,
+                net: false
+            }
+        );
+        // A rule in parentheses takes the whole tool; a name capstan has
+        // no tool for is noted.
+        let (offered, reach, notes) =
+            run(Some(&["Read", "Bash", "Write"]), &["Bash(rm:*)", "Frob"]);
+        assert_eq!(offered, ["fs.read", "fs.write"]);
+        assert!(reach.write && !reach.net);
+        assert!(notes.iter().any(|n| n.contains("Frob")), "{notes:?}");
+        // Nothing taken away: as before.
+        let (offered, reach, _) = run(None, &[]);
+        assert_eq!(offered.len(), 5);
+        assert_eq!(reach, Reach::FULL);
     }
 
     #[test]

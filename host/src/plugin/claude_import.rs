@@ -824,29 +824,40 @@ fn import_agents(root: &Path, warnings: &mut Vec<String>) -> Vec<String> {
 /// A sub-agent in plain words for the consent text: its tools, and what
 /// its calls' sandboxes may reach.
 fn describe_agent(rel: &str, agent: &front_matter::AgentFile) -> String {
+    let base = |tool: &str| tool.split('(').next().unwrap_or(tool).trim().to_string();
+    let taken: Vec<String> = agent.disallowed_tools.iter().map(|t| base(t)).collect();
+    let without = if taken.is_empty() {
+        String::new()
+    } else {
+        format!(" (without {})", agent.disallowed_tools.join(", "))
+    };
     let Some(tools) = &agent.tools else {
         return format!(
-            "{rel}: sub-agent `{}`: lists no tools, so it gets the session's (never more than yours)",
+            "{rel}: sub-agent `{}`: lists no tools, so it gets the session's{without} (never more than yours)",
             agent.name
         );
     };
-    let base = |tool: &str| tool.split('(').next().unwrap_or(tool).trim().to_string();
-    let writes = tools.iter().any(|t| {
+    let kept: Vec<String> = tools
+        .iter()
+        .filter(|t| !taken.contains(&base(t)))
+        .cloned()
+        .collect();
+    let writes = kept.iter().any(|t| {
         matches!(
             base(t).as_str(),
             "Write" | "Edit" | "MultiEdit" | "NotebookEdit"
         )
     });
-    let net = tools
+    let net = kept
         .iter()
         .any(|t| matches!(base(t).as_str(), "WebFetch" | "WebSearch"));
     format!(
         "{rel}: sub-agent `{}`: tools {}; {}; {}",
         agent.name,
-        if tools.is_empty() {
+        if kept.is_empty() {
             "none".to_string()
         } else {
-            tools.join(", ")
+            kept.join(", ")
         },
         if writes {
             "may write the workspace when your permission mode lets it"
@@ -1126,6 +1137,10 @@ mod tests {
             "---\nname: helper\ndescription: Helps.\ntools: Read, Grep\n---\nYou help.\n",
         );
         w("agents/nameless.md", "no front matter, no description\n");
+        w(
+            "agents/looker.md",
+            "---\nname: looker\ndescription: Looks.\ntools: Read, Edit, Bash\ndisallowedTools: Edit\n---\nYou look.\n",
+        );
         #[cfg(unix)]
         std::os::unix::fs::symlink("/etc/passwd", root.join("skills/review/passwd")).unwrap();
         let staging = dir.path().join("staging");
@@ -1138,9 +1153,16 @@ mod tests {
             "{:?}",
             imported.warnings
         );
-        assert_eq!(imported.agents.len(), 1);
+        assert_eq!(imported.agents.len(), 2);
         assert!(
             imported.agents[0].contains("sub-agent `helper`: tools Read, Grep; the workspace is read-only for it, commands included; no network"),
+            "{:?}",
+            imported.agents
+        );
+        assert!(
+            imported.agents[1].contains(
+                "sub-agent `looker`: tools Read, Bash; the workspace is read-only for it"
+            ),
             "{:?}",
             imported.agents
         );
