@@ -368,6 +368,10 @@ fn plugins_sharing_a_skill_name_stay_reachable_by_qualified_names() {
     assert!(prompt_text(&env, "/clean_gone").contains("CLEAN-GONE-BODY"));
     assert!(prompt_text(&env, "/tools-one:clean_gone").contains("CLEAN-GONE-BODY"));
     assert!(prompt_text(&env, "/tidy").contains("TIDY-SKILL-BODY"));
+    // A plugin's command in a sub-folder is `plugin:folder:name`, and the
+    // bare name while it is unique.
+    assert!(prompt_text(&env, "/tools-one:git:sync main").contains("GIT-SYNC-BODY for main."));
+    assert!(prompt_text(&env, "/sync dev").contains("GIT-SYNC-BODY for dev."));
 
     // The bare shared name says which qualified names exist.
     let mock = MockModel::start(vec![]);

@@ -9,7 +9,8 @@
 //! hashed, locked and consented to like any plugin. Its skills
 //! (`skills/NAME/SKILL.md`, or the folders `skills` in `plugin.json` or a
 //! marketplace entry lists; skills one folder deeper are found too) and
-//! its markdown commands (`commands/NAME.md`, or those `commands` lists)
+//! its markdown commands (`commands/NAME.md`, `commands/SUB/NAME.md`
+//! named `plugin:SUB:NAME` as in Claude Code, or those `commands` lists)
 //! become capstan skills; a skill or command found elsewhere is placed at
 //! `skills/NAME/` or `commands/NAME.md` in the package. Every other file is
 //! kept so that `${CLAUDE_PLUGIN_ROOT}/...` in a skill's text names a file
@@ -643,17 +644,17 @@ fn find_commands(
         }
     }
     if use_default {
-        paths.extend(markdown_in("commands"));
-        let nested: BTreeSet<&str> = files
-            .iter()
-            .filter_map(|rel| rel.strip_prefix("commands/"))
-            .filter(|rest| rest.ends_with(".md"))
-            .filter_map(|rest| rest.split_once('/').map(|(folder, _)| folder))
-            .collect();
-        for folder in nested {
-            warnings.push(format!(
-                "commands/{folder}/: commands in sub-folders are not imported (only commands/NAME.md)"
-            ));
+        // `commands/NAME.md`, and in sub-folders `commands/SUB/NAME.md`,
+        // which Claude Code names `plugin:SUB:NAME` (kept where they are).
+        for rel in files.iter().filter(|rel| rel.starts_with("commands/")) {
+            match package::skill_file_in_plugin(rel) {
+                Some(_) => paths.push(rel.clone()),
+                None if rel.ends_with(".md") => warnings.push(format!(
+                    "{rel}: more than {} folders deep in commands/; skipped",
+                    package::MAX_COMMAND_SUBFOLDERS
+                )),
+                None => {}
+            }
         }
     }
     let mut seen = BTreeSet::new();
@@ -671,9 +672,16 @@ fn find_commands(
             }
             None => Err("0: not readable".to_string()),
         };
+        // A listed command is placed at `commands/NAME.md`; one of the
+        // default folder stays where it is, sub-folders included.
+        let to = if rel.starts_with("commands/") {
+            rel.clone()
+        } else {
+            format!("commands/{file}")
+        };
         match parsed {
             Ok(parsed) => commands.push(Found {
-                to: format!("commands/{file}"),
+                to,
                 from: rel,
                 name: parsed.meta.name,
             }),
@@ -1288,11 +1296,19 @@ mod tests {
         );
         w("prompts/hello.md", "Say hello");
         w("commands/sub/x.md", "x");
+        w("commands/a/b/c/d/e/y.md", "y");
         let imported = import(&root, &dir.path().join("s")).unwrap();
         let out = imported.root();
         let mut names = imported.skills.clone();
         names.sort();
-        assert_eq!(names, ["deep", "hello", "lint"], "{:?}", imported.warnings);
+        assert_eq!(
+            names,
+            ["deep", "hello", "lint", "x"],
+            "{:?}",
+            imported.warnings
+        );
+        // A command in a sub-folder stays there: `kit:sub:x`.
+        assert!(out.join("commands/sub/x.md").is_file());
         assert!(out.join("skills/lint/SKILL.md").is_file());
         assert!(!out.join("extra/lint").exists());
         assert!(out.join("skills/deep/ref.md").is_file());
@@ -1302,10 +1318,10 @@ mod tests {
         let warnings = imported.warnings.join("\n");
         assert!(warnings.contains("skills/broken/SKILL.md:"), "{warnings}");
         assert!(
-            warnings.contains("commands/sub/: commands in sub-folders"),
+            warnings.contains("commands/a/b/c/d/e/y.md: more than 4 folders deep"),
             "{warnings}"
         );
-        assert_eq!(imported.items_found, 5);
+        assert_eq!(imported.items_found, 6);
         let refused = imported.refused.join("\n");
         assert!(
             refused.contains("version `soon` is not semver"),
