@@ -61,13 +61,20 @@ pub const IMPORT_NOTES: &str = "IMPORTED-FROM-CLAUDE-CODE.md";
 const MAX_FILE: u64 = 8 << 20;
 
 /// Whether `root` is a Claude Code plugin rather than a capstan one: it has
-/// no `plugin.toml`, and has `.claude-plugin/plugin.json` (or, without one,
-/// a `skills/` or `commands/` folder, as Claude Code allows).
+/// no `plugin.toml`, and has `.claude-plugin/plugin.json` or, without one,
+/// a part in its default place, as Claude Code allows (the manifest is
+/// optional there): `skills/`, `commands/`, `agents/`,
+/// `hooks/hooks.json`, `.mcp.json` or `.lsp.json`.
 pub fn is_claude_plugin(root: &Path) -> bool {
     !root.join(MANIFEST_FILE).exists()
         && (root.join(CLAUDE_MANIFEST).is_file()
             || root.join("skills").is_dir()
             || root.join("commands").is_dir()
+            || root.join("agents").is_dir()
+            || root
+                .join(crate::plugin::command_hooks::HOOKS_FILE)
+                .is_file()
+            || root.join(".mcp.json").is_file()
             || root.join(".lsp.json").is_file())
 }
 
@@ -1233,6 +1240,30 @@ mod tests {
         );
         assert!(!all.contains("hooks.json"), "{all}");
         assert!(!all.contains("agents/"), "{all}");
+    }
+
+    #[test]
+    fn a_folder_without_a_manifest_is_a_plugin_by_its_parts() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("scouts");
+        fs::create_dir_all(&root).unwrap();
+        assert!(!is_claude_plugin(&root));
+        for part in ["agents/scout.md", "hooks/hooks.json", ".mcp.json"] {
+            let only = dir.path().join(part.replace(['/', '.'], "-"));
+            fs::create_dir_all(only.join(part).parent().unwrap()).unwrap();
+            fs::write(only.join(part), "{}").unwrap();
+            assert!(is_claude_plugin(&only), "{part}");
+            fs::write(only.join(MANIFEST_FILE), "").unwrap();
+            assert!(!is_claude_plugin(&only), "{part} with a plugin.toml");
+        }
+        fs::create_dir_all(root.join("agents")).unwrap();
+        fs::write(
+            root.join("agents/scout.md"),
+            "---\nname: scout\ndescription: Scouts.\ntools: Read\n---\nScout.\n",
+        )
+        .unwrap();
+        let imported = import(&root, &dir.path().join("s")).unwrap();
+        assert_eq!(imported.agents.len(), 1, "{:?}", imported.warnings);
     }
 
     #[test]
