@@ -225,6 +225,78 @@ fn read_only_agent_in(mode: &str) {
     );
 }
 
+/// Two plugins that both bring a `code-reviewer` agent: both stay
+/// reachable as `plugin:code-reviewer`, as Claude Code names plugins'
+/// agents, and the task tool lists and starts them by those names.
+#[test]
+fn two_plugins_agents_of_one_name_are_both_reachable_by_qualified_names() {
+    let env = Env::new();
+    for plugin in ["review-agents", "pr-review-toolkit"] {
+        let output = env
+            .capstan()
+            .args(["plugin", "install"])
+            .arg(
+                support::repo_root()
+                    .join("tests/fixtures/claude-plugins")
+                    .join(plugin),
+            )
+            .arg("--yes")
+            .output()
+            .unwrap();
+        assert_exit(&output, 0);
+    }
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("")
+                .call(
+                    "toolu_task",
+                    "task",
+                    json!({"description": "review", "prompt": "Review.", "subagent_type": "pr-review-toolkit:code-reviewer"}),
+                )
+                .call(
+                    "toolu_bare",
+                    "task",
+                    json!({"description": "review", "prompt": "Review.", "subagent_type": "code-reviewer"}),
+                )
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("Reviewed by the toolkit.").anthropic()),
+        Reply::sse(Answer::text("Done.").anthropic()),
+    ]);
+    let output = session(&env, &mock, "review", &[]);
+    assert_exit(&output, 0);
+    let received = mock.received();
+    assert_eq!(received.len(), 3, "{}", stderr(&output));
+    let task = received[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "task")
+        .unwrap()
+        .clone();
+    let names = task["input_schema"]["properties"]["subagent_type"]["enum"].clone();
+    for name in [
+        "review-agents:code-reviewer",
+        "pr-review-toolkit:code-reviewer",
+    ] {
+        assert!(names.as_array().unwrap().contains(&json!(name)), "{names}");
+    }
+    let system = received[1].body["system"].to_string();
+    assert!(
+        system.contains("You are a careful code reviewer."),
+        "{system}"
+    );
+    assert!(!system.contains("You are a careful reviewer."), "{system}");
+    // The bare name is ambiguous: the error names both.
+    let bare = mock.result_of("toolu_bare");
+    assert!(
+        bare.contains("`code-reviewer` is the name of more than one agent")
+            && bare.contains("pr-review-toolkit:code-reviewer")
+            && bare.contains("review-agents:code-reviewer"),
+        "{bare}"
+    );
+}
+
 /// The task tool lists the custom agents (name and description) and starts
 /// one by name: its body is the system prompt, its model alias picks the
 /// model, and it is offered exactly the tools it lists.

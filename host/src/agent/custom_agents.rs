@@ -6,8 +6,10 @@
 //! They are found in the project's `.claude/agents/` (workspace, then the
 //! repository root), the user's `~/.claude/agents/` and installed
 //! plugins' `agents/` (read through the lock, so a changed file is
-//! refused); on a name clash the first of that order wins. The `task` tool
-//! starts them by name.
+//! refused); between the project's and the user's, the first of a name
+//! wins. A plugin's agent is also `plugin:name`, as in Claude Code, so two
+//! plugins' agents of one name both stay reachable. The `task` tool starts
+//! them by name.
 //!
 //! Unlike Claude Code, where the list is advisory, an agent runs with
 //! exactly the tools it lists, and the sandbox of every call it makes holds
@@ -38,6 +40,19 @@ pub struct CustomAgent {
     pub file: AgentFile,
     /// Where it came from, for messages (`project`, `user`, `plugin NAME`).
     pub source: String,
+    /// The plugin that brought it, if one did: it is also reachable as
+    /// `plugin:name`, as Claude Code names plugins' agents.
+    pub plugin: Option<String>,
+}
+
+impl CustomAgent {
+    /// Its name qualified by its plugin (`plugin:name`), or its name.
+    pub fn qualified_name(&self) -> String {
+        match &self.plugin {
+            Some(plugin) => format!("{plugin}:{}", self.file.name),
+            None => self.file.name.clone(),
+        }
+    }
 }
 
 /// The custom agents of a session, and what the user should know about the
@@ -72,25 +87,71 @@ impl CustomAgents {
         found
     }
 
-    /// The agent called `name`.
+    /// The agent `name` asks for: `plugin:name` for a plugin's agent, or
+    /// a bare name, which finds the project's or the user's agent of that
+    /// name, else the one plugin agent of that name (none when several
+    /// plugins offer it: [`CustomAgents::call_name`] qualifies them).
     pub fn find(&self, name: &str) -> Option<&CustomAgent> {
-        self.agents.iter().find(|agent| agent.file.name == name)
+        if let Some((plugin, bare)) = name.rsplit_once(':') {
+            return self
+                .agents
+                .iter()
+                .find(|a| a.plugin.as_deref() == Some(plugin) && a.file.name == bare);
+        }
+        let mut named = self.agents.iter().filter(|a| a.file.name == name);
+        if let Some(own) = self
+            .agents
+            .iter()
+            .find(|a| a.plugin.is_none() && a.file.name == name)
+        {
+            return Some(own);
+        }
+        match (named.next(), named.next()) {
+            (Some(one), None) => Some(one),
+            _ => None,
+        }
     }
 
-    fn add(&mut self, file: AgentFile, source: String) {
-        if let Some(winner) = self.find(&file.name) {
+    /// The name `agent` is called by: its own when that finds it, else
+    /// `plugin:name`.
+    pub fn call_name(&self, agent: &CustomAgent) -> String {
+        match self.find(&agent.file.name) {
+            Some(found) if std::ptr::eq(found, agent) => agent.file.name.clone(),
+            _ => agent.qualified_name(),
+        }
+    }
+
+    /// The names the agents are called by, in order.
+    pub fn call_names(&self) -> Vec<String> {
+        self.agents.iter().map(|a| self.call_name(a)).collect()
+    }
+
+    fn add(&mut self, file: AgentFile, source: String, plugin: Option<String>) {
+        // A plugin's agent stays reachable as `plugin:name` whatever else
+        // is called so; between the project's and the user's, the first
+        // wins.
+        let clash = self
+            .agents
+            .iter()
+            .find(|a| a.file.name == file.name && (plugin.is_none() || a.plugin == plugin));
+        if let Some(winner) = clash {
             self.warnings.push(format!(
                 "the agent `{}` of {source} is hidden by the one of {}",
                 file.name, winner.source
             ));
             return;
         }
-        self.agents.push(CustomAgent { file, source });
+        self.agents.push(CustomAgent {
+            file,
+            source,
+            plugin,
+        });
     }
 
     fn parse(&mut self, text: &str, path: &Path, stem: &str, source: String) {
+        let plugin = source.strip_prefix("plugin ").map(str::to_string);
         match front_matter::parse_agent(text, stem) {
-            Ok(file) => self.add(file, source),
+            Ok(file) => self.add(file, source, plugin),
             Err(e) => self.warnings.push(format!(
                 "skipped the agent {}:{}: {}",
                 path.display(),
@@ -440,6 +501,7 @@ mod tests {
                 body: "You are a.".into(),
             },
             source: "project".into(),
+            plugin: None,
         }
     }
 
@@ -541,6 +603,53 @@ mod tests {
         let (offered, reach, _) = run(None, &[]);
         assert_eq!(offered.len(), 5);
         assert_eq!(reach, Reach::FULL);
+    }
+
+    #[test]
+    fn plugins_agents_of_one_name_stay_reachable_by_qualified_names() {
+        let file = |name: &str, description: &str| AgentFile {
+            name: name.into(),
+            description: description.into(),
+            ..AgentFile::default()
+        };
+        let mut found = CustomAgents::default();
+        found.add(file("planner", "mine"), "project".into(), None);
+        found.add(
+            file("code-reviewer", "one"),
+            "plugin review-agents".into(),
+            Some("review-agents".into()),
+        );
+        found.add(
+            file("code-reviewer", "two"),
+            "plugin pr-review-toolkit".into(),
+            Some("pr-review-toolkit".into()),
+        );
+        found.add(
+            file("planner", "theirs"),
+            "plugin planning".into(),
+            Some("planning".into()),
+        );
+        assert!(found.warnings.is_empty(), "{:?}", found.warnings);
+        assert_eq!(
+            found.call_names(),
+            [
+                "planner",
+                "review-agents:code-reviewer",
+                "pr-review-toolkit:code-reviewer",
+                "planning:planner"
+            ]
+        );
+        let description = |name: &str| found.find(name).map(|a| a.file.description.as_str());
+        assert_eq!(description("planner"), Some("mine"));
+        assert_eq!(description("planning:planner"), Some("theirs"));
+        assert_eq!(description("pr-review-toolkit:code-reviewer"), Some("two"));
+        assert_eq!(description("code-reviewer"), None);
+        assert_eq!(description("other:planner"), None);
+        // With one plugin offering it, the bare name finds it too.
+        let mut one = CustomAgents::default();
+        one.add(file("scout", "s"), "plugin p".into(), Some("p".into()));
+        assert_eq!(one.call_names(), ["scout"]);
+        assert!(one.find("p:scout").is_some());
     }
 
     #[test]
