@@ -121,13 +121,14 @@ pub fn invocation_name(written: &str) -> Option<String> {
 
 /// Whether `name` can name a positional argument (`arguments:` in the
 /// front matter, `$name` in the text): an ASCII letter or `_`, then
-/// letters, digits and `_`.
+/// letters, digits, `_` and `-` (`$old-name`), not ending in `-`.
 pub fn valid_argument_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        && !name.ends_with('-')
 }
 
 /// Parses `text`, the contents of a `SKILL.md` in a folder named
@@ -500,7 +501,7 @@ fn argument_names(key: &str, value: Yaml, line: usize) -> Result<Vec<String>, Fr
         return Err(FrontMatterError::at(
             line,
             format!(
-                "`{bad}` in `{key}` cannot name an argument: use letters, digits and `_`, starting with a letter (it is written `${bad}` in the text)"
+                "`{bad}` in `{key}` cannot name an argument: use letters, digits, `_` and `-`, starting with a letter (it is written `${bad}` in the text)"
             ),
         ));
     }
@@ -552,8 +553,8 @@ pub fn clip(text: String, limit: usize) -> String {
 }
 
 /// A sub-agent definition (Claude Code's `agents/NAME.md`): its front
-/// matter's `name`, `description`, `tools` and `model`, and its body, the
-/// agent's system prompt.
+/// matter's `name`, `description`, `tools`, `disallowedTools` and
+/// `model`, and its body, the agent's system prompt.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AgentFile {
     /// `name`, or the file's name without `.md`.
@@ -563,6 +564,9 @@ pub struct AgentFile {
     /// `tools`, as written (Claude Code names such as `Read, Grep`);
     /// `None` when absent (the agent inherits the session's tools).
     pub tools: Option<Vec<String>>,
+    /// `disallowedTools`, as written: tools taken away from those `tools`
+    /// gives or the agent inherits.
+    pub disallowed_tools: Vec<String>,
     /// `model`: an alias (`sonnet`, `opus`, `haiku`, `inherit`) or a name.
     pub model: Option<String>,
     /// The system prompt.
@@ -637,6 +641,9 @@ pub fn parse_agent(text: &str, file_name: &str) -> Result<AgentFile, FrontMatter
                 "name" => agent.name = string(&key, value, line)?,
                 "description" => agent.description = collapse(&string(&key, value, line)?),
                 "tools" => agent.tools = Some(tool_list(&key, value, line)?),
+                "disallowedTools" | "disallowed-tools" | "disallowed_tools" => {
+                    agent.disallowed_tools = tool_list(&key, value, line)?;
+                }
                 "model" => {
                     agent.model = Some(scalar_text(&key, value, line)?).filter(|m| !m.is_empty());
                 }
@@ -904,12 +911,12 @@ mod tests {
         assert_eq!(meta.arguments, ["component", "source_framework"]);
         assert_eq!(meta.disallowed_tools, ["Bash(rm:*)", "Write"]);
         let meta = parse(
-            "---\ndescription: d\narguments:\n  - a\n  - b_2\n---\n",
+            "---\ndescription: d\narguments:\n  - a\n  - b_2\n  - old-name\n---\n",
             "x",
         )
         .unwrap()
         .meta;
-        assert_eq!(meta.arguments, ["a", "b_2"]);
+        assert_eq!(meta.arguments, ["a", "b_2", "old-name"]);
     }
 
     #[test]

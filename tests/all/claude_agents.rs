@@ -54,6 +54,66 @@ fn tool_names(request: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// `disallowedTools` takes tools away from those an agent inherits, and
+/// the sandbox follows: with every writing tool taken away, `fs.write` is
+/// not offered and its commands run with the workspace read-only, even in
+/// bypass mode.
+#[test]
+fn disallowed_tools_take_the_writing_tools_and_the_right_to_write_away() {
+    let env = Env::new();
+    env.write("notes.txt", "keep me\n");
+    env.write(
+        ".claude/agents/auditor.md",
+        "---\nname: auditor\ndescription: Audits without changing anything.\ndisallowedTools: Write, Edit, MultiEdit\n---\nYou audit.\n",
+    );
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("")
+                .call(
+                    "toolu_task",
+                    "task",
+                    json!({"description": "audit", "prompt": "Audit.", "subagent_type": "auditor"}),
+                )
+                .anthropic(),
+        ),
+        Reply::sse(
+            Answer::text("")
+                .call(
+                    "toolu_write",
+                    "fs__write",
+                    json!({"path": "out.txt", "content": "x"}),
+                )
+                .call(
+                    "toolu_exec",
+                    "exec__run",
+                    json!({"command": "echo x >> notes.txt", "write": true}),
+                )
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("Audited.").anthropic()),
+        Reply::sse(Answer::text("Done.").anthropic()),
+    ]);
+    let output = session(&env, &mock, "audit", &["--permission-mode", "bypass"]);
+    assert_exit(&output, 0);
+    let received = mock.received();
+    assert_eq!(received.len(), 4, "{}", stderr(&output));
+    let offered = tool_names(&received[1].body);
+    assert!(
+        offered.contains(&"fs__read".to_string()) && offered.contains(&"exec__run".to_string()),
+        "{offered:?}"
+    );
+    for gone in ["fs__write", "fs__edit", "task"] {
+        assert!(!offered.contains(&gone.to_string()), "{gone}: {offered:?}");
+    }
+    assert!(
+        mock.result_of("toolu_write")
+            .contains("There is no tool called `fs__write`")
+    );
+    let exec = mock.result_of("toolu_exec");
+    assert!(exec.contains("Read-only file system"), "{exec}");
+    assert_eq!(env.read("notes.txt"), "keep me\n");
+}
+
 /// An agent whose tools only read cannot write: `fs.write` is not offered
 /// (the call is refused as an unknown tool), and its command asking for a
 /// writable workspace runs with the workspace read-only, so the kernel
@@ -162,6 +222,78 @@ fn read_only_agent_in(mode: &str) {
             .iter()
             .any(|r| r["kind"] == "http_refused" && r["url"] == "https://example.com"),
         "{records:#?}"
+    );
+}
+
+/// Two plugins that both bring a `code-reviewer` agent: both stay
+/// reachable as `plugin:code-reviewer`, as Claude Code names plugins'
+/// agents, and the task tool lists and starts them by those names.
+#[test]
+fn two_plugins_agents_of_one_name_are_both_reachable_by_qualified_names() {
+    let env = Env::new();
+    for plugin in ["review-agents", "pr-review-toolkit"] {
+        let output = env
+            .capstan()
+            .args(["plugin", "install"])
+            .arg(
+                support::repo_root()
+                    .join("tests/fixtures/claude-plugins")
+                    .join(plugin),
+            )
+            .arg("--yes")
+            .output()
+            .unwrap();
+        assert_exit(&output, 0);
+    }
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("")
+                .call(
+                    "toolu_task",
+                    "task",
+                    json!({"description": "review", "prompt": "Review.", "subagent_type": "pr-review-toolkit:code-reviewer"}),
+                )
+                .call(
+                    "toolu_bare",
+                    "task",
+                    json!({"description": "review", "prompt": "Review.", "subagent_type": "code-reviewer"}),
+                )
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("Reviewed by the toolkit.").anthropic()),
+        Reply::sse(Answer::text("Done.").anthropic()),
+    ]);
+    let output = session(&env, &mock, "review", &[]);
+    assert_exit(&output, 0);
+    let received = mock.received();
+    assert_eq!(received.len(), 3, "{}", stderr(&output));
+    let task = received[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "task")
+        .unwrap()
+        .clone();
+    let names = task["input_schema"]["properties"]["subagent_type"]["enum"].clone();
+    for name in [
+        "review-agents:code-reviewer",
+        "pr-review-toolkit:code-reviewer",
+    ] {
+        assert!(names.as_array().unwrap().contains(&json!(name)), "{names}");
+    }
+    let system = received[1].body["system"].to_string();
+    assert!(
+        system.contains("You are a careful code reviewer."),
+        "{system}"
+    );
+    assert!(!system.contains("You are a careful reviewer."), "{system}");
+    // The bare name is ambiguous: the error names both.
+    let bare = mock.result_of("toolu_bare");
+    assert!(
+        bare.contains("`code-reviewer` is the name of more than one agent")
+            && bare.contains("pr-review-toolkit:code-reviewer")
+            && bare.contains("review-agents:code-reviewer"),
+        "{bare}"
     );
 }
 

@@ -524,7 +524,7 @@ fn compat_every_fixture_plugin_installs_or_says_why() {
     assert!(failed_labels.is_empty(), "{failed_labels:?}");
     // Every skill and command of the fixtures is either imported or
     // reported as skipped, none lost silently.
-    assert_eq!(imported + skipped, 42);
+    assert_eq!(imported + skipped, 46);
     // Output styles are items too: the explanatory-style plugin's.
     assert_eq!(styles, 1);
 }

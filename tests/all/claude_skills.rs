@@ -1,8 +1,9 @@
 //! Skills and commands written for Claude Code behave as their authors
 //! meant, through the real binary and the mock model: arguments
 //! (`$ARGUMENTS`, `$0`, missing positionals, quotes, named arguments,
-//! `$2.5M`), `allowed-tools` as pre-approval and `disallowed-tools` as a
-//! block while the skill is active, display-style and `_` names,
+//! `$2.5M`, escapes), `allowed-tools` as pre-approval and
+//! `disallowed-tools` as a block while the skill is active, every Claude
+//! Code tool name mapped or reported, display-style and `_` names,
 //! `plugin:name` with two plugins offering one name, the project's and the
 //! user's `.claude/commands/`, and suggestions for an unknown `/name`.
 //! The fixtures are in `tests/fixtures/claude-code-compat/`.
@@ -100,19 +101,31 @@ fn arguments_are_substituted_as_claude_code_does() {
         text.contains("Named: Acme Robotics in logistics. Year 2: $2.5M ARR, up from $1k."),
         "{text}"
     );
+    // A named argument with none for it is empty; a backslash keeps a
+    // placeholder as written and is dropped.
+    assert!(
+        text.contains("Lead: []. Kept: $0 costs $1.50; awk '{print $1}'."),
+        "{text}"
+    );
     assert!(!text.contains("ARGUMENTS: "), "{text}");
 
-    // No arguments: every positional stays as written, prices too.
+    // No arguments: every positional stays as written, prices too; named
+    // ones are empty, as in Claude Code.
     let text = prompt_text(&env, "/pitch");
     assert!(
-        text.contains("First: $0. Second: $1. Third: $ARGUMENTS[2]. All: .\nNamed: $company in $market. Year 2: $2.5M ARR, up from $1k."),
+        text.contains("First: $0. Second: $1. Third: $ARGUMENTS[2]. All: .\nNamed:  in . Year 2: $2.5M ARR, up from $1k.\nLead: []. Kept: $0 costs $1.50;"),
         "{text}"
     );
 
-    // A third argument is what `$2` stands for, as in Claude Code.
+    // A third argument is what `$2` stands for, as in Claude Code, and
+    // the name with a `-` in it.
     let text = prompt_text(&env, "/pitch a b c");
     assert!(
         text.contains("Third: c.") && text.contains("Year 2: c.5M ARR"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Lead: [c]. Kept: $0 costs $1.50; awk '{print $1}'."),
         "{text}"
     );
 
@@ -122,6 +135,39 @@ fn arguments_are_substituted_as_claude_code_does() {
         text.contains("Summarise the workspace.\n\nARGUMENTS: src/ --short"),
         "{text}"
     );
+}
+
+#[test]
+fn every_claude_code_tool_name_maps_or_is_reported() {
+    let env = env_with_commands();
+    let text = prompt_text(&env, "/triage");
+    // Mapped: the MCP server wildcard and `Task`.
+    assert!(
+        text.contains("these run without asking, within the permission mode and deny rules: `mcp__github__*`, `task`."),
+        "{text}"
+    );
+    // A refusal naming one agent refuses them all; WebSearch is web.search.
+    assert!(
+        text.contains("these tools are refused: `task`, `WebSearch`."),
+        "{text}"
+    );
+    assert!(
+        text.contains("`Agent(deployer)` refuses every call of `task`"),
+        "{text}"
+    );
+    // Reported, with the reason, never kept as a rule matching nothing.
+    for (name, why) in [
+        ("TodoWrite", "no to-do list tool"),
+        ("NotebookEdit", "no notebook tool"),
+        ("Reed", "no tool of that name"),
+        ("Agent(reviewer)", "nothing is pre-approved"),
+    ] {
+        assert!(
+            text.contains(&format!("(Ignored from its front matter: `{name}`: "))
+                && text.contains(why),
+            "{name}: {text}"
+        );
+    }
 }
 
 #[test]
@@ -322,6 +368,10 @@ fn plugins_sharing_a_skill_name_stay_reachable_by_qualified_names() {
     assert!(prompt_text(&env, "/clean_gone").contains("CLEAN-GONE-BODY"));
     assert!(prompt_text(&env, "/tools-one:clean_gone").contains("CLEAN-GONE-BODY"));
     assert!(prompt_text(&env, "/tidy").contains("TIDY-SKILL-BODY"));
+    // A plugin's command in a sub-folder is `plugin:folder:name`, and the
+    // bare name while it is unique.
+    assert!(prompt_text(&env, "/tools-one:git:sync main").contains("GIT-SYNC-BODY for main."));
+    assert!(prompt_text(&env, "/sync dev").contains("GIT-SYNC-BODY for dev."));
 
     // The bare shared name says which qualified names exist.
     let mock = MockModel::start(vec![]);

@@ -1,12 +1,15 @@
 //! Custom sub-agents, defined as Claude Code defines them: a markdown file
 //! `agents/NAME.md` whose front matter gives `name`, `description`,
-//! `tools` and `model`, and whose body is the agent's system prompt.
+//! `tools`, `disallowedTools` and `model`, and whose body is the agent's
+//! system prompt.
 //!
 //! They are found in the project's `.claude/agents/` (workspace, then the
 //! repository root), the user's `~/.claude/agents/` and installed
 //! plugins' `agents/` (read through the lock, so a changed file is
-//! refused); on a name clash the first of that order wins. The `task` tool
-//! starts them by name.
+//! refused); between the project's and the user's, the first of a name
+//! wins. A plugin's agent is also `plugin:name`, as in Claude Code, so two
+//! plugins' agents of one name both stay reachable. The `task` tool starts
+//! them by name.
 //!
 //! Unlike Claude Code, where the list is advisory, an agent runs with
 //! exactly the tools it lists, and the sandbox of every call it makes holds
@@ -37,6 +40,19 @@ pub struct CustomAgent {
     pub file: AgentFile,
     /// Where it came from, for messages (`project`, `user`, `plugin NAME`).
     pub source: String,
+    /// The plugin that brought it, if one did: it is also reachable as
+    /// `plugin:name`, as Claude Code names plugins' agents.
+    pub plugin: Option<String>,
+}
+
+impl CustomAgent {
+    /// Its name qualified by its plugin (`plugin:name`), or its name.
+    pub fn qualified_name(&self) -> String {
+        match &self.plugin {
+            Some(plugin) => format!("{plugin}:{}", self.file.name),
+            None => self.file.name.clone(),
+        }
+    }
 }
 
 /// The custom agents of a session, and what the user should know about the
@@ -71,25 +87,71 @@ impl CustomAgents {
         found
     }
 
-    /// The agent called `name`.
+    /// The agent `name` asks for: `plugin:name` for a plugin's agent, or
+    /// a bare name, which finds the project's or the user's agent of that
+    /// name, else the one plugin agent of that name (none when several
+    /// plugins offer it: [`CustomAgents::call_name`] qualifies them).
     pub fn find(&self, name: &str) -> Option<&CustomAgent> {
-        self.agents.iter().find(|agent| agent.file.name == name)
+        if let Some((plugin, bare)) = name.rsplit_once(':') {
+            return self
+                .agents
+                .iter()
+                .find(|a| a.plugin.as_deref() == Some(plugin) && a.file.name == bare);
+        }
+        let mut named = self.agents.iter().filter(|a| a.file.name == name);
+        if let Some(own) = self
+            .agents
+            .iter()
+            .find(|a| a.plugin.is_none() && a.file.name == name)
+        {
+            return Some(own);
+        }
+        match (named.next(), named.next()) {
+            (Some(one), None) => Some(one),
+            _ => None,
+        }
     }
 
-    fn add(&mut self, file: AgentFile, source: String) {
-        if let Some(winner) = self.find(&file.name) {
+    /// The name `agent` is called by: its own when that finds it, else
+    /// `plugin:name`.
+    pub fn call_name(&self, agent: &CustomAgent) -> String {
+        match self.find(&agent.file.name) {
+            Some(found) if std::ptr::eq(found, agent) => agent.file.name.clone(),
+            _ => agent.qualified_name(),
+        }
+    }
+
+    /// The names the agents are called by, in order.
+    pub fn call_names(&self) -> Vec<String> {
+        self.agents.iter().map(|a| self.call_name(a)).collect()
+    }
+
+    fn add(&mut self, file: AgentFile, source: String, plugin: Option<String>) {
+        // A plugin's agent stays reachable as `plugin:name` whatever else
+        // is called so; between the project's and the user's, the first
+        // wins.
+        let clash = self
+            .agents
+            .iter()
+            .find(|a| a.file.name == file.name && (plugin.is_none() || a.plugin == plugin));
+        if let Some(winner) = clash {
             self.warnings.push(format!(
                 "the agent `{}` of {source} is hidden by the one of {}",
                 file.name, winner.source
             ));
             return;
         }
-        self.agents.push(CustomAgent { file, source });
+        self.agents.push(CustomAgent {
+            file,
+            source,
+            plugin,
+        });
     }
 
     fn parse(&mut self, text: &str, path: &Path, stem: &str, source: String) {
+        let plugin = source.strip_prefix("plugin ").map(str::to_string);
         match front_matter::parse_agent(text, stem) {
-            Ok(file) => self.add(file, source),
+            Ok(file) => self.add(file, source, plugin),
             Err(e) => self.warnings.push(format!(
                 "skipped the agent {}:{}: {}",
                 path.display(),
@@ -218,6 +280,21 @@ pub fn tool_names(listed: &[String]) -> (Vec<String>, Vec<String>) {
     (names, unknown)
 }
 
+/// Whether `name` (a capstan name from [`tool_names`]: `fs.write`,
+/// `git.*`, `mcp__server`, `mcp__server__tool`) names `tool`.
+fn names_tool(name: &str, tool: &AgentTool) -> bool {
+    if let Some(plugin) = name.strip_suffix(".*") {
+        return tool.plugin() == Some(plugin);
+    }
+    if let Some(pattern) = crate::policy::claude_code::mcp_pattern(name) {
+        return match pattern.strip_suffix('*') {
+            Some(prefix) => tool.name.starts_with(prefix),
+            None => tool.name == pattern,
+        };
+    }
+    tool.name == name
+}
+
 /// Whether `tool` runs native commands, whose writing and network are
 /// decided per call ([`Reach`]) rather than by their hints: `Bash` alone
 /// gives neither.
@@ -229,7 +306,8 @@ fn runs_commands(tool: &AgentTool) -> bool {
 /// session's provider `provider` and model `session_model`: its body as
 /// the system prompt (with the working folder `workspace`), exactly the
 /// tools it lists (all of the session's but `task` and `skill` when it
-/// lists none), and the reach those tools need. Also returns notes for
+/// lists none) less those its `disallowedTools` names (a whole tool, even
+/// when written with parentheses), and the reach those tools need. Also returns notes for
 /// the result: tools it names that capstan does not have, a model the
 /// provider cannot serve.
 pub fn profile(
@@ -244,22 +322,44 @@ pub fn profile(
         super::subagent::TOOL_NAME.to_string(),
         crate::skills::session::TOOL_NAME.to_string(),
     ];
+    let (taken_away, unknown_taken) = tool_names(&agent.file.disallowed_tools);
+    if !unknown_taken.is_empty() {
+        notes.push(format!(
+            "the agent's disallowedTools names tools capstan does not have: {}",
+            unknown_taken.join(", ")
+        ));
+    }
     let (allowance, reach) = match &agent.file.tools {
-        None => (ToolAllowance::AllBut(no_nesting.to_vec()), Reach::FULL),
-        Some(listed) => {
-            let (names, unknown) = tool_names(listed);
-            if !unknown.is_empty() {
-                notes.push(format!(
-                    "the agent lists tools capstan does not have, left out: {}",
-                    unknown.join(", ")
-                ));
-            }
-            let names: Vec<String> = names
-                .into_iter()
-                .filter(|name| !no_nesting.contains(name))
+        None if taken_away.is_empty() => (ToolAllowance::AllBut(no_nesting.to_vec()), Reach::FULL),
+        listed => {
+            let base = match listed {
+                None => ToolAllowance::AllBut(no_nesting.to_vec()),
+                Some(listed) => {
+                    let (names, unknown) = tool_names(listed);
+                    if !unknown.is_empty() {
+                        notes.push(format!(
+                            "the agent lists tools capstan does not have, left out: {}",
+                            unknown.join(", ")
+                        ));
+                    }
+                    ToolAllowance::Named(
+                        names
+                            .into_iter()
+                            .filter(|name| !no_nesting.contains(name))
+                            .collect(),
+                    )
+                }
+            };
+            let offered: Vec<&AgentTool> = tools
+                .iter()
+                .filter(|t| base.allows(t))
+                .filter(|t| !taken_away.iter().any(|name| names_tool(name, t)))
                 .collect();
-            let allowance = ToolAllowance::Named(names);
-            let offered: Vec<&AgentTool> = tools.iter().filter(|t| allowance.allows(t)).collect();
+            let allowance = if taken_away.is_empty() {
+                base
+            } else {
+                ToolAllowance::Named(offered.iter().map(|t| t.name.clone()).collect())
+            };
             let reach = Reach {
                 write: offered
                     .iter()
@@ -396,10 +496,12 @@ mod tests {
                 name: "a".into(),
                 description: "d".into(),
                 tools: tools.map(|t| t.iter().map(|s| s.to_string()).collect()),
+                disallowed_tools: Vec::new(),
                 model: None,
                 body: "You are a.".into(),
             },
             source: "project".into(),
+            plugin: None,
         }
     }
 
@@ -456,6 +558,98 @@ mod tests {
         assert!(system.contains("The workspace is read-only for you. You have no network."));
         let (all, _) = profile(&agent(None), &tools, "anthropic", "m", Path::new("/ws"));
         assert!(!all.tools.allows(&tools[4]) && all.tools.allows(&tools[1]));
+    }
+
+    #[test]
+    fn disallowed_tools_take_tools_away_and_the_reach_they_gave() {
+        let tools = [
+            tool("fs.read", true, false),
+            tool("fs.write", false, false),
+            tool("exec.run", false, true),
+            tool("web.fetch", true, true),
+            tool("mcp__gh__create_issue", false, true),
+            tool("task", true, false),
+        ];
+        let run = |listed: Option<&[&str]>, taken: &[&str]| {
+            let mut agent = agent(listed);
+            agent.file.disallowed_tools = taken.iter().map(|s| s.to_string()).collect();
+            let (profile, notes) = profile(&agent, &tools, "anthropic", "m", Path::new("/ws"));
+            let offered: Vec<String> = tools
+                .iter()
+                .filter(|t| profile.tools.allows(t))
+                .map(|t| t.name.clone())
+                .collect();
+            (offered, profile.reach, notes)
+        };
+        // Inheriting every tool but the writing and network ones: its
+        // commands run read-only and without network.
+        let (offered, reach, _) = run(None, &["Write", "Edit", "WebFetch", "mcp__gh"]);
+        assert_eq!(offered, ["fs.read", "exec.run"]);
+        assert_eq!(
+            reach,
+            Reach {
+                write: false,
+                net: false
+            }
+        );
+        // A rule in parentheses takes the whole tool; a name capstan has
+        // no tool for is noted.
+        let (offered, reach, notes) =
+            run(Some(&["Read", "Bash", "Write"]), &["Bash(rm:*)", "Frob"]);
+        assert_eq!(offered, ["fs.read", "fs.write"]);
+        assert!(reach.write && !reach.net);
+        assert!(notes.iter().any(|n| n.contains("Frob")), "{notes:?}");
+        // Nothing taken away: as before.
+        let (offered, reach, _) = run(None, &[]);
+        assert_eq!(offered.len(), 5);
+        assert_eq!(reach, Reach::FULL);
+    }
+
+    #[test]
+    fn plugins_agents_of_one_name_stay_reachable_by_qualified_names() {
+        let file = |name: &str, description: &str| AgentFile {
+            name: name.into(),
+            description: description.into(),
+            ..AgentFile::default()
+        };
+        let mut found = CustomAgents::default();
+        found.add(file("planner", "mine"), "project".into(), None);
+        found.add(
+            file("code-reviewer", "one"),
+            "plugin review-agents".into(),
+            Some("review-agents".into()),
+        );
+        found.add(
+            file("code-reviewer", "two"),
+            "plugin pr-review-toolkit".into(),
+            Some("pr-review-toolkit".into()),
+        );
+        found.add(
+            file("planner", "theirs"),
+            "plugin planning".into(),
+            Some("planning".into()),
+        );
+        assert!(found.warnings.is_empty(), "{:?}", found.warnings);
+        assert_eq!(
+            found.call_names(),
+            [
+                "planner",
+                "review-agents:code-reviewer",
+                "pr-review-toolkit:code-reviewer",
+                "planning:planner"
+            ]
+        );
+        let description = |name: &str| found.find(name).map(|a| a.file.description.as_str());
+        assert_eq!(description("planner"), Some("mine"));
+        assert_eq!(description("planning:planner"), Some("theirs"));
+        assert_eq!(description("pr-review-toolkit:code-reviewer"), Some("two"));
+        assert_eq!(description("code-reviewer"), None);
+        assert_eq!(description("other:planner"), None);
+        // With one plugin offering it, the bare name finds it too.
+        let mut one = CustomAgents::default();
+        one.add(file("scout", "s"), "plugin p".into(), Some("p".into()));
+        assert_eq!(one.call_names(), ["scout"]);
+        assert!(one.find("p:scout").is_some());
     }
 
     #[test]

@@ -69,11 +69,12 @@ pub fn tool_spec(agents: &CustomAgents) -> ToolSpec {
         for agent in &agents.agents {
             description.push_str(&format!(
                 "\n- {}: {}",
-                agent.file.name, agent.file.description
+                agents.call_name(agent),
+                agent.file.description
             ));
         }
         let mut names = vec![GENERAL.to_string()];
-        names.extend(agents.agents.iter().map(|a| a.file.name.clone()));
+        names.extend(agents.call_names());
         properties["subagent_type"] = json!({
             "type": "string",
             "enum": names,
@@ -235,8 +236,20 @@ fn run<'a>(
             None => (profile(&parts.config.system), Vec::new()),
             Some(name) => {
                 let Some(custom) = agents.find(name) else {
+                    let sharing: Vec<String> = agents
+                        .agents
+                        .iter()
+                        .filter(|a| a.file.name == *name)
+                        .map(|a| a.qualified_name())
+                        .collect();
+                    if sharing.len() > 1 {
+                        return ToolOutcome::from(Err(CallError::InvalidInput(format!(
+                            "`{name}` is the name of more than one agent: {}; use one of these names",
+                            sharing.join(", ")
+                        ))));
+                    }
                     let mut known = vec![GENERAL.to_string()];
-                    known.extend(agents.agents.iter().map(|a| a.file.name.clone()));
+                    known.extend(agents.call_names());
                     return ToolOutcome::from(Err(CallError::InvalidInput(format!(
                         "there is no agent `{name}`; the agents are: {}",
                         known.join(", ")

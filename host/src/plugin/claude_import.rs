@@ -9,7 +9,8 @@
 //! hashed, locked and consented to like any plugin. Its skills
 //! (`skills/NAME/SKILL.md`, or the folders `skills` in `plugin.json` or a
 //! marketplace entry lists; skills one folder deeper are found too) and
-//! its markdown commands (`commands/NAME.md`, or those `commands` lists)
+//! its markdown commands (`commands/NAME.md`, `commands/SUB/NAME.md`
+//! named `plugin:SUB:NAME` as in Claude Code, or those `commands` lists)
 //! become capstan skills; a skill or command found elsewhere is placed at
 //! `skills/NAME/` or `commands/NAME.md` in the package. Every other file is
 //! kept so that `${CLAUDE_PLUGIN_ROOT}/...` in a skill's text names a file
@@ -63,13 +64,20 @@ pub const IMPORT_NOTES: &str = "IMPORTED-FROM-CLAUDE-CODE.md";
 const MAX_FILE: u64 = 8 << 20;
 
 /// Whether `root` is a Claude Code plugin rather than a capstan one: it has
-/// no `plugin.toml`, and has `.claude-plugin/plugin.json` (or, without one,
-/// a `skills/` or `commands/` folder, as Claude Code allows).
+/// no `plugin.toml`, and has `.claude-plugin/plugin.json` or, without one,
+/// a part in its default place, as Claude Code allows (the manifest is
+/// optional there): `skills/`, `commands/`, `agents/`,
+/// `hooks/hooks.json`, `.mcp.json` or `.lsp.json`.
 pub fn is_claude_plugin(root: &Path) -> bool {
     !root.join(MANIFEST_FILE).exists()
         && (root.join(CLAUDE_MANIFEST).is_file()
             || root.join("skills").is_dir()
             || root.join("commands").is_dir()
+            || root.join("agents").is_dir()
+            || root
+                .join(crate::plugin::command_hooks::HOOKS_FILE)
+                .is_file()
+            || root.join(".mcp.json").is_file()
             || root.join(".lsp.json").is_file())
 }
 
@@ -639,17 +647,17 @@ fn find_commands(
         }
     }
     if use_default {
-        paths.extend(markdown_in("commands"));
-        let nested: BTreeSet<&str> = files
-            .iter()
-            .filter_map(|rel| rel.strip_prefix("commands/"))
-            .filter(|rest| rest.ends_with(".md"))
-            .filter_map(|rest| rest.split_once('/').map(|(folder, _)| folder))
-            .collect();
-        for folder in nested {
-            warnings.push(format!(
-                "commands/{folder}/: commands in sub-folders are not imported (only commands/NAME.md)"
-            ));
+        // `commands/NAME.md`, and in sub-folders `commands/SUB/NAME.md`,
+        // which Claude Code names `plugin:SUB:NAME` (kept where they are).
+        for rel in files.iter().filter(|rel| rel.starts_with("commands/")) {
+            match package::skill_file_in_plugin(rel) {
+                Some(_) => paths.push(rel.clone()),
+                None if rel.ends_with(".md") => warnings.push(format!(
+                    "{rel}: more than {} folders deep in commands/; skipped",
+                    package::MAX_COMMAND_SUBFOLDERS
+                )),
+                None => {}
+            }
         }
     }
     let mut seen = BTreeSet::new();
@@ -667,9 +675,16 @@ fn find_commands(
             }
             None => Err("0: not readable".to_string()),
         };
+        // A listed command is placed at `commands/NAME.md`; one of the
+        // default folder stays where it is, sub-folders included.
+        let to = if rel.starts_with("commands/") {
+            rel.clone()
+        } else {
+            format!("commands/{file}")
+        };
         match parsed {
             Ok(parsed) => commands.push(Found {
-                to: format!("commands/{file}"),
+                to,
                 from: rel,
                 name: parsed.meta.name,
             }),
@@ -820,29 +835,40 @@ fn import_agents(root: &Path, warnings: &mut Vec<String>) -> Vec<String> {
 /// A sub-agent in plain words for the consent text: its tools, and what
 /// its calls' sandboxes may reach.
 fn describe_agent(rel: &str, agent: &front_matter::AgentFile) -> String {
+    let base = |tool: &str| tool.split('(').next().unwrap_or(tool).trim().to_string();
+    let taken: Vec<String> = agent.disallowed_tools.iter().map(|t| base(t)).collect();
+    let without = if taken.is_empty() {
+        String::new()
+    } else {
+        format!(" (without {})", agent.disallowed_tools.join(", "))
+    };
     let Some(tools) = &agent.tools else {
         return format!(
-            "{rel}: sub-agent `{}`: lists no tools, so it gets the session's (never more than yours)",
+            "{rel}: sub-agent `{}`: lists no tools, so it gets the session's{without} (never more than yours)",
             agent.name
         );
     };
-    let base = |tool: &str| tool.split('(').next().unwrap_or(tool).trim().to_string();
-    let writes = tools.iter().any(|t| {
+    let kept: Vec<String> = tools
+        .iter()
+        .filter(|t| !taken.contains(&base(t)))
+        .cloned()
+        .collect();
+    let writes = kept.iter().any(|t| {
         matches!(
             base(t).as_str(),
             "Write" | "Edit" | "MultiEdit" | "NotebookEdit"
         )
     });
-    let net = tools
+    let net = kept
         .iter()
         .any(|t| matches!(base(t).as_str(), "WebFetch" | "WebSearch"));
     format!(
         "{rel}: sub-agent `{}`: tools {}; {}; {}",
         agent.name,
-        if tools.is_empty() {
+        if kept.is_empty() {
             "none".to_string()
         } else {
-            tools.join(", ")
+            kept.join(", ")
         },
         if writes {
             "may write the workspace when your permission mode lets it"
@@ -1122,6 +1148,10 @@ mod tests {
             "---\nname: helper\ndescription: Helps.\ntools: Read, Grep\n---\nYou help.\n",
         );
         w("agents/nameless.md", "no front matter, no description\n");
+        w(
+            "agents/looker.md",
+            "---\nname: looker\ndescription: Looks.\ntools: Read, Edit, Bash\ndisallowedTools: Edit\n---\nYou look.\n",
+        );
         #[cfg(unix)]
         std::os::unix::fs::symlink("/etc/passwd", root.join("skills/review/passwd")).unwrap();
         let staging = dir.path().join("staging");
@@ -1134,9 +1164,16 @@ mod tests {
             "{:?}",
             imported.warnings
         );
-        assert_eq!(imported.agents.len(), 1);
+        assert_eq!(imported.agents.len(), 2);
         assert!(
             imported.agents[0].contains("sub-agent `helper`: tools Read, Grep; the workspace is read-only for it, commands included; no network"),
+            "{:?}",
+            imported.agents
+        );
+        assert!(
+            imported.agents[1].contains(
+                "sub-agent `looker`: tools Read, Bash; the workspace is read-only for it"
+            ),
             "{:?}",
             imported.agents
         );
@@ -1202,6 +1239,30 @@ mod tests {
     }
 
     #[test]
+    fn a_folder_without_a_manifest_is_a_plugin_by_its_parts() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("scouts");
+        fs::create_dir_all(&root).unwrap();
+        assert!(!is_claude_plugin(&root));
+        for part in ["agents/scout.md", "hooks/hooks.json", ".mcp.json"] {
+            let only = dir.path().join(part.replace(['/', '.'], "-"));
+            fs::create_dir_all(only.join(part).parent().unwrap()).unwrap();
+            fs::write(only.join(part), "{}").unwrap();
+            assert!(is_claude_plugin(&only), "{part}");
+            fs::write(only.join(MANIFEST_FILE), "").unwrap();
+            assert!(!is_claude_plugin(&only), "{part} with a plugin.toml");
+        }
+        fs::create_dir_all(root.join("agents")).unwrap();
+        fs::write(
+            root.join("agents/scout.md"),
+            "---\nname: scout\ndescription: Scouts.\ntools: Read\n---\nScout.\n",
+        )
+        .unwrap();
+        let imported = import(&root, &dir.path().join("s")).unwrap();
+        assert_eq!(imported.agents.len(), 1, "{:?}", imported.warnings);
+    }
+
+    #[test]
     fn a_plugin_of_mcp_servers_only_is_imported() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("tracker");
@@ -1262,11 +1323,19 @@ mod tests {
         );
         w("prompts/hello.md", "Say hello");
         w("commands/sub/x.md", "x");
+        w("commands/a/b/c/d/e/y.md", "y");
         let imported = import(&root, &dir.path().join("s")).unwrap();
         let out = imported.root();
         let mut names = imported.skills.clone();
         names.sort();
-        assert_eq!(names, ["deep", "hello", "lint"], "{:?}", imported.warnings);
+        assert_eq!(
+            names,
+            ["deep", "hello", "lint", "x"],
+            "{:?}",
+            imported.warnings
+        );
+        // A command in a sub-folder stays there: `kit:sub:x`.
+        assert!(out.join("commands/sub/x.md").is_file());
         assert!(out.join("skills/lint/SKILL.md").is_file());
         assert!(!out.join("extra/lint").exists());
         assert!(out.join("skills/deep/ref.md").is_file());
@@ -1276,10 +1345,10 @@ mod tests {
         let warnings = imported.warnings.join("\n");
         assert!(warnings.contains("skills/broken/SKILL.md:"), "{warnings}");
         assert!(
-            warnings.contains("commands/sub/: commands in sub-folders"),
+            warnings.contains("commands/a/b/c/d/e/y.md: more than 4 folders deep"),
             "{warnings}"
         );
-        assert_eq!(imported.items_found, 5);
+        assert_eq!(imported.items_found, 6);
         let refused = imported.refused.join("\n");
         assert!(
             refused.contains("version `soon` is not semver"),

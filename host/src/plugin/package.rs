@@ -418,16 +418,30 @@ pub fn relative(path: &Path) -> Option<String> {
     Some(parts.join("/"))
 }
 
+/// The most sub-folders of `commands/` a plugin's command may sit in, as
+/// for a project's `.claude/commands/`.
+pub const MAX_COMMAND_SUBFOLDERS: usize = 4;
+
 /// Whether `rel`, a file of a plugin, is a skill: `skills/NAME/SKILL.md`
-/// or `commands/NAME.md`. Returns its folder (relative) and the name to use
-/// when its front matter gives none.
+/// or `commands/NAME.md`, or a command in sub-folders of `commands/`
+/// (`commands/git/sync.md`, which Claude Code names `plugin:git:sync`).
+/// Returns its folder (relative) and the name to use when its front matter
+/// gives none.
 pub fn skill_file_in_plugin(rel: &str) -> Option<(String, String)> {
     let parts: Vec<&str> = rel.split('/').collect();
     match parts.as_slice() {
         ["skills", folder, "SKILL.md"] => Some((format!("skills/{folder}"), (*folder).to_string())),
-        ["commands", file] => {
+        ["commands", folders @ .., file] if folders.len() <= MAX_COMMAND_SUBFOLDERS => {
             let stem = file.strip_suffix(".md")?;
-            Some(("commands".to_string(), stem.to_string()))
+            if folders.iter().any(|f| f.is_empty() || f.starts_with('.')) {
+                return None;
+            }
+            let mut folder = String::from("commands");
+            for part in folders {
+                folder.push('/');
+                folder.push_str(part);
+            }
+            Some((folder, stem.to_string()))
         }
         _ => None,
     }
@@ -448,7 +462,12 @@ mod tests {
             Some(("commands".into(), "deploy".into()))
         );
         assert_eq!(skill_file_in_plugin("skills/review/ref.md"), None);
-        assert_eq!(skill_file_in_plugin("commands/sub/x.md"), None);
+        assert_eq!(
+            skill_file_in_plugin("commands/git/sync.md"),
+            Some(("commands/git".into(), "sync".into()))
+        );
+        assert_eq!(skill_file_in_plugin("commands/a/b/c/d/e/x.md"), None);
+        assert_eq!(skill_file_in_plugin("commands/git/notes.txt"), None);
     }
 
     fn manifest(extra: &str) -> Manifest {

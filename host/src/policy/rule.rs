@@ -26,7 +26,8 @@
 //!   spaces). A command rule reads the text, so it is a convenience, not a
 //!   security boundary (`git  push`, `sh -c 'git push'` and aliases slip
 //!   past it); what a command can reach is decided by its sandbox.
-//! - `mcp__server__tool`, and `mcp__server` for every tool of the server.
+//! - `mcp__server__tool`, and `mcp__server` (or `mcp__server__*`) for every
+//!   tool of the server.
 //!
 //! Rules on the command tools (`exec.run`, `exec.start`) name a capability
 //! the call asks for — `exec.run(write)`, `exec.run(net:https://*.npmjs.org)`
@@ -304,7 +305,13 @@ impl FromStr for Rule {
                 specifier,
             });
         }
-        check_tool_pattern(tool).map_err(|problem| bad(&problem))?;
+        // `mcp__server__*`, as Claude Code also writes `mcp__server`.
+        let mcp_server = tool.strip_suffix("__*").filter(|server| {
+            server
+                .strip_prefix("mcp__")
+                .is_some_and(|name| !name.is_empty() && !name.contains("__"))
+        });
+        check_tool_pattern(mcp_server.unwrap_or(tool)).map_err(|problem| bad(&problem))?;
         let specifier = match inner {
             None => None,
             Some(inner) if COMMAND_TOOLS.contains(&tool) => {
@@ -312,7 +319,8 @@ impl FromStr for Rule {
             }
             Some(inner) => Some(parse_specifier(inner).map_err(|problem| bad(&problem))?),
         };
-        let covered = claude_code::mcp_pattern(tool).unwrap_or_else(|| tool.to_string());
+        let covered = claude_code::mcp_pattern(mcp_server.unwrap_or(tool))
+            .unwrap_or_else(|| tool.to_string());
         Ok(Rule {
             written: tool.to_string(),
             tools: vec![covered],
@@ -801,6 +809,11 @@ mod tests {
         assert!(!tool.matches("mcp__github__create_issue", &json!({}), ws()));
         let server = rule("mcp__github");
         assert_eq!(server.covered_tools(), ["mcp__github__*"]);
+        let wildcard = rule("mcp__github__*");
+        assert_eq!(wildcard.covered_tools(), ["mcp__github__*"]);
+        assert!(wildcard.matches("mcp__github__create_issue", &json!({}), ws()));
+        assert!(!wildcard.matches("mcp__gitlab__create_issue", &json!({}), ws()));
+        assert!("mcp__a__b__*".parse::<Rule>().is_err());
         assert!(server.matches("mcp__github__create_issue", &json!({}), ws()));
         assert!(!server.matches("mcp__gitlab__create_issue", &json!({}), ws()));
         assert_eq!(server.to_string(), "mcp__github");

@@ -3,7 +3,8 @@
 //! Sources, in order of precedence (the first to offer a name wins):
 //!
 //! 1. installed plugins, by plugin name: `skills/NAME/SKILL.md`, Claude
-//!    Code `commands/NAME.md`, and skill components — reviewed, consented
+//!    Code `commands/NAME.md` (and `commands/SUB/NAME.md`, named
+//!    `plugin:SUB:NAME`), and skill components — reviewed, consented
 //!    to and hashed at install, so nothing in a cloned repository can
 //!    replace them;
 //! 2. the project's `.capstan/skills/NAME/SKILL.md` (in the workspace, then
@@ -403,6 +404,16 @@ impl Discovery {
                     }
                 };
                 let file = locked.root.join(rel);
+                // A command in sub-folders of `commands/`: they are its
+                // namespace within the plugin's.
+                let folder = folder_rel.strip_prefix("commands/").map(|sub| {
+                    sub.split('/')
+                        .map(|part| {
+                            front_matter::invocation_name(part).unwrap_or_else(|| part.to_string())
+                        })
+                        .collect::<Vec<_>>()
+                        .join(":")
+                });
                 if let Some((meta, body)) = self.parse(&text, &fallback, &file, &source) {
                     self.candidates.push(Skill {
                         meta,
@@ -414,7 +425,7 @@ impl Discovery {
                             body,
                             locked: Some((locked.clone(), folder_rel)),
                         },
-                        folder: None,
+                        folder,
                     });
                 }
             }
@@ -445,7 +456,7 @@ fn shadows(kept: &Skill, later: &Skill) -> bool {
         return false;
     }
     match (&kept.source, &later.source) {
-        (Source::Plugin(a), Source::Plugin(b)) => a == b,
+        (Source::Plugin(a), Source::Plugin(b)) => a == b && kept.folder == later.folder,
         (Source::Plugin(_), _) => true,
         (_, Source::Plugin(_)) => false,
         _ => kept.folder == later.folder,
@@ -610,7 +621,7 @@ fn answers(skill: &Skill, wanted: &Wanted) -> bool {
         None => true,
         Some(namespace) => skill
             .namespace()
-            .is_some_and(|own| names::namespace_key(own) == *namespace),
+            .is_some_and(|own| names::namespace_key(&own) == *namespace),
     }
 }
 

@@ -19,6 +19,7 @@ pub mod names;
 pub mod prompt;
 pub mod session;
 pub mod text;
+pub mod tool_list;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -180,8 +181,9 @@ pub struct Skill {
     pub source: Source,
     /// Where its text lives.
     pub origin: Origin,
-    /// For a command in a sub-folder of `.claude/commands/`: the folders,
-    /// joined by `:` (`frontend` for `frontend/component.md`).
+    /// For a command in a sub-folder of a commands folder (a project's,
+    /// the user's or a plugin's): the folders, joined by `:` (`frontend`
+    /// for `frontend/component.md`).
     pub folder: Option<String>,
 }
 
@@ -199,11 +201,13 @@ impl Skill {
     }
 
     /// What qualifies its name: the plugin's name for a plugin's skill, the
-    /// sub-folder for a command in one.
-    pub fn namespace(&self) -> Option<&str> {
-        match &self.source {
-            Source::Plugin(plugin) => Some(plugin),
-            _ => self.folder.as_deref(),
+    /// sub-folder for a command in one, both for a plugin's command in a
+    /// sub-folder (`plugin:git` for `commands/git/sync.md`).
+    pub fn namespace(&self) -> Option<String> {
+        match (&self.source, &self.folder) {
+            (Source::Plugin(plugin), Some(folder)) => Some(format!("{plugin}:{folder}")),
+            (Source::Plugin(plugin), None) => Some(plugin.clone()),
+            (_, folder) => folder.clone(),
         }
     }
 

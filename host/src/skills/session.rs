@@ -20,7 +20,8 @@
 //! (`fs.read`, `fs.*`, or the model's `fs__read`) or Claude Code's, mapped
 //! by [`crate::policy::claude_code`] (`Read`, `Edit`, `Write`, `Grep`,
 //! `Glob`, `WebFetch(domain:...)`, `Bash(git add:*)` for `exec.run`
-//! commands, `mcp__server__tool`).
+//! commands, `mcp__server__tool`); Claude Code's other tool names are
+//! mapped or reported by [`super::tool_list`].
 
 use std::path::{Component, Path};
 use std::sync::Mutex;
@@ -64,17 +65,29 @@ struct Active {
     disallowed: Vec<Rule>,
 }
 
-/// A skill's tool list as rules, and the entries that are not rules.
-fn tool_rules(entries: &[String]) -> (Vec<Rule>, Vec<String>) {
+/// A skill's tool list as rules (a `disallowed-tools` list when
+/// `refusing`), and notes for the model: entries left out and why, and
+/// entries read more broadly than written ([`super::tool_list`]).
+fn tool_rules(entries: &[String], refusing: bool) -> (Vec<Rule>, Vec<String>) {
     let mut rules = Vec::new();
-    let mut bad = Vec::new();
+    let mut notes = Vec::new();
     for entry in entries {
-        match model_name_as_tool(entry).parse::<Rule>() {
-            Ok(rule) => rules.push(rule),
-            Err(e) => bad.push(e.to_string()),
+        let (rule, note) = match super::tool_list::entry(entry, refusing) {
+            super::tool_list::Entry::Rule(rule, note) => (rule, note),
+            super::tool_list::Entry::Ignored(why) => {
+                notes.push(format!("Ignored from its front matter: {why}"));
+                continue;
+            }
+        };
+        match model_name_as_tool(&rule).parse::<Rule>() {
+            Ok(rule) => {
+                rules.push(rule);
+                notes.extend(note.map(|n| format!("From its front matter: {n}")));
+            }
+            Err(e) => notes.push(format!("Ignored from its front matter: {e}")),
         }
     }
-    (rules, bad)
+    (rules, notes)
 }
 
 /// `fs__read(...)`, the name the model calls a tool by, as `fs.read(...)`;
@@ -451,8 +464,8 @@ impl Skills {
                 "Files it mentions can be fetched with this tool: {{\"name\": \"{name}\", \"resource\": \"RELATIVE/PATH\"}} (read-only).\n"
             )),
         }
-        let (allowed, bad_allowed) = tool_rules(&skill.meta.allowed_tools);
-        let (disallowed, bad_disallowed) = tool_rules(&skill.meta.disallowed_tools);
+        let (allowed, allowed_notes) = tool_rules(&skill.meta.allowed_tools, false);
+        let (disallowed, disallowed_notes) = tool_rules(&skill.meta.disallowed_tools, true);
         if !allowed.is_empty() {
             out.push_str(&format!(
                 "While it is active (until the end of the user's turn) these run without asking, within the permission mode and deny rules: {}. Other tools are available as usual.\n",
@@ -465,8 +478,8 @@ impl Skills {
                 join_rules(&disallowed)
             ));
         }
-        for bad in bad_allowed.iter().chain(&bad_disallowed) {
-            out.push_str(&format!("(Ignored from its front matter: {bad}.)\n"));
+        for note in allowed_notes.iter().chain(&disallowed_notes) {
+            out.push_str(&format!("({note}.)\n"));
         }
         let shell = text::inline_shell(&body);
         let body = match (&self.commands, &skill.origin) {
@@ -767,9 +780,9 @@ mod tests {
 
     fn active(name: &str, allowed: &[&str], disallowed: &[&str]) -> Active {
         let owned = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let (allowed, bad) = tool_rules(&owned(allowed));
+        let (allowed, bad) = tool_rules(&owned(allowed), false);
         assert!(bad.is_empty(), "{bad:?}");
-        let (disallowed, bad) = tool_rules(&owned(disallowed));
+        let (disallowed, bad) = tool_rules(&owned(disallowed), true);
         assert!(bad.is_empty(), "{bad:?}");
         Active {
             name: name.into(),
@@ -872,9 +885,24 @@ mod tests {
         assert_eq!(model_name_as_tool("fs__edit(src/**)"), "fs.edit(src/**)");
         assert_eq!(model_name_as_tool("mcp__gh__x"), "mcp__gh__x");
         assert_eq!(model_name_as_tool("Bash(a__b)"), "Bash(a__b)");
-        let (rules, bad) = tool_rules(&["Read".into(), "Bash(unclosed".into()]);
-        assert_eq!(rules.len(), 1);
+        let (rules, bad) = tool_rules(
+            &[
+                "Read".into(),
+                "Bash(unclosed".into(),
+                "TodoWrite".into(),
+                "Task".into(),
+                "mcp__github__*".into(),
+            ],
+            false,
+        );
+        assert_eq!(rules.len(), 3);
+        assert_eq!(rules[1].covered_tools(), ["task"]);
+        assert_eq!(rules[2].covered_tools(), ["mcp__github__*"]);
         assert!(bad[0].contains("Bash(unclosed"), "{bad:?}");
+        assert!(bad[1].contains("`TodoWrite`"), "{bad:?}");
+        let (rules, notes) = tool_rules(&["Agent(reviewer)".into()], true);
+        assert_eq!(rules[0].covered_tools(), ["task"]);
+        assert!(notes[0].contains("every call of `task`"), "{notes:?}");
     }
 
     #[test]

@@ -18,9 +18,13 @@
 //! and so is everything that is not a placeholder: `$ARGUMENTS`, `$N` and
 //! `$NAME` count only when no letter, digit or `_` follows, so a price
 //! such as `$2.5M` changes only when a third argument is given, as in
-//! Claude Code. Nothing
-//! is ever run. When arguments were given and no placeholder took one,
-//! they are added at the end as `ARGUMENTS: ...`, so they are never lost.
+//! Claude Code. A named argument with no argument for it becomes empty, as
+//! it does in Claude Code. A backslash before a placeholder keeps it as
+//! written (`\$0` is `$0`, the backslash dropped), with or without
+//! arguments: that is how an author writes an awk field or a price that
+//! must never change. Nothing is ever run. When arguments were given and
+//! no placeholder took one, they are added at the end as `ARGUMENTS: ...`,
+//! so they are never lost.
 
 /// What is substituted into a skill's text.
 #[derive(Debug, Clone, Default)]
@@ -95,14 +99,25 @@ fn placeholder(
         }
         return (word_at(&after[..n]), 1 + n, true);
     }
-    let name_len = after.bytes().take_while(|b| is_word(*b)).count();
-    if name_len > 0
-        && let Some(position) = subs
-            .names
-            .iter()
-            .position(|name| *name == after[..name_len])
-    {
-        return (words.get(position).cloned(), 1 + name_len, true);
+    // A declared name, the longest that fits (names may hold `-`, as in
+    // `$old-name`), not followed by more of a word.
+    let named = subs
+        .names
+        .iter()
+        .enumerate()
+        .filter(|(_, name)| {
+            !name.is_empty()
+                && after.starts_with(name.as_str())
+                && !after
+                    .as_bytes()
+                    .get(name.len())
+                    .copied()
+                    .is_some_and(is_word)
+        })
+        .max_by_key(|(_, name)| name.len());
+    if let Some((position, name)) = named {
+        let value = words.get(position).cloned().unwrap_or_default();
+        return (Some(value), 1 + name.len(), true);
     }
     let named = [
         ("${CLAUDE_SKILL_DIR}", subs.skill_dir),
@@ -127,12 +142,22 @@ pub fn substitute(body: &str, subs: &Substitutions<'_>) -> String {
     let mut took_arguments = false;
     let mut rest = body;
     while let Some(at) = rest.find('$') {
-        out.push_str(&rest[..at]);
         let tail = &rest[at..];
         let (replacement, consumed, is_argument) = placeholder(tail, &words, subs);
+        if is_argument && rest[..at].ends_with('\\') {
+            // An escaped placeholder: kept as written, without the
+            // backslash.
+            out.push_str(&rest[..at - 1]);
+            out.push_str(&tail[..consumed]);
+            rest = &tail[consumed..];
+            continue;
+        }
+        out.push_str(&rest[..at]);
         match replacement {
             Some(text) => {
-                took_arguments |= is_argument;
+                // A named argument with none for it is empty, and took
+                // nothing.
+                took_arguments |= is_argument && !text.is_empty();
                 out.push_str(&text);
             }
             None => out.push_str(&tail[..consumed]),
@@ -279,14 +304,45 @@ mod tests {
                 "SearchBar React",
                 &names
             ),
-            "Move SearchBar from React to $to (SearchBar)."
+            "Move SearchBar from React to  (SearchBar)."
         );
         // Only whole words, and only declared names.
         assert_eq!(
             named("$components $component_x $other $component", "Bar", &names),
             "$components $component_x $other Bar"
         );
-        assert_eq!(named("$component", "", &names), "$component");
+        // A named argument with nothing for it is empty, as in Claude
+        // Code (a positional one stays as written).
+        assert_eq!(named("[$component] [$0]", "", &names), "[] [$0]");
+        assert_eq!(
+            named("to=[$to]", "a b", &names),
+            "to=[]\n\nARGUMENTS: a b\n"
+        );
+    }
+
+    #[test]
+    fn named_arguments_may_hold_dashes_and_the_longest_name_wins() {
+        let names = ["old", "old-name", "new-name"];
+        assert_eq!(
+            named("$old-name -> $new-name ($old)", "Foo Bar Baz", &names),
+            "Bar -> Baz (Foo)"
+        );
+        assert_eq!(named("$old-names", "Foo Bar", &names), "Foo-names");
+    }
+
+    #[test]
+    fn a_backslash_keeps_a_placeholder_as_written() {
+        let names = ["issue"];
+        let body = r"awk '{print \$0}' costs \$1.50, \$ARGUMENTS[0] \$ARGUMENTS \$issue, but $0";
+        assert_eq!(
+            named(body, "x y", &names),
+            r"awk '{print $0}' costs $1.50, $ARGUMENTS[0] $ARGUMENTS $issue, but x"
+        );
+        // Without arguments too; a backslash before anything else stays.
+        assert_eq!(
+            named(r"\$0 \$1k \$HOME C:\dir", "", &names),
+            r"$0 \$1k \$HOME C:\dir"
+        );
     }
 
     #[test]
