@@ -179,3 +179,4 @@ demo: build
 # share of their skills and commands that import with no warning.
 compat:
     cargo test -p capstan --test all claude_plugins::compat -- --nocapture
+    cargo test -p capstan --lib skills::text::tests::arguments_follow_claude_codes_rules -- --nocapture

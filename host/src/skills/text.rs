@@ -238,6 +238,83 @@ mod tests {
         )
     }
 
+    /// Claude Code's argument rules, case by case: the body, the
+    /// arguments as typed, the names the front matter declares, and the
+    /// text Claude Code makes of them. `just compat` prints how many
+    /// capstan makes identically.
+    const CLAUDE_CODE_CASES: &[(&str, &str, &[&str], &str)] = &[
+        // `$ARGUMENTS` is the text as typed, quotes kept.
+        (
+            "All: $ARGUMENTS.",
+            "\"Acme Robotics\" logistics",
+            &[],
+            "All: \"Acme Robotics\" logistics.",
+        ),
+        ("[$ARGUMENTS]", "", &[], "[]"),
+        // `$N` and `$ARGUMENTS[N]` count from 0, after shell-style splitting.
+        ("$0 and $1", "a b", &[], "a and b"),
+        ("$ARGUMENTS[0]/$ARGUMENTS[1]", "\"a b\" c", &[], "a b/c"),
+        ("$0|$1", "'one two' three", &[], "one two|three"),
+        ("$10", "a b c d e f g h i j k", &[], "k"),
+        // A positional with no argument for it stays as written.
+        (
+            "First: $0. Third: $ARGUMENTS[2].",
+            "",
+            &[],
+            "First: $0. Third: $ARGUMENTS[2].",
+        ),
+        ("$0 then $2", "a", &[], "a then $2"),
+        // Text that is not a placeholder never changes.
+        ("Year 2: $2.5M ARR", "", &[], "Year 2: $2.5M ARR"),
+        ("up from $1k, $0", "x y", &[], "up from $1k, x"),
+        ("$0 at $HOME", "x", &[], "x at $HOME"),
+        ("$2.5M", "a b c", &[], "c.5M"),
+        // Named arguments take their position; a missing one is empty.
+        (
+            "$company in $market",
+            "Acme logistics",
+            &["company", "market"],
+            "Acme in logistics",
+        ),
+        ("[$company]", "", &["company"], "[]"),
+        // A backslash keeps a placeholder as written.
+        ("\\$0 is $0", "a", &[], "$0 is a"),
+        // No placeholder: the arguments are added at the end.
+        (
+            "Summarise.",
+            "src/ --short",
+            &[],
+            "Summarise.\n\nARGUMENTS: src/ --short\n",
+        ),
+    ];
+
+    #[test]
+    fn arguments_follow_claude_codes_rules_case_by_case() {
+        let mut differ = Vec::new();
+        for (body, arguments, names, expected) in CLAUDE_CODE_CASES {
+            let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+            let got = substitute(
+                body,
+                &Substitutions {
+                    arguments,
+                    names: &names,
+                    ..Substitutions::default()
+                },
+            );
+            if got != *expected {
+                differ.push(format!(
+                    "{body:?} with {arguments:?}: {got:?}, not {expected:?}"
+                ));
+            }
+        }
+        println!(
+            "arguments identical to Claude Code's rules: {} of {} cases",
+            CLAUDE_CODE_CASES.len() - differ.len(),
+            CLAUDE_CODE_CASES.len()
+        );
+        assert!(differ.is_empty(), "{differ:#?}");
+    }
+
     #[test]
     fn arguments_is_the_raw_text() {
         assert_eq!(
