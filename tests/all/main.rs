@@ -47,6 +47,7 @@ mod plugin_install;
 mod rendering;
 mod rewind;
 mod sandbox_edges;
+mod session_audit;
 mod session_habits;
 mod skills;
 mod web;
