@@ -304,36 +304,17 @@ fn stream_json_input_runs_each_prompt_and_reports_a_malformed_line() {
         Reply::sse(Answer::text("One.").anthropic()),
         Reply::sse(Answer::text("Two.").anthropic()),
     ]);
-    let mut cmd = env.capstan_std();
-    for var in MODEL_VARS {
-        cmd.env_remove(var);
-    }
-    cmd.env("ANTHROPIC_API_KEY", API_KEY)
-        .args(["--base-url", &mock.url(), "--model", "mock-model", "-p"])
-        .args([
-            "--input-format",
-            "stream-json",
-            "--output-format",
-            "stream-json",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
-    {
-        let mut stdin = child.stdin.take().unwrap();
-        let user = |text: &str| {
-            json!({"type": "user", "message": {"role": "user", "content": text},
-                   "session_id": "", "parent_tool_use_id": null})
-            .to_string()
-        };
-        writeln!(stdin, "{}", user("first")).unwrap();
-        writeln!(stdin, "{{\"type\": \"user\", oops").unwrap();
-        let blocks = json!({"type": "user", "message": {"role": "user",
-            "content": [{"type": "text", "text": "second"}]}});
-        writeln!(stdin, "{blocks}").unwrap();
-    }
-    let output = child.wait_with_output().unwrap();
+    let blocks = json!({"type": "user", "message": {"role": "user",
+        "content": [{"type": "text", "text": "second"}]}});
+    let output = drive_stream_json(
+        &env,
+        &mock,
+        &[
+            user_message(json!("first")),
+            "{\"type\": \"user\", oops".to_string(),
+            blocks.to_string(),
+        ],
+    );
     // Both prompts ran; the bad line makes the exit a usage error.
     assert_exit(&output, 2);
     let events = lines(&output);
@@ -533,6 +514,19 @@ fn stream_json_session(env: &Env, mock: &MockModel) -> std::process::Child {
     cmd.spawn().unwrap()
 }
 
+/// The same, given `input` one line each, its stdin then closed, to its
+/// end.
+fn drive_stream_json(env: &Env, mock: &MockModel, input: &[String]) -> Output {
+    let mut child = stream_json_session(env, mock);
+    {
+        let mut stdin = child.stdin.take().unwrap();
+        for line in input {
+            writeln!(stdin, "{line}").unwrap();
+        }
+    }
+    child.wait_with_output().unwrap()
+}
+
 /// A user message of the SDK with `content`.
 fn user_message(content: Value) -> String {
     json!({"type": "user", "message": {"role": "user", "content": content},
@@ -552,34 +546,23 @@ fn control_response<'a>(events: &'a [Value], id: &str) -> &'a Value {
 fn stream_json_input_answers_control_requests_as_claude_codes_sdk_expects() {
     let env = Env::new();
     let mock = MockModel::start(vec![Reply::sse(Answer::text("One.").anthropic())]);
-    let mut child = stream_json_session(&env, &mock);
-    {
-        let mut stdin = child.stdin.take().unwrap();
-        let request = |id: &str, body: Value| {
-            json!({"type": "control_request", "request_id": id, "request": body}).to_string()
-        };
-        writeln!(
-            stdin,
-            "{}",
-            request("req_1", json!({"subtype": "initialize", "hooks": null}))
-        )
-        .unwrap();
-        writeln!(
-            stdin,
-            "{}",
-            request("req_2", json!({"subtype": "set_max_thinking_tokens"}))
-        )
-        .unwrap();
-        writeln!(stdin, "{}", request("req_3", json!({"subtype": "initialize", "hooks": {"PreToolUse": [{"matcher": "Bash", "hookCallbackIds": ["hook_0"]}]}}))).unwrap();
-        writeln!(
-            stdin,
-            "{}",
-            json!({"type": "control_request", "request": {"subtype": "interrupt"}})
-        )
-        .unwrap();
-        writeln!(stdin, "{}", user_message(json!("first"))).unwrap();
-    }
-    let output = child.wait_with_output().unwrap();
+    let request = |id: &str, body: Value| {
+        json!({"type": "control_request", "request_id": id, "request": body}).to_string()
+    };
+    let output = drive_stream_json(
+        &env,
+        &mock,
+        &[
+            request("req_1", json!({"subtype": "initialize", "hooks": null})),
+            request("req_2", json!({"subtype": "set_max_thinking_tokens"})),
+            request(
+                "req_3",
+                json!({"subtype": "initialize", "hooks": {"PreToolUse": [{"matcher": "Bash", "hookCallbackIds": ["hook_0"]}]}}),
+            ),
+            json!({"type": "control_request", "request": {"subtype": "interrupt"}}).to_string(),
+            user_message(json!("first")),
+        ],
+    );
     // Control requests are not malformed lines: the run succeeds.
     assert_exit(&output, 0);
     let events = lines(&output);
@@ -657,25 +640,16 @@ fn a_drivers_interrupt_stops_the_running_prompt_and_the_next_one_runs() {
 fn stream_json_input_takes_text_blocks_and_refuses_images_clearly() {
     let env = Env::new();
     let mock = MockModel::start(vec![Reply::sse(Answer::text("Seen.").anthropic())]);
-    let mut child = stream_json_session(&env, &mock);
-    {
-        let mut stdin = child.stdin.take().unwrap();
-        let image = json!({"type": "image", "source": {"type": "base64",
-            "media_type": "image/png", "data": "iVBORw0KGgo="}});
-        writeln!(
-            stdin,
-            "{}",
-            user_message(json!([{"type": "text", "text": "look"}, image]))
-        )
-        .unwrap();
-        writeln!(
-            stdin,
-            "{}",
-            user_message(json!([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]))
-        )
-        .unwrap();
-    }
-    let output = child.wait_with_output().unwrap();
+    let image = json!({"type": "image", "source": {"type": "base64",
+        "media_type": "image/png", "data": "iVBORw0KGgo="}});
+    let output = drive_stream_json(
+        &env,
+        &mock,
+        &[
+            user_message(json!([{"type": "text", "text": "look"}, image])),
+            user_message(json!([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}])),
+        ],
+    );
     assert_exit(&output, 2);
     let events = lines(&output);
     let error = events.iter().find(|e| e["type"] == "input_error").unwrap();

@@ -50,6 +50,7 @@ mod plugin_install;
 mod rendering;
 mod rewind;
 mod sandbox_edges;
+mod session_audit;
 mod session_habits;
 mod skills;
 mod web;

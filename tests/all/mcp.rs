@@ -17,41 +17,11 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use support::fastmcp::sdk_python;
 use support::{Env, fixture, stderr, target_dir};
 
 // ---------------------------------------------------------------------------
 // The Python SDK clients
-
-/// The Python of a virtualenv holding `mcp` of `spec` (`>=1,<2`), made
-/// once under `target/mcp-venvs/NAME`.
-fn sdk_python(name: &str, spec: &str) -> PathBuf {
-    static INSTALLING: Mutex<()> = Mutex::new(());
-    let _guard = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = target_dir().join("mcp-venvs").join(name);
-    let python = dir.join("bin/python");
-    let marker = dir.join(".capstan-installed");
-    if marker.is_file() {
-        return python;
-    }
-    let made = Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&dir)
-        .status()
-        .expect("python3 is needed for the MCP client tests (apt-get install python3-venv)");
-    assert!(made.success(), "python3 -m venv {} failed", dir.display());
-    let out = Command::new(dir.join("bin/pip"))
-        .args(["install", "--quiet", "--disable-pip-version-check", spec])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "pip install '{spec}' into {} failed (the MCP client tests need PyPI once; `just setup` installs them):\n{}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::write(&marker, spec).unwrap();
-    python
-}
 
 fn sdk1() -> PathBuf {
     sdk_python("mcp1", "mcp>=1,<2")

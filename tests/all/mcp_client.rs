@@ -10,99 +10,15 @@ use crate::support;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::mock_model::{MockModel, script};
+use support::fastmcp::{
+    API_KEY, add_stdio, assert_ok, put_server, python_prefix, sdk1_python, session, venv,
+};
+use support::mock_model::script;
 use support::{Env, stderr, stdout, target_dir};
-
-const API_KEY: &str = "test-key";
-
-/// The Python of the virtualenv holding the MCP Python SDK 1.x (made by
-/// the server tests, or `just mcp-clients`).
-fn sdk_python() -> PathBuf {
-    let dir = target_dir().join("mcp-venvs").join("mcp1");
-    let python = dir.join("bin/python");
-    if !dir.join(".capstan-installed").is_file() {
-        let made = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&dir)
-            .status()
-            .unwrap();
-        assert!(made.success());
-        let out = Command::new(dir.join("bin/pip"))
-            .args([
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "mcp>=1,<2",
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "pip install mcp failed (`just mcp-clients` installs it)"
-        );
-        std::fs::write(dir.join(".capstan-installed"), "mcp>=1,<2").unwrap();
-    }
-    python
-}
-
-fn venv() -> PathBuf {
-    target_dir().join("mcp-venvs").join("mcp1")
-}
-
-/// The Python installation the virtualenv's interpreter links to, which
-/// a sandboxed server must be able to read too.
-fn python_prefix() -> PathBuf {
-    let out = Command::new(sdk_python())
-        .args(["-c", "import sys; print(sys.base_prefix)"])
-        .output()
-        .unwrap();
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
-
-/// The FastMCP fixture, copied into the workspace.
-fn put_server(env: &Env) {
-    let script = support::repo_root().join("tests/fixtures/mcp/fastmcp_server.py");
-    std::fs::copy(script, env.ws.path().join("fastmcp_server.py")).unwrap();
-}
-
-/// `capstan mcp add NAME [flags] -- PYTHON fastmcp_server.py stdio`.
-fn add_stdio(env: &Env, name: &str, flags: &[&str]) -> Output {
-    put_server(env);
-    let python = sdk_python();
-    let mut cmd = env.capstan();
-    cmd.args(["mcp", "add", name, "--yes", "--read"])
-        .arg(venv())
-        .arg("--read")
-        .arg(python_prefix())
-        .args(flags)
-        .arg("--")
-        .arg(&python)
-        .args(["fastmcp_server.py", "stdio"]);
-    cmd.timeout(Duration::from_secs(60)).output().unwrap()
-}
-
-fn assert_ok(output: &Output) {
-    assert!(
-        output.status.success(),
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status.code(),
-        stdout(output),
-        stderr(output)
-    );
-}
-
-/// `capstan -p PROMPT` against `mock`.
-fn session(env: &Env, mock: &MockModel, args: &[&str]) -> Output {
-    let mut cmd = env.anthropic_session(&mock.url(), API_KEY, "mock-model", "go");
-    cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .args(args)
-        .timeout(Duration::from_secs(180));
-    cmd.output().unwrap()
-}
 
 fn list_json(env: &Env) -> Value {
     let out = env
@@ -145,7 +61,7 @@ fn mcp_add_list_remove_round_trip_with_consent() {
         .args(["mcp", "add", "fx", "--read"])
         .arg(venv())
         .arg("--")
-        .arg(sdk_python())
+        .arg(sdk1_python())
         .args(["fastmcp_server.py", "stdio"])
         .output()
         .unwrap();
@@ -158,7 +74,7 @@ fn mcp_add_list_remove_round_trip_with_consent() {
     assert!(stderr(&refused).contains("reads the workspace (read-only)"));
     assert!(stderr(&refused).contains("no network"));
 
-    let added = add_stdio(&env, "fx", &[]);
+    let added = add_stdio(&env, "fx", &[], &[]);
     assert_ok(&added);
     let listed = list_json(&env);
     let server = &listed["servers"][0];
@@ -212,7 +128,7 @@ fn mcp_add_list_remove_round_trip_with_consent() {
 fn a_project_mcp_json_server_runs_only_once_approved_as_defined() {
     let env = Env::new();
     put_server(&env);
-    let python = sdk_python();
+    let python = sdk1_python();
     let definition = |extra: &str| {
         format!(
             r#"{{"mcpServers": {{"proj": {{"command": "{}", "args": ["fastmcp_server.py", "stdio"], "read": ["{}", "{}"]{extra}}}}}}}"#,
@@ -245,7 +161,7 @@ fn a_project_mcp_json_server_runs_only_once_approved_as_defined() {
 #[test]
 fn a_bridged_tool_runs_in_a_print_session_under_rules_and_is_audited() {
     let env = Env::new();
-    assert_ok(&add_stdio(&env, "fx", &[]));
+    assert_ok(&add_stdio(&env, "fx", &[], &[]));
     env.write("notes/keep.txt", "kept");
     let mock = script(&[
         ("c1", "mcp__fx__echo", json!({"text": "hello"})),
@@ -278,7 +194,7 @@ fn a_bridged_tool_runs_in_a_print_session_under_rules_and_is_audited() {
 #[test]
 fn the_os_sandbox_holds_a_local_server_to_its_grants() {
     let env = Env::new();
-    assert_ok(&add_stdio(&env, "fx", &[]));
+    assert_ok(&add_stdio(&env, "fx", &[], &[]));
     env.write("inside.txt", "inside text");
     let secret = env.write_outside("secret.txt", "outside secret");
     // A server that writes needs the workspace granted: its note fails.
@@ -328,7 +244,7 @@ fn the_os_sandbox_holds_a_local_server_to_its_grants() {
 #[test]
 fn a_server_granted_the_workspace_writes_it() {
     let env = Env::new();
-    assert_ok(&add_stdio(&env, "fx", &["--write-workspace"]));
+    assert_ok(&add_stdio(&env, "fx", &["--write-workspace"], &[]));
     let mock = script(&[("c1", "mcp__fx__note", json!({"name": "n.txt", "text": "x"}))]);
     let out = session(&env, &mock, &["--allow", "mcp__fx"]);
     assert_ok(&out);
@@ -339,7 +255,7 @@ fn a_server_granted_the_workspace_writes_it() {
 #[test]
 fn crashes_hangs_and_floods_become_tool_errors_and_the_server_restarts() {
     let env = Env::new();
-    assert_ok(&add_stdio(&env, "fx", &["--timeout", "3s"]));
+    assert_ok(&add_stdio(&env, "fx", &["--timeout", "3s"], &[]));
     let mock = script(&[
         ("c1", "mcp__fx__crash", json!({})),
         ("c2", "mcp__fx__echo", json!({"text": "after the crash"})),
@@ -413,7 +329,7 @@ fn http_server(mode: &str) -> HttpServer {
     let dir = tempfile::tempdir().unwrap();
     let script = support::repo_root().join("tests/fixtures/mcp/fastmcp_server.py");
     let port = free_port();
-    let child = Command::new(sdk_python())
+    let child = Command::new(sdk1_python())
         .arg(script)
         .arg(mode)
         .arg(port.to_string())
@@ -681,7 +597,7 @@ fn a_claude_code_plugins_mcp_server_is_imported_shown_at_consent_and_bridged() {
 #[test]
 fn hooks_see_bridged_tools_under_their_claude_code_names_and_decide() {
     let env = Env::new();
-    assert_ok(&add_stdio(&env, "fx", &["--write-workspace"]));
+    assert_ok(&add_stdio(&env, "fx", &["--write-workspace"], &[]));
     let mock = script(&[
         ("c1", "mcp__fx__echo", json!({"text": "[PreToolUse:deny]"})),
         (

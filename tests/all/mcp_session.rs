@@ -10,93 +10,20 @@
 use crate::support;
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use support::fastmcp::{self, API_KEY, add_stdio, assert_ok, python_prefix, session, venv};
 use support::mock_model::{Answer, MockModel, Received, Reply};
 use support::terminal::Terminal;
-use support::{Env, MODEL_VARS, stderr, stdout, target_dir};
-
-const API_KEY: &str = "test-key";
+use support::{Env, MODEL_VARS, stderr, stdout};
 
 /// The 1x1 red PNG the fixture's `picture` tool returns, base64.
 const DOT_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 
-/// The virtualenv with the MCP Python SDK 1.x (made by the client tests,
-/// or `just mcp-clients`).
-fn venv() -> PathBuf {
-    let dir = target_dir().join("mcp-venvs").join("mcp1");
-    if !dir.join(".capstan-installed").is_file() {
-        let made = Command::new("python3")
-            .args(["-m", "venv"])
-            .arg(&dir)
-            .status()
-            .unwrap();
-        assert!(made.success());
-        let out = Command::new(dir.join("bin/pip"))
-            .args([
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "mcp>=1,<2",
-            ])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "pip install mcp failed (`just mcp-clients` installs it)"
-        );
-        std::fs::write(dir.join(".capstan-installed"), "mcp>=1,<2").unwrap();
-    }
-    dir
-}
-
-/// The Python installation the virtualenv links to.
-fn python_prefix() -> PathBuf {
-    let out = Command::new(venv().join("bin/python"))
-        .args(["-c", "import sys; print(sys.base_prefix)"])
-        .output()
-        .unwrap();
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-}
-
-fn fixture_script() -> PathBuf {
-    support::repo_root().join("tests/fixtures/mcp/fastmcp_server.py")
-}
-
 /// `capstan mcp add NAME -- PYTHON fastmcp_server.py stdio EXTRA...`.
 fn add_fixture(env: &Env, name: &str, extra: &[&str]) {
-    std::fs::copy(fixture_script(), env.ws.path().join("fastmcp_server.py")).unwrap();
-    let mut cmd = env.capstan();
-    cmd.args(["mcp", "add", name, "--yes", "--read"])
-        .arg(venv())
-        .arg("--read")
-        .arg(python_prefix())
-        .arg("--")
-        .arg(venv().join("bin/python"))
-        .args(["fastmcp_server.py", "stdio"])
-        .args(extra);
-    assert_ok(&cmd.timeout(Duration::from_secs(60)).output().unwrap());
-}
-
-fn assert_ok(output: &Output) {
-    assert!(
-        output.status.success(),
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status.code(),
-        stdout(output),
-        stderr(output)
-    );
-}
-
-/// `capstan -p PROMPT` against `mock` (Anthropic).
-fn session(env: &Env, mock: &MockModel, args: &[&str]) -> Output {
-    let mut cmd = env.anthropic_session(&mock.url(), API_KEY, "mock-model", "go");
-    cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .args(args)
-        .timeout(Duration::from_secs(180));
-    cmd.output().unwrap()
+    assert_ok(&add_stdio(env, name, &[], extra));
 }
 
 /// The names of the tools a request offers.
@@ -552,7 +479,7 @@ fn a_claude_code_plugins_own_python_server_starts_and_is_refused_once_tampered()
     )
     .unwrap();
     std::fs::create_dir_all(plugin.join("server")).unwrap();
-    std::fs::copy(fixture_script(), plugin.join("server/main.py")).unwrap();
+    std::fs::copy(fastmcp::script(), plugin.join("server/main.py")).unwrap();
     let python = venv().join("bin/python");
     let servers = json!({"mcpServers": {"fx": {
         "command": python.display().to_string(),

@@ -257,6 +257,15 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
     let mut toolbox = Toolbox::load(sandbox, &catalog, &workspace, Limits::default())
         .await
         .map_err(|e| Failure::new(Exit::Error, e))?;
+    // Calls of plugins with no audit log of their own (built-in plugins,
+    // `--plugin` files) and their hooks are recorded in the home's.
+    let session_audit = crate::audit::AuditLog::open(&home.audit_log());
+    match &session_audit {
+        Ok(log) => toolbox.set_audit(log.clone()),
+        Err(error) => notices.push(format!(
+            "warning: calls of built-in plugins and plugin files are not audited in this session: {error}"
+        )),
+    }
     let mut found_skills =
         Skills::discover(toolbox.sandbox(), &home, &workspace, Limits::default()).await;
     let extension_grants = extension_grants(&settings, &workspace, &home);
@@ -321,7 +330,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
 
     let mcp = std::sync::Arc::new(start_mcp_servers(&settings, &workspace, &home));
     notices.extend(mcp.notices.iter().cloned());
-    let mcp_audit = crate::audit::AuditLog::open(&home.audit_log()).ok();
+    let mcp_audit = session_audit.as_ref().ok().cloned();
     toolbox.add_source(std::sync::Arc::new(mcp.tool_source(mcp_audit)));
 
     notices.extend(start_language_servers(

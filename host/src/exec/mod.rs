@@ -23,7 +23,8 @@
 //!   audit log.
 //!
 //! [`run`] runs a command to its end; [`RunningCommand`] and [`JobTable`]
-//! keep commands running in the background.
+//! keep commands running in the background; [`service`] keeps a local MCP
+//! server or a language server running, its standard error's end kept.
 
 pub mod config;
 #[cfg(target_os = "linux")]
@@ -36,6 +37,8 @@ pub mod output;
 mod process;
 #[cfg(target_os = "linux")]
 mod proxy;
+#[cfg(target_os = "linux")]
+pub mod service;
 #[cfg(target_os = "linux")]
 mod spawn;
 #[cfg(target_os = "linux")]
@@ -282,6 +285,8 @@ impl Cancel {
 
 #[cfg(target_os = "linux")]
 pub use process::{AttachedPipes, RunningCommand, sandbox_gap};
+#[cfg(target_os = "linux")]
+pub use service::{ErrorTail, Service, ServiceError, ServiceSpec, TailReport, start_service};
 
 /// Runs `request` to its end under `grants`, passing output to `on_output`
 /// as it arrives; `cancel` kills it early.

@@ -13,7 +13,7 @@
 //! with `null`); the diagnostics it publishes are kept per document.
 
 use std::collections::HashMap;
-use std::io::{BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -24,10 +24,18 @@ use tokio::sync::{oneshot, watch};
 
 use super::config::LspServerSpec;
 use super::framing::{self, Frame};
-use crate::exec::{Cancel, CommandLine, ExecGrants, ExecRequest, RunningCommand};
+use crate::exec::{
+    Cancel, CommandLine, ErrorTail, ExecGrants, ExecRequest, ServiceError, ServiceSpec, TailReport,
+    start_service,
+};
 
-/// How much of the end of stderr is kept.
-const ERROR_TAIL: usize = 4096;
+/// How the end of a server's standard error is told: its last three
+/// lines.
+const STDERR_REPORT: TailReport = TailReport {
+    lines: 3,
+    max_len: 600,
+    with_size: false,
+};
 
 /// Messages that are not JSON skipped before the server is stopped.
 const MAX_SKIPPED: u64 = 100;
@@ -83,7 +91,7 @@ pub struct Connection {
     /// Changed on every publication and when the server stops.
     published: watch::Receiver<u64>,
     cancel: Cancel,
-    stderr: Arc<Mutex<Vec<u8>>>,
+    stderr: Arc<Mutex<ErrorTail>>,
     /// What `initialize` said the server can do.
     pub capabilities: Value,
 }
@@ -207,80 +215,38 @@ impl Connection {
         let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
         let (published_tx, published) = watch::channel(0u64);
         let published_tx = Arc::new(published_tx);
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-        let env = spec.env.clone();
-        {
-            let cancel = cancel.clone();
+        let service = ServiceSpec {
+            request,
+            grants,
+            env: spec.env.clone(),
+            thread: format!("lsp-{}", spec.name),
+            noun: "the language server",
+            tail: STDERR_REPORT,
+        };
+        let on_end = {
             let closed = closed.clone();
             let pending = pending.clone();
             let published_tx = published_tx.clone();
-            let stderr = stderr.clone();
-            std::thread::Builder::new()
-                .name(format!("lsp-{}", spec.name))
-                .spawn(move || {
-                    let started = RunningCommand::start_attached(&request, &grants, &env);
-                    let running = match started {
-                        Ok((running, pipes)) => {
-                            let _ = ready_tx.send(Ok(pipes));
-                            running
-                        }
-                        Err(error) => {
-                            let _ = ready_tx.send(Err(error.to_string()));
-                            return;
-                        }
-                    };
-                    let outcome = running.wait(&cancel, &mut |_| {});
-                    let how = match outcome.ending {
-                        crate::exec::Ending::Exited(code) => {
-                            format!("the language server exited with code {code}")
-                        }
-                        crate::exec::Ending::TimedOut => {
-                            "the language server ran out of time".to_string()
-                        }
-                        crate::exec::Ending::Cancelled => {
-                            "the language server was stopped".to_string()
-                        }
-                    };
-                    let mut why = match closed.lock() {
-                        Ok(mut slot) => slot.get_or_insert(how).clone(),
-                        Err(_) => how,
-                    };
-                    if let Some(tail) = stderr.lock().ok().and_then(|t| error_summary(&t)) {
-                        why.push_str(&format!("; {tail}"));
-                    }
-                    if let Ok(mut slot) = closed.lock() {
-                        *slot = Some(why.clone());
-                    }
-                    fail_all(&pending, &why);
-                    published_tx.send_modify(|n| *n += 1);
-                })
-                .map_err(|e| format!("cannot start a thread for the server: {e}"))?;
-        }
-        let pipes = ready_rx
-            .recv()
-            .map_err(|_| "the server's thread ended before it started".to_string())?
-            .map_err(|e| format!("cannot start `{}`: {e}", spec.command_line()))?;
-
-        let mut errors = pipes.stderr;
-        let tail = stderr.clone();
-        let _ = std::thread::Builder::new()
-            .name(format!("lsp-{}-stderr", spec.name))
-            .spawn(move || {
-                let mut buf = vec![0u8; 16 * 1024];
-                while let Ok(n) = errors.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    if let Ok(mut tail) = tail.lock() {
-                        tail.extend_from_slice(&buf[..n]);
-                        if tail.len() > ERROR_TAIL {
-                            let cut = tail.len() - ERROR_TAIL;
-                            tail.drain(..cut);
-                        }
-                    }
+            move |how: String, stderr: &Arc<Mutex<ErrorTail>>| {
+                let mut why = match closed.lock() {
+                    Ok(mut slot) => slot.get_or_insert(how).clone(),
+                    Err(_) => how,
+                };
+                if let Some(tail) = stderr.lock().ok().and_then(|t| t.summary()) {
+                    why.push_str(&format!("; {tail}"));
                 }
-            });
+                if let Ok(mut slot) = closed.lock() {
+                    *slot = Some(why.clone());
+                }
+                fail_all(&pending, &why);
+                published_tx.send_modify(|n| *n += 1);
+            }
+        };
+        let pipes = start_service(service, &cancel, on_end).map_err(|e| match e {
+            ServiceError::Thread(why) => why,
+            ServiceError::Start(e) => format!("cannot start `{}`: {e}", spec.command_line()),
+        })?;
+        let stderr = pipes.stderr;
 
         let (outgoing, outgoing_rx) = std::sync::mpsc::channel::<Vec<u8>>();
         let mut input = pipes.stdin;
@@ -461,28 +427,8 @@ impl Connection {
 
     /// The end of its stderr, for reports.
     pub fn error_tail(&self) -> Option<String> {
-        self.stderr.lock().ok().and_then(|t| error_summary(&t))
+        self.stderr.lock().ok().and_then(|t| t.summary())
     }
-}
-
-/// The last lines of a server's stderr, for a report.
-fn error_summary(tail: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(tail);
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    if lines.is_empty() {
-        return None;
-    }
-    let last: Vec<&str> = lines.iter().rev().take(3).rev().copied().collect();
-    let mut summary = format!("its stderr ended with: {}", last.join(" | "));
-    if summary.len() > 600 {
-        let mut end = 600;
-        while !summary.is_char_boundary(end) {
-            end -= 1;
-        }
-        summary.truncate(end);
-        summary.push('…');
-    }
-    Some(crate::escape::line(&summary).into_owned())
 }
 
 fn fail_all(pending: &Pending, why: &str) {

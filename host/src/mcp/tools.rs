@@ -43,7 +43,7 @@ impl ToolSet {
         for spec in plugin_files {
             catalog.add_file(spec).map_err(|e| e.to_string())?;
         }
-        let toolbox = Toolbox::load_with_writes(
+        let mut toolbox = Toolbox::load_with_writes(
             sandbox.clone(),
             &catalog,
             workspace,
@@ -52,6 +52,14 @@ impl ToolSet {
         )
         .await
         .map_err(|e| e.to_string())?;
+        // Calls of plugins with no audit log of their own are recorded in
+        // the home's, as in a session.
+        match crate::audit::AuditLog::open(&home.audit_log()) {
+            Ok(log) => toolbox.set_audit(log),
+            Err(error) => eprintln!(
+                "capstan mcp: calls of built-in plugins and plugin files are not audited: {error}"
+            ),
+        }
         for unavailable in toolbox.unavailable().all() {
             eprintln!("capstan mcp: {unavailable}");
         }

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::retry::{Attempt, RetryPolicy, stream_with_retries};
 use super::sse::SseEvent;
-use super::transport::{ErrorContext, EventStream, ReadEvents, Waits, send};
+use super::transport::{ErrorContext, ReadEvents, stream_answer};
 use super::{
     Block, EventSink, Image, Message, ModelError, ModelFuture, Provider, Request, Response, Role,
     StopReason, StreamEvent, ToolDef, Usage,
@@ -107,15 +107,8 @@ impl AnthropicProvider {
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(reqwest::header::ACCEPT, "text/event-stream")
             .body(request_body(request).to_string());
-        let idle = self.config.retry.idle_timeout;
-        let waits = Waits {
-            response: self.config.retry.response_timeout,
-            idle,
-        };
-        let response = send(http_request, &context, waits).await?;
-        EventStream::new(response, idle, context.clone())
-            .answer(&mut StreamReader::new(context), events)
-            .await
+        let reader = &mut StreamReader::new(context.clone());
+        stream_answer(http_request, context, &self.config.retry, reader, events).await
     }
 }
 

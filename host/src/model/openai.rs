@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::retry::{Attempt, RetryPolicy, stream_with_retries};
 use super::sse::SseEvent;
-use super::transport::{ErrorContext, EventStream, ReadEvents, Waits, send};
+use super::transport::{ErrorContext, ReadEvents, stream_answer};
 use super::{
     Block, EventSink, Message, ModelError, ModelFuture, Provider, Request, Response, Role,
     StopReason, StreamEvent, ToolDef, Usage,
@@ -108,15 +108,8 @@ impl OpenAiProvider {
         if let Some(key) = &self.config.api_key {
             http_request = http_request.bearer_auth(key);
         }
-        let idle = self.config.retry.idle_timeout;
-        let waits = Waits {
-            response: self.config.retry.response_timeout,
-            idle,
-        };
-        let response = send(http_request, &context, waits).await?;
-        EventStream::new(response, idle, context.clone())
-            .answer(&mut StreamReader::new(context), events)
-            .await
+        let reader = &mut StreamReader::new(context.clone());
+        stream_answer(http_request, context, &self.config.retry, reader, events).await
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::error::Error as _;
 use std::time::{Duration, SystemTime};
 
-use super::retry::parse_retry_after;
+use super::retry::{RetryPolicy, parse_retry_after};
 use super::sse::{SseEvent, SseParser};
 use super::{EventSink, ModelError, Response};
 
@@ -223,6 +223,26 @@ pub async fn send(
         _ => String::new(),
     };
     Err(context.error_for_status(status.as_u16(), retry_after, &body))
+}
+
+/// Sends a streaming request with `retry`'s waits and reads its events
+/// into the answer with `reader`: one provider's whole exchange.
+pub async fn stream_answer(
+    request: reqwest::RequestBuilder,
+    context: ErrorContext,
+    retry: &RetryPolicy,
+    reader: &mut impl ReadEvents,
+    events: EventSink<'_>,
+) -> Result<Response, ModelError> {
+    let idle = retry.idle_timeout;
+    let waits = Waits {
+        response: retry.response_timeout,
+        idle,
+    };
+    let response = send(request, &context, waits).await?;
+    EventStream::new(response, idle, context)
+        .answer(reader, events)
+        .await
 }
 
 /// How a provider reads its stream: event by event, checking what the

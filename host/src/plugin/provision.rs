@@ -10,9 +10,10 @@
 //!   audit log, which must open: a call whose capability decisions cannot
 //!   be recorded does not run.
 //! - A **built-in** plugin or a `--plugin` file sees the workspace and
-//!   nothing else, under the caller's limits, and is not audited (every
-//!   file a built-in tool opens would be a record), unless the caller passes
-//!   the session's log to [`Provision::options`].
+//!   nothing else, under the caller's limits, and has no audit log of its
+//!   own: its capability decisions go to the log the caller passes to
+//!   [`Provision::options`] (a session's, and `capstan mcp serve`'s, is the
+//!   home's).
 //!
 //! Either way a call that may not change anything sees every folder
 //! read-only: the caller asks for [`Provision::options`] with `writable`

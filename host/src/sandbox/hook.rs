@@ -2,11 +2,9 @@
 //! event handled in a fresh instance. What goes in and out are the WIT
 //! contract's types ([`wit`]); [`crate::hooks`] turns them into its own.
 
-use std::time::Duration;
-
 use super::bindings;
 use super::bindings::hook_world::HookPlugin;
-use super::{CallError, CallOptions, Limits, LoadedComponent, Sandbox, instantiate_with, run_with};
+use super::{CallError, CallOptions, LoadedComponent, Sandbox, instantiate_with, run_with};
 
 /// The `capstan:plugin/hook` interface's types: events, subscriptions,
 /// decisions.
@@ -19,13 +17,7 @@ impl Sandbox {
         &self,
         component: &LoadedComponent,
     ) -> Result<Vec<wit::Subscription>, CallError> {
-        let options = CallOptions {
-            limits: Limits {
-                timeout: Duration::from_secs(10),
-                ..Limits::default()
-            },
-            ..CallOptions::default()
-        };
+        let options = CallOptions::listing();
         let _in_use = component.resident.in_use();
         let linked = component.linked()?;
         let pre = component.hook_pre(&linked)?;

@@ -27,7 +27,6 @@ mod warm;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
 use wasmtime::Engine;
 
@@ -312,18 +311,12 @@ impl Sandbox {
     /// after [`rest::PARK_AFTER`] without calls; returns how many.
     #[cfg(test)]
     fn park_now(&self) -> usize {
-        self.rest.park_idle(Duration::ZERO)
+        self.rest.park_idle(std::time::Duration::ZERO)
     }
 
     /// Asks a component which tools it offers. Runs with no grants.
     pub async fn describe(&self, component: &LoadedComponent) -> Result<Vec<ToolSpec>, CallError> {
-        let options = CallOptions {
-            limits: Limits {
-                timeout: Duration::from_secs(10),
-                ..Limits::default()
-            },
-            ..CallOptions::default()
-        };
+        let options = CallOptions::listing();
         let _in_use = component.resident.in_use();
         let linked = component.linked()?;
         let pre = component.tool_pre(&linked)?;

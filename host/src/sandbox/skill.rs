@@ -3,12 +3,11 @@
 //! call's grants and limits, like a tool call.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::bindings::skill_world::{SkillPlugin, SkillPluginPre};
 use super::state::CallOptions;
 use super::warm::WarmSlot;
-use super::{CallError, Instantiate, Limits, LoadError, Sandbox, instantiate_with, run_with};
+use super::{CallError, Instantiate, LoadError, Sandbox, instantiate_with, run_with};
 
 /// What a skill component says about one of its skills.
 pub use super::bindings::skill_world::exports::capstan::plugin::skill::SkillMeta as WitSkillMeta;
@@ -68,13 +67,7 @@ impl Sandbox {
         &self,
         component: &SkillComponent,
     ) -> Result<Vec<WitSkillMeta>, CallError> {
-        let options = CallOptions {
-            limits: Limits {
-                timeout: Duration::from_secs(10),
-                ..Limits::default()
-            },
-            ..CallOptions::default()
-        };
+        let options = CallOptions::listing();
         self.in_fresh_instance(
             &component.name,
             None::<&WarmSlot<SkillPlugin>>,

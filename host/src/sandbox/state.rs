@@ -46,6 +46,20 @@ pub struct CallOptions {
     pub audit: Option<crate::audit::AuditLog>,
 }
 
+impl CallOptions {
+    /// What a call that only asks a component what it offers (its tools,
+    /// its hook subscriptions, its skills) gets: no grants, and 10 s.
+    pub fn listing() -> Self {
+        Self {
+            limits: Limits {
+                timeout: std::time::Duration::from_secs(10),
+                ..Limits::default()
+            },
+            ..Self::default()
+        }
+    }
+}
+
 /// The state of one store: the plugin's WASI view of the world and the
 /// host's bookkeeping for the call.
 pub struct CallState {

@@ -3,6 +3,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod fastmcp;
 pub mod git_server;
 pub mod load;
 pub mod mock_model;

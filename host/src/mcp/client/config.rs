@@ -655,69 +655,38 @@ pub fn defined_servers(
 ) -> Vec<Result<ServerSpec, SpecError>> {
     let mut found: Vec<(String, String, ServerEntry)> = Vec::new();
     let mut problems = Vec::new();
-    let mut read_file = |path: PathBuf, json: bool| {
+    for (path, json) in [
+        (config_dir.join("config.toml"), false),
+        (config_dir.join("mcp.json"), true),
+    ] {
         let Ok(text) = std::fs::read_to_string(&path) else {
-            return;
+            continue;
         };
-        let parsed = if json {
-            parse_claude_json(&text, false)
-        } else {
-            parse_toml_servers(&text)
-        };
-        let source = path.display().to_string();
-        match parsed {
-            Ok(entries) => {
-                for (name, entry) in entries {
-                    found.push((name, source.clone(), entry));
-                }
-            }
-            Err(message) => problems.push(SpecError {
-                name: "*".into(),
-                source_file: source,
-                message,
-            }),
+        match parse_definitions(&path, &text, json) {
+            Ok(entries) => found.extend(entries),
+            Err(problem) => problems.push(problem),
         }
-    };
-    read_file(config_dir.join("config.toml"), false);
-    read_file(config_dir.join("mcp.json"), true);
+    }
     let mut all = found;
     all.extend(added.iter().cloned());
     let mut project = Vec::new();
-    {
-        let mut read_project = |path: PathBuf, json: bool| {
-            let text = match read_in_workspace(workspace, &path) {
-                Ok(Some(text)) => text,
-                Ok(None) => return,
-                Err(message) => {
-                    problems.push(SpecError {
-                        name: "*".into(),
-                        source_file: path.display().to_string(),
-                        message,
-                    });
-                    return;
-                }
-            };
-            let parsed = if json {
-                parse_claude_json(&text, false)
-            } else {
-                parse_toml_servers(&text)
-            };
-            let source = path.display().to_string();
-            match parsed {
-                Ok(entries) => {
-                    for (name, entry) in entries {
-                        project.push((name, source.clone(), entry));
-                    }
-                }
-                Err(message) => problems.push(SpecError {
-                    name: "*".into(),
-                    source_file: source,
-                    message,
-                }),
-            }
+    for (path, json) in [
+        (workspace.join(".mcp.json"), true),
+        (workspace.join(".capstan").join("config.toml"), false),
+    ] {
+        let parsed = match read_in_workspace(workspace, &path) {
+            Ok(Some(text)) => parse_definitions(&path, &text, json),
+            Ok(None) => continue,
+            Err(message) => Err(SpecError {
+                name: "*".into(),
+                source_file: path.display().to_string(),
+                message,
+            }),
         };
-        read_project(workspace.join(".mcp.json"), true);
-        read_project(workspace.join(".capstan").join("config.toml"), false);
+        match parsed {
+            Ok(entries) => project.extend(entries),
+            Err(problem) => problems.push(problem),
+        }
     }
     all.extend(project);
     let mut by_name: BTreeMap<String, (String, ServerEntry)> = BTreeMap::new();
@@ -732,6 +701,33 @@ pub fn defined_servers(
         specs.push(entry.to_spec(&name, &source, home));
     }
     specs
+}
+
+/// The servers file `path` defines in `text` (Claude Code's JSON when
+/// `json`, else capstan's TOML), each with its name and the file, or what
+/// is wrong with the file.
+fn parse_definitions(
+    path: &Path,
+    text: &str,
+    json: bool,
+) -> Result<Vec<(String, String, ServerEntry)>, SpecError> {
+    let parsed = if json {
+        parse_claude_json(text, false)
+    } else {
+        parse_toml_servers(text)
+    };
+    let source = path.display().to_string();
+    match parsed {
+        Ok(entries) => Ok(entries
+            .into_iter()
+            .map(|(name, entry)| (name, source.clone(), entry))
+            .collect()),
+        Err(message) => Err(SpecError {
+            name: "*".into(),
+            source_file: source,
+            message,
+        }),
+    }
 }
 
 #[cfg(test)]

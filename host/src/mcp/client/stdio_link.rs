@@ -9,16 +9,19 @@
 //! counted and reported a few at a time, and past [`MAX_NOISE`] of them
 //! the server is stopped as broken. Its stderr is drained all the time (a
 //! flood never blocks the server or capstan), keeping only the last
-//! [`ERROR_TAIL`] bytes for reports. Messages to it are written by a
+//! [`ERROR_TAIL`](crate::exec::service::ERROR_TAIL) bytes for reports
+//! ([`crate::exec::service`]). Messages to it are written by a
 //! writer thread, so a server that stops reading holds up nobody.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
 use super::connection::{Incoming, Link};
-use crate::exec::{Cancel, CommandLine, ExecGrants, ExecRequest, RunningCommand};
+use crate::exec::{
+    Cancel, CommandLine, ExecGrants, ExecRequest, ServiceSpec, TailReport, start_service,
+};
 use crate::mcp::jsonrpc::Message;
 use crate::mcp::outbox::Outbox;
 
@@ -29,47 +32,16 @@ pub const MAX_NOISE: u64 = 200;
 /// The longest line read from stdout.
 pub const MAX_LINE: usize = crate::mcp::stdio::MAX_LINE;
 
-/// How much of the end of stderr is kept.
-pub const ERROR_TAIL: usize = 4096;
-
 /// The end of a server's standard error, and how much it wrote in all.
-#[derive(Debug, Default)]
-pub struct ErrorTail {
-    tail: Vec<u8>,
-    total: u64,
-}
+pub use crate::exec::ErrorTail;
 
-impl ErrorTail {
-    fn push(&mut self, chunk: &[u8]) {
-        self.total += chunk.len() as u64;
-        self.tail.extend_from_slice(chunk);
-        if self.tail.len() > ERROR_TAIL {
-            let cut = self.tail.len() - ERROR_TAIL;
-            self.tail.drain(..cut);
-        }
-    }
-
-    /// Its last lines and its size, when it wrote anything.
-    pub fn summary(&self) -> Option<String> {
-        if self.total == 0 {
-            return None;
-        }
-        let text = String::from_utf8_lossy(&self.tail);
-        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-        let last: Vec<&str> = lines.iter().rev().take(5).rev().copied().collect();
-        let mut summary = format!("its stderr ({} bytes) ended with: ", self.total);
-        summary.push_str(&crate::escape::line(&last.join(" | ")));
-        if summary.len() > 800 {
-            let mut end = 800;
-            while !summary.is_char_boundary(end) {
-                end -= 1;
-            }
-            summary.truncate(end);
-            summary.push('…');
-        }
-        Some(summary)
-    }
-}
+/// How the end of a server's standard error is told: its last five lines
+/// and its size.
+const STDERR_REPORT: TailReport = TailReport {
+    lines: 5,
+    max_len: 800,
+    with_size: true,
+};
 
 /// Starts `argv` with `env` under `grants`, the workspace writable with
 /// `write` (the caller checked that the
@@ -82,57 +54,25 @@ pub fn start(
     grants: ExecGrants,
 ) -> Result<Link, String> {
     let (incoming_tx, incoming) = mpsc::unbounded_channel();
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let cancel = Cancel::new();
     let mut request = ExecRequest::new(CommandLine::Argv(argv));
     request.call_id = format!("mcp__{name}");
     request.write = write;
     request.timeout = None;
-    let waiter_cancel = cancel.clone();
     let closed_tx = incoming_tx.clone();
-    std::thread::Builder::new()
-        .name(format!("mcp-{name}"))
-        .spawn(move || {
-            let started = RunningCommand::start_attached(&request, &grants, &env);
-            let running = match started {
-                Ok((running, pipes)) => {
-                    let _ = ready_tx.send(Ok(pipes));
-                    running
-                }
-                Err(error) => {
-                    let _ = ready_tx.send(Err(error.to_string()));
-                    return;
-                }
-            };
-            let outcome = running.wait(&waiter_cancel, &mut |_| {});
-            let how = match outcome.ending {
-                crate::exec::Ending::Exited(code) => format!("the server exited with code {code}"),
-                crate::exec::Ending::TimedOut => "the server ran out of time".to_string(),
-                crate::exec::Ending::Cancelled => "the server was stopped".to_string(),
-            };
-            let _ = closed_tx.send(Incoming::Closed(how));
-        })
-        .map_err(|e| format!("cannot start a thread for the server: {e}"))?;
-    let pipes = ready_rx
-        .recv()
-        .map_err(|_| "the server's thread ended before it started".to_string())??;
-
-    let stderr = Arc::new(Mutex::new(ErrorTail::default()));
-    let tail = stderr.clone();
-    let mut errors = pipes.stderr;
-    let _ = std::thread::Builder::new()
-        .name(format!("mcp-{name}-stderr"))
-        .spawn(move || {
-            let mut buf = vec![0u8; 16 * 1024];
-            while let Ok(n) = errors.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                if let Ok(mut tail) = tail.lock() {
-                    tail.push(&buf[..n]);
-                }
-            }
-        });
+    let spec = ServiceSpec {
+        request,
+        grants,
+        env,
+        thread: format!("mcp-{name}"),
+        noun: "the server",
+        tail: STDERR_REPORT,
+    };
+    let pipes = start_service(spec, &cancel, move |how, _| {
+        let _ = closed_tx.send(Incoming::Closed(how));
+    })
+    .map_err(|e| e.to_string())?;
+    let stderr = pipes.stderr;
 
     let reader_cancel = cancel.clone();
     let output = pipes.stdout;
