@@ -25,7 +25,7 @@ const DOT_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42
 
 /// The virtualenv with the MCP Python SDK 1.x (made by the client tests,
 /// or `just mcp-clients`).
-fn venv() -> PathBuf {
+pub(crate) fn venv() -> PathBuf {
     let dir = target_dir().join("mcp-venvs").join("mcp1");
     if !dir.join(".capstan-installed").is_file() {
         let made = Command::new("python3")
@@ -53,7 +53,7 @@ fn venv() -> PathBuf {
 }
 
 /// The Python installation the virtualenv links to.
-fn python_prefix() -> PathBuf {
+pub(crate) fn python_prefix() -> PathBuf {
     let out = Command::new(venv().join("bin/python"))
         .args(["-c", "import sys; print(sys.base_prefix)"])
         .output()
@@ -61,12 +61,12 @@ fn python_prefix() -> PathBuf {
     PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
-fn fixture_script() -> PathBuf {
+pub(crate) fn fixture_script() -> PathBuf {
     support::repo_root().join("tests/fixtures/mcp/fastmcp_server.py")
 }
 
 /// `capstan mcp add NAME -- PYTHON fastmcp_server.py stdio EXTRA...`.
-fn add_fixture(env: &Env, name: &str, extra: &[&str]) {
+pub(crate) fn add_fixture(env: &Env, name: &str, extra: &[&str]) {
     std::fs::copy(fixture_script(), env.ws.path().join("fastmcp_server.py")).unwrap();
     let mut cmd = env.capstan();
     cmd.args(["mcp", "add", name, "--yes", "--read"])

@@ -157,6 +157,17 @@ pub struct SessionArgs {
     /// Also load this component file, as PATH or NAME=PATH (repeatable).
     #[arg(long = "plugin", value_name = "[NAME=]PATH")]
     pub plugins: Vec<String>,
+
+    /// Add MCP servers for this run from a JSON file or JSON text in
+    /// Claude Code's {"mcpServers": {...}} shape (repeatable); they count
+    /// as approved, since you typed them.
+    #[arg(long = "mcp-config", value_name = "FILE_OR_JSON", num_args = 1..)]
+    pub mcp_config: Vec<String>,
+
+    /// Use only the MCP servers of --mcp-config, none from settings files
+    /// or plugins.
+    #[arg(long)]
+    pub strict_mcp_config: bool,
 }
 
 /// How print mode reports.
@@ -319,7 +330,18 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
             .map_err(|e| Failure::new(Exit::Error, e))?;
     }
 
-    let mcp = std::sync::Arc::new(start_mcp_servers(&settings, &workspace, &home));
+    let command_line_servers = crate::mcp::client::command_line::CommandLineServers::read(
+        &args.mcp_config,
+        args.strict_mcp_config,
+        &std::env::current_dir().unwrap_or_else(|_| workspace.clone()),
+    )
+    .map_err(|e| Failure::new(Exit::Usage, e))?;
+    let mcp = std::sync::Arc::new(start_mcp_servers(
+        &settings,
+        &workspace,
+        &home,
+        &command_line_servers,
+    ));
     notices.extend(mcp.notices.iter().cloned());
     let mcp_audit = crate::audit::AuditLog::open(&home.audit_log()).ok();
     toolbox.add_source(std::sync::Arc::new(mcp.tool_source(mcp_audit)));
@@ -608,6 +630,7 @@ fn start_mcp_servers(
     settings: &Settings,
     workspace: &std::path::Path,
     home: &Home,
+    command_line: &crate::mcp::client::command_line::CommandLineServers,
 ) -> crate::mcp::client::McpClients {
     let user_home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
@@ -626,7 +649,7 @@ fn start_mcp_servers(
         audit: crate::audit::AuditLog::open(&home.audit_log()).ok(),
         workspace: workspace.to_path_buf(),
     };
-    crate::mcp::client::McpClients::start(home, launcher)
+    crate::mcp::client::McpClients::start_with(home, launcher, command_line)
 }
 
 /// Registers the `lsp` tool over the language servers of installed

@@ -1,0 +1,137 @@
+//! Claude Code's flags that scripts and the Agent SDK pass, end to end
+//! against the mock model: `--mcp-config` and `--strict-mcp-config`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use crate::mcp_session::{add_fixture, fixture_script, python_prefix, venv};
+use crate::support;
+
+use std::process::Output;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::mock_model::{Answer, MockModel, Received, Reply};
+use support::{Env, stderr, stdout};
+
+const API_KEY: &str = "test-key";
+
+/// `capstan -p go ARGS...` against `mock`.
+fn run(env: &Env, mock: &MockModel, args: &[&str]) -> Output {
+    let mut cmd = env.anthropic_session(&mock.url(), API_KEY, "mock-model", "go");
+    cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .args(args)
+        .timeout(Duration::from_secs(180));
+    cmd.output().unwrap()
+}
+
+fn assert_ok(output: &Output) {
+    assert!(
+        output.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status.code(),
+        stdout(output),
+        stderr(output)
+    );
+}
+
+/// The tool names a request offers.
+fn offered(request: &Received) -> Vec<String> {
+    request.body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// The fixture server as Claude Code's `--mcp-config` JSON, under `name`
+/// (with capstan's `read` key for the Python it runs on).
+fn fixture_config(env: &Env, name: &str) -> Value {
+    std::fs::copy(fixture_script(), env.ws.path().join("fastmcp_server.py")).unwrap();
+    json!({"mcpServers": {name: {
+        "command": venv().join("bin/python"),
+        "args": ["fastmcp_server.py", "stdio"],
+        "read": [venv(), python_prefix()],
+    }}})
+}
+
+#[test]
+fn an_mcp_config_server_runs_without_approval_and_answers_a_call() {
+    let env = Env::new();
+    let config = fixture_config(&env, "cli");
+    // Once as a file, once as JSON text: both are read.
+    let file = env.ws.path().join("servers.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    for value in [file.display().to_string(), config.to_string()] {
+        let mock = MockModel::start(vec![
+            Reply::sse(
+                Answer::text("Calling.")
+                    .call("c1", "mcp__cli__echo", json!({"text": "hello"}))
+                    .anthropic(),
+            ),
+            Reply::sse(Answer::text("Done.").anthropic()),
+        ]);
+        let out = run(&env, &mock, &["--mcp-config", &value]);
+        assert_ok(&out);
+        let received = mock.received();
+        assert!(
+            offered(&received[0]).contains(&"mcp__cli__echo".to_string()),
+            "{:?}",
+            offered(&received[0])
+        );
+        let (text, is_error) = received[1].tool_result("c1");
+        assert!(!is_error, "{text}");
+        assert!(text.contains("echo: hello"), "{text}");
+        assert!(
+            !stderr(&out).contains("not allowed yet"),
+            "{}",
+            stderr(&out)
+        );
+    }
+}
+
+#[test]
+fn strict_mcp_config_leaves_out_the_servers_of_settings() {
+    let env = Env::new();
+    add_fixture(&env, "saved", &[]);
+    let config = fixture_config(&env, "cli").to_string();
+    let tools_with = |args: &[&str]| {
+        let mock = MockModel::start(vec![Reply::sse(Answer::text("Done.").anthropic())]);
+        assert_ok(&run(&env, &mock, args));
+        offered(&mock.received()[0])
+    };
+    let both = tools_with(&["--mcp-config", &config]);
+    assert!(both.contains(&"mcp__saved__echo".to_string()), "{both:?}");
+    assert!(both.contains(&"mcp__cli__echo".to_string()), "{both:?}");
+    let strict = tools_with(&["--strict-mcp-config", "--mcp-config", &config]);
+    assert!(strict.contains(&"mcp__cli__echo".to_string()), "{strict:?}");
+    assert!(
+        !strict.iter().any(|t| t.starts_with("mcp__saved__")),
+        "{strict:?}"
+    );
+}
+
+#[test]
+fn a_bad_mcp_config_stops_the_run_with_what_to_fix() {
+    let env = Env::new();
+    let mock = MockModel::start(vec![]);
+    let out = run(&env, &mock, &["--mcp-config", "no-such.json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cannot read the --mcp-config file"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(
+        &env,
+        &mock,
+        &[
+            "--mcp-config",
+            r#"{"mcpServers": {"bad__name": {"command": "x"}}}"#,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("bad__name"), "{}", stderr(&out));
+    assert!(mock.received().is_empty());
+}
+
