@@ -1,5 +1,6 @@
 //! Claude Code's flags that scripts and the Agent SDK pass, end to end
-//! against the mock model: `--mcp-config` and `--strict-mcp-config`.
+//! against the mock model: `--mcp-config`, `--strict-mcp-config` and
+//! `--session-id`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -135,3 +136,59 @@ fn a_bad_mcp_config_stops_the_run_with_what_to_fix() {
     assert!(mock.received().is_empty());
 }
 
+/// The JSON lines of a stream-json run.
+fn lines(out: &Output) -> Vec<Value> {
+    stdout(out)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+#[test]
+fn session_id_names_the_new_session_and_is_refused_when_bad_or_taken() {
+    let env = Env::new();
+    let id = "0b6c3c2e-7a1f-4f3e-9d2a-5c4b3a291807";
+    let mock = MockModel::start(vec![
+        Reply::sse(Answer::text("First.").anthropic()),
+        Reply::sse(Answer::text("Again.").anthropic()),
+    ]);
+    let out = run(
+        &env,
+        &mock,
+        &[
+            "--session-id",
+            id,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ],
+    );
+    assert_ok(&out);
+    let lines = lines(&out);
+    assert_eq!(lines[0]["subtype"], "init");
+    assert!(
+        lines.iter().all(|l| l["session_id"] == id),
+        "{}",
+        stdout(&out)
+    );
+    // The session is saved under that id: --resume takes it up.
+    let out = run(&env, &mock, &["--resume", id, "--output-format", "json"]);
+    assert_ok(&out);
+    let result: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(result["session_id"], id);
+    assert_eq!(mock.received()[1].messages().len(), 3);
+
+    // Used already, or not a UUID: a usage error before the model is asked.
+    let asked = mock.received().len();
+    let out = run(&env, &mock, &["--session-id", id]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("already in use"), "{}", stderr(&out));
+    let out = run(&env, &mock, &["--session-id", "session-1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not a valid session id"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(mock.received().len(), asked);
+}

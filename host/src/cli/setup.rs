@@ -150,6 +150,10 @@ pub struct SessionArgs {
     #[arg(short = 'r', long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
     pub resume: Option<String>,
 
+    /// Give the new session this id (a UUID not used by another session).
+    #[arg(long, value_name = "UUID", conflicts_with_all = ["continue_session", "resume"])]
+    pub session_id: Option<String>,
+
     /// The folder the tools may see [default: the current folder].
     #[arg(long, short = 'w', value_name = "DIR")]
     pub workspace: Option<PathBuf>,
@@ -455,9 +459,20 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
             }
         }
         None => {
-            let transcript = sessions
-                .create(&choice.model, &provider_name)
-                .map_err(|e| Failure::new(Exit::Error, e))?;
+            let transcript = match &args.session_id {
+                Some(id) => sessions
+                    .create_with_id(id, &choice.model, &provider_name)
+                    .map_err(|e| {
+                        let exit = match e {
+                            crate::session::SessionError::Io { .. } => Exit::Error,
+                            _ => Exit::Usage,
+                        };
+                        Failure::new(exit, e)
+                    })?,
+                None => sessions
+                    .create(&choice.model, &provider_name)
+                    .map_err(|e| Failure::new(Exit::Error, e))?,
+            };
             agent.set_transcript(transcript);
         }
     }
