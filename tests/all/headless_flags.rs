@@ -1,6 +1,6 @@
 //! Claude Code's flags that scripts and the Agent SDK pass, end to end
-//! against the mock model: `--mcp-config`, `--strict-mcp-config` and
-//! `--session-id`.
+//! against the mock model: `--mcp-config`, `--strict-mcp-config`,
+//! `--session-id`, and the `init` message's fields.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -191,4 +191,70 @@ fn session_id_names_the_new_session_and_is_refused_when_bad_or_taken() {
         stderr(&out)
     );
     assert_eq!(mock.received().len(), asked);
+}
+
+#[test]
+fn init_names_the_version_key_source_agents_and_claude_code_plugins() {
+    let env = Env::new();
+    env.write(
+        ".claude/agents/reviewer.md",
+        "---\nname: reviewer\ndescription: Reviews.\ntools: Read\n---\nYou review.\n",
+    );
+    let kit = env.outside.path().join("kit");
+    for (rel, text) in [
+        (
+            ".claude-plugin/plugin.json",
+            r#"{"name":"kit","version":"1.0.0"}"#,
+        ),
+        (
+            "agents/helper.md",
+            "---\nname: helper\ndescription: Helps.\ntools: Read\n---\nYou help.\n",
+        ),
+    ] {
+        std::fs::create_dir_all(kit.join(rel).parent().unwrap()).unwrap();
+        std::fs::write(kit.join(rel), text).unwrap();
+    }
+    support::install(&env, &kit);
+    let mock = MockModel::start(vec![Reply::sse(Answer::text("Hi.").anthropic())]);
+    let out = run(
+        &env,
+        &mock,
+        &["--output-format", "stream-json", "--verbose"],
+    );
+    assert_ok(&out);
+    let init = lines(&out).remove(0);
+    assert_eq!(init["subtype"], "init");
+    assert_eq!(init["claude_code_version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(init["apiKeySource"], "ANTHROPIC_API_KEY");
+    let agents = init["agents"].as_array().unwrap();
+    assert!(agents.contains(&json!("reviewer")), "{init}");
+    assert!(agents.contains(&json!("helper")), "{init}");
+    let plugins = init["plugins"].as_array().unwrap();
+    assert_eq!(plugins.len(), 1, "{init}");
+    assert_eq!(plugins[0]["name"], "kit");
+    let path = std::path::Path::new(plugins[0]["path"].as_str().unwrap());
+    assert!(path.join("agents/helper.md").is_file(), "{init}");
+
+    // No key at all (an OpenAI-compatible server that takes none): "none".
+    let mock = MockModel::start(vec![Reply::sse(Answer::text("Hi.").openai())]);
+    let mut cmd = env.capstan();
+    for var in support::MODEL_VARS {
+        cmd.env_remove(var);
+    }
+    cmd.args(["--provider", "openai", "--base-url"])
+        .arg(format!("{}/v1", mock.url()))
+        .args([
+            "--model",
+            "mock-gpt",
+            "-p",
+            "hi",
+            "--output-format",
+            "stream-json",
+        ])
+        .timeout(Duration::from_secs(60));
+    let out = cmd.output().unwrap();
+    assert_ok(&out);
+    let init = lines(&out).remove(0);
+    assert_eq!(init["apiKeySource"], "none", "{init}");
+    assert_eq!(init["plugins"][0]["name"], "kit");
 }

@@ -481,8 +481,15 @@ fn init_message(session: &Session, tools: &[(String, String)]) -> serde_json::Va
         "model": agent.config().model,
         "permissionMode": claude_mode(agent.policy().mode()),
         "slash_commands": skills,
-        "apiKeySource": "none",
+        "apiKeySource": session.api_key_source.as_deref().unwrap_or("none"),
+        "claude_code_version": env!("CARGO_PKG_VERSION"),
         "output_style": output_style_name(session),
+        "agents": session.agent_names,
+        "plugins": session
+            .claude_plugins
+            .iter()
+            .map(|(name, path)| json!({"name": name, "path": path}))
+            .collect::<Vec<_>>(),
         "uuid": headless::new_uuid(),
         "provider": agent.provider_name(),
         "skills": skills,

@@ -229,6 +229,12 @@ pub struct Session {
     pub mcp: std::sync::Arc<crate::mcp::client::McpClients>,
     /// The output styles there are (`/output-style`).
     pub output_styles: OutputStyles,
+    /// The environment variable the model's API key came from, if any.
+    pub api_key_source: Option<String>,
+    /// The names of the custom sub-agents the Task tool may start.
+    pub agent_names: Vec<String>,
+    /// The installed Claude Code plugins: name and folder.
+    pub claude_plugins: Vec<(String, PathBuf)>,
 }
 
 /// Builds the session for `args`.
@@ -258,6 +264,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
     let choice = provider::choose(&args.model, &settings.model)
         .map_err(|message| Failure::new(Exit::Usage, message))?;
     let offline_model = choice.model == "scripted";
+    let api_key_source = choice.key_source.clone();
 
     let sandbox = Sandbox::new(&home).map_err(|e| Failure::new(Exit::Error, e))?;
     let mut catalog = Catalog::builtin();
@@ -308,6 +315,11 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         skills::discover::claude_home().as_deref(),
     );
     notices.extend(custom_agents.warnings.iter().cloned());
+    let agent_names: Vec<String> = custom_agents
+        .agents
+        .iter()
+        .map(|agent| agent.file.name.clone())
+        .collect();
     let output_styles = OutputStyles::discover(
         &home,
         &workspace,
@@ -545,6 +557,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         ));
     }
 
+    let claude_plugins = installed_claude_plugins(&home);
     Ok(Session {
         agent,
         model_label: choice.label,
@@ -565,7 +578,29 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         context_window_setting: settings.model.context_window,
         mcp,
         output_styles,
+        claude_plugins,
+        api_key_source,
+        agent_names,
     })
+}
+
+/// The installed plugins imported from Claude Code, by name, with their
+/// folders (none when the lockfile cannot be read: the plugin catalog
+/// reports that).
+fn installed_claude_plugins(home: &Home) -> Vec<(String, PathBuf)> {
+    let store = crate::plugin::store::PluginStore::new(home.plugins_dir());
+    let Ok(lock) = crate::plugin::lock::Lockfile::load(&store.lock_path()) else {
+        return Vec::new();
+    };
+    lock.plugins
+        .iter()
+        .filter(|(_, entry)| {
+            entry
+                .files
+                .contains_key(crate::plugin::claude_import::IMPORT_NOTES)
+        })
+        .map(|(name, entry)| (name.clone(), entry.dir(store.root())))
+        .collect()
 }
 
 /// The output style the session starts with: `--output-style`, else
