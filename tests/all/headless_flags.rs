@@ -1,6 +1,7 @@
 //! Claude Code's flags that scripts and the Agent SDK pass, end to end
 //! against the mock model: `--mcp-config`, `--strict-mcp-config`,
-//! `--session-id`, and the `init` message's fields.
+//! `--session-id`, the `init` message's fields, the dont-ask mode and
+//! `--replay-user-messages`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -257,4 +258,122 @@ fn init_names_the_version_key_source_agents_and_claude_code_plugins() {
     let init = lines(&out).remove(0);
     assert_eq!(init["apiKeySource"], "none", "{init}");
     assert_eq!(init["plugins"][0]["name"], "kit");
+}
+
+#[test]
+fn dont_ask_mode_denies_what_would_ask_and_runs_what_rules_allow() {
+    let env = Env::new();
+    env.write("a.txt", "hello\n");
+    let calls = || {
+        Reply::sse(
+            Answer::text("Working.")
+                .call(
+                    "w1",
+                    "fs__write",
+                    json!({"path": "out.txt", "content": "x\n"}),
+                )
+                .call("r1", "fs__read", json!({"path": "a.txt"}))
+                .anthropic(),
+        )
+    };
+    let mock = MockModel::start(vec![calls(), Reply::sse(Answer::text("Done.").anthropic())]);
+    let out = run(
+        &env,
+        &mock,
+        &["--permission-mode", "dontAsk", "--output-format", "json"],
+    );
+    assert_ok(&out);
+    assert!(!env.ws.path().join("out.txt").exists());
+    let (text, is_error) = mock.tool_result("w1");
+    assert!(is_error && text.contains("dont-ask mode"), "{text}");
+    let (text, is_error) = mock.tool_result("r1");
+    assert!(!is_error && text.contains("hello"), "{text}");
+    let result: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(result["permission_denials"][0]["tool_name"], "fs__write");
+
+    // An allow rule pre-approves the write.
+    let mock = MockModel::start(vec![calls(), Reply::sse(Answer::text("Done.").anthropic())]);
+    let out = run(
+        &env,
+        &mock,
+        &[
+            "--permission-mode",
+            "dont-ask",
+            "--output-format",
+            "stream-json",
+            "--allowedTools",
+            "Write(out.txt)",
+        ],
+    );
+    assert_ok(&out);
+    assert_eq!(lines(&out)[0]["permissionMode"], "dontAsk");
+    assert_eq!(
+        std::fs::read_to_string(env.ws.path().join("out.txt")).unwrap(),
+        "x\n"
+    );
+}
+
+#[test]
+fn replay_user_messages_echoes_each_message_before_its_answer() {
+    let env = Env::new();
+    let mock = MockModel::start(vec![
+        Reply::sse(Answer::text("One.").anthropic()),
+        Reply::sse(Answer::text("Two.").anthropic()),
+    ]);
+    let user = |text: &str| {
+        json!({"type": "user", "message": {"role": "user", "content": text},
+               "session_id": "", "parent_tool_use_id": null})
+        .to_string()
+    };
+    let stream_args = [
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+    ];
+    let mut cmd = env.capstan();
+    for var in support::MODEL_VARS {
+        cmd.env_remove(var);
+    }
+    cmd.env("ANTHROPIC_API_KEY", API_KEY)
+        .args(["--base-url", &mock.url(), "--model", "mock-model"])
+        .args(stream_args)
+        .arg("--replay-user-messages")
+        .write_stdin(format!("{}\n{}\n", user("first"), user("second")))
+        .timeout(Duration::from_secs(60));
+    let out = cmd.output().unwrap();
+    assert_ok(&out);
+    let lines = lines(&out);
+    let session_id = lines[0]["session_id"].clone();
+    let replays: Vec<(usize, &Value)> = lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| l["isReplay"] == true)
+        .collect();
+    assert_eq!(replays.len(), 2, "{}", stdout(&out));
+    for ((at, replay), text) in replays.iter().zip(["first", "second"]) {
+        assert_eq!(replay["type"], "user");
+        assert_eq!(replay["message"]["content"][0]["text"], text);
+        assert_eq!(replay["session_id"], session_id);
+        // The echo comes before that prompt's result.
+        let result = lines
+            .iter()
+            .skip(*at)
+            .find(|l| l["type"] == "result")
+            .unwrap();
+        assert_eq!(
+            result["result"],
+            if text == "first" { "One." } else { "Two." }
+        );
+    }
+
+    // Without stream-json input there is nothing to echo: a usage error.
+    let out = run(&env, &mock, &["--replay-user-messages"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--replay-user-messages"),
+        "{}",
+        stderr(&out)
+    );
 }

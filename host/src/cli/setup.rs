@@ -44,7 +44,7 @@ pub struct SessionArgs {
 
     /// The permission mode: default (ask before anything that writes or
     /// reaches the network), accept-edits, plan (nothing that writes runs),
-    /// bypass.
+    /// bypass, dont-ask (Claude Code's dontAsk: what would ask is denied).
     #[arg(long, value_name = "MODE")]
     pub permission_mode: Option<Mode>,
 
@@ -133,6 +133,12 @@ pub struct SessionArgs {
     /// --output-format stream-json).
     #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
     pub input_format: InputFormat,
+
+    /// With --input-format and --output-format stream-json, echo each user
+    /// message read on stdin back on stdout (marked `isReplay`), as Claude
+    /// Code does, so a driver sees when a message was taken.
+    #[arg(long)]
+    pub replay_user_messages: bool,
 
     /// Trust the hooks of this folder's .claude/settings.json and
     /// .claude/settings.local.json as they are now (remembered until they
