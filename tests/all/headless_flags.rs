@@ -1,7 +1,7 @@
 //! Claude Code's flags that scripts and the Agent SDK pass, end to end
 //! against the mock model: `--mcp-config`, `--strict-mcp-config`,
-//! `--session-id`, the `init` message's fields, the dont-ask mode and
-//! `--replay-user-messages`.
+//! `--session-id`, the `init` message's fields, the dont-ask mode,
+//! `--replay-user-messages` and `--fallback-model`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -373,6 +373,71 @@ fn replay_user_messages_echoes_each_message_before_its_answer() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("--replay-user-messages"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn fallback_model_takes_over_when_the_model_stays_overloaded() {
+    let env = Env::new();
+    let overloaded = || {
+        Reply::status(
+            529,
+            support::mock_model::anthropic_error("overloaded_error", "Overloaded"),
+        )
+        .header("retry-after", "0")
+    };
+    // The first request and its four retries are overloaded; the same
+    // request then goes to the fallback model, which answers.
+    let mut replies: Vec<Reply> = (0..5).map(|_| overloaded()).collect();
+    replies.push(Reply::sse(Answer::text("From the fallback.").anthropic()));
+    let mock = MockModel::start(replies);
+    let out = run(
+        &env,
+        &mock,
+        &[
+            "--fallback-model",
+            "mock-fallback",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ],
+    );
+    assert_ok(&out);
+    let received = mock.received();
+    assert_eq!(received.len(), 6);
+    assert!(
+        received[..5]
+            .iter()
+            .all(|r| r.body["model"] == "mock-model")
+    );
+    assert_eq!(received[5].body["model"], "mock-fallback");
+    assert_eq!(received[5].messages(), received[0].messages());
+    let lines = lines(&out);
+    let result = lines.iter().find(|l| l["type"] == "result").unwrap();
+    assert_eq!(result["subtype"], "success");
+    assert_eq!(result["result"], "From the fallback.");
+    assert!(
+        lines.iter().any(|l| l["type"] == "retry"
+            && l["reason"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("fallback model mock-fallback")),
+        "{}",
+        stdout(&out)
+    );
+
+    // Without a fallback the overload ends the run; the same model as
+    // fallback is a usage error.
+    let mock = MockModel::start((0..5).map(|_| overloaded()).collect());
+    let out = run(&env, &mock, &[]);
+    assert!(!out.status.success());
+    assert_eq!(mock.received().len(), 5);
+    let out = run(&env, &mock, &["--fallback-model", "mock-model"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--fallback-model"),
         "{}",
         stderr(&out)
     );

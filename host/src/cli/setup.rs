@@ -96,6 +96,12 @@ pub struct SessionArgs {
     #[arg(long, value_name = "N", default_value_t = 50)]
     pub max_turns: u32,
 
+    /// When the model is still overloaded (HTTP 529, overloaded_error)
+    /// after the retries, switch to this model for the rest of the
+    /// session.
+    #[arg(long, value_name = "MODEL")]
+    pub fallback_model: Option<String>,
+
     /// Replace capstan's system prompt with this text.
     #[arg(long, value_name = "TEXT", conflicts_with = "system_prompt_file")]
     pub system_prompt: Option<String>,
@@ -413,6 +419,16 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
 
     let mut config = AgentConfig::new(choice.model.clone(), system);
     config.max_tokens = choice.max_tokens;
+    if args.fallback_model.as_deref() == Some(choice.model.as_str()) {
+        return Err(Failure::new(
+            Exit::Usage,
+            format!(
+                "--fallback-model {} is the main model; name another model to switch to when it is overloaded",
+                choice.model
+            ),
+        ));
+    }
+    config.fallback_model = args.fallback_model.clone();
     config.max_turns = args.max_turns.max(1);
     config.permission_prompt_tool = args.permission_prompt_tool.clone();
     if let Some(window) = settings.model.context_window {
