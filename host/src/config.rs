@@ -326,7 +326,7 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
         });
         match permissions.mode {
             Some(Mode::Plan) => project_plan = true,
-            Some(mode @ (Mode::AcceptEdits | Mode::Bypass)) => settings.warnings.push(format!(
+            Some(mode @ (Mode::AcceptEdits | Mode::Bypass | Mode::DontAsk)) => settings.warnings.push(format!(
                 "{shown}: ignored `mode = \"{mode}\"` — a project's config may only narrow permissions, so only `plan` applies there"
             )),
             Some(Mode::Default) | None => {}

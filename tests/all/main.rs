@@ -33,6 +33,7 @@ mod exec_tools;
 mod fs_tools;
 mod headless;
 mod headless_driver;
+mod headless_flags;
 mod hooks;
 mod host_edges;
 mod interactive;

@@ -22,7 +22,7 @@ use support::{Env, MODEL_VARS, stderr, stdout};
 const DOT_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 
 /// `capstan mcp add NAME -- PYTHON fastmcp_server.py stdio EXTRA...`.
-fn add_fixture(env: &Env, name: &str, extra: &[&str]) {
+pub(crate) fn add_fixture(env: &Env, name: &str, extra: &[&str]) {
     assert_ok(&add_stdio(env, name, &[], extra));
 }
 

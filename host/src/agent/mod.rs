@@ -109,6 +109,9 @@ pub struct AgentConfig {
     /// The tool asked in the user's place when a call needs permission and
     /// the front end cannot ask ([`prompt_tool`]); `None` denies such calls.
     pub permission_prompt_tool: Option<String>,
+    /// The model switched to when the model is still overloaded after the
+    /// provider's retries (`--fallback-model`).
+    pub fallback_model: Option<String>,
 }
 
 impl AgentConfig {
@@ -123,6 +126,7 @@ impl AgentConfig {
             system: system.into(),
             context_window: 0,
             permission_prompt_tool: None,
+            fallback_model: None,
         }
         .with_context_window_of_model()
     }

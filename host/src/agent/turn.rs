@@ -24,6 +24,9 @@ enum Answered {
     Response(Response),
     /// The user interrupted it; the text streamed so far was kept.
     Interrupted,
+    /// The model stayed overloaded through the retries, nothing was
+    /// streamed, and a fallback model is there to try.
+    Overloaded(crate::model::ModelError),
 }
 
 impl Agent {
@@ -117,12 +120,18 @@ impl Agent {
                 self.compact_or_notice(frontend, interrupt, true).await?;
             }
             report.requests += 1;
-            let response = match self.request_answer(frontend, interrupt).await? {
+            let mut answered = self.request_answer(frontend, interrupt).await?;
+            if let Answered::Overloaded(error) = answered {
+                self.fall_back(error, frontend)?;
+                answered = self.request_answer(frontend, interrupt).await?;
+            }
+            let response = match answered {
                 Answered::Response(response) => response,
                 Answered::Interrupted => {
                     report.end = TurnEnd::Interrupted;
                     return Ok(report);
                 }
+                Answered::Overloaded(error) => return Err(error.into()),
             };
             report.usage.add(response.usage);
             let stop_reason = response.stop_reason.clone();
@@ -201,6 +210,37 @@ impl Agent {
         self.begin_checkpoint(prompt, offset, frontend);
         self.push_user_text(prompt, &context, &added)?;
         Ok(None)
+    }
+
+    /// The fallback model, unless the session already uses it.
+    fn fallback_model(&self) -> Option<&String> {
+        let config = &self.parts.config;
+        config
+            .fallback_model
+            .as_ref()
+            .filter(|fallback| **fallback != config.model)
+    }
+
+    /// Switches the session to the fallback model after `error` (the model
+    /// overloaded through every retry), as Claude Code's `--fallback-model`
+    /// does, and tells the front end why the request is made again.
+    fn fall_back(
+        &mut self,
+        error: crate::model::ModelError,
+        frontend: &mut dyn Frontend,
+    ) -> Result<(), AgentError> {
+        let Some(model) = self.fallback_model().cloned() else {
+            return Err(error.into());
+        };
+        tracing::warn!(%error, fallback = model.as_str(), "model overloaded; switching to the fallback model");
+        self.set_model(&model, None)?;
+        let reason = format!("{error}; switching to the fallback model {model}");
+        frontend.event(AgentEvent::Retrying {
+            attempt: 1,
+            after: std::time::Duration::ZERO,
+            reason: &reason,
+        });
+        Ok(())
     }
 
     /// Sends the conversation to the model and streams its answer to the
@@ -295,6 +335,13 @@ impl Agent {
                     reason: "interrupted by the user while the model was answering".into(),
                 })?;
                 Ok(Answered::Interrupted)
+            }
+            Some(Err(error))
+                if streamed.is_empty()
+                    && matches!(error, crate::model::ModelError::Overloaded { .. })
+                    && self.fallback_model().is_some() =>
+            {
+                Ok(Answered::Overloaded(error))
             }
             Some(Err(error)) => {
                 self.keep_partial_answer(streamed)?;

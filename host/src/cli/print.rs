@@ -27,6 +27,14 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
         report_failure(format, exit, message, started);
         exit
     };
+    if args.replay_user_messages
+        && (args.input_format != InputFormat::StreamJson || format != OutputFormat::StreamJson)
+    {
+        return fail(
+            Exit::Usage,
+            "--replay-user-messages echoes stream-json input; it needs --input-format stream-json and --output-format stream-json",
+        );
+    }
     let first_prompt = match args.input_format {
         InputFormat::Text => match read_prompt(args.prompt.as_deref()) {
             Ok(prompt) => Some(prompt),
@@ -171,7 +179,8 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
                 initialize: initialize_answer(&session),
                 questions,
             };
-            run.stream_of_prompts(&mut session, control).await
+            run.stream_of_prompts(&mut session, control, args.replay_user_messages)
+                .await
         }
     };
     let _ = session.agent.end_session("other", run.frontend()).await;
@@ -200,12 +209,14 @@ impl Run {
     /// gets its result message; a malformed line gets an `input_error`
     /// event and the next lines still run; control requests are answered
     /// by `control` (a driver's interrupt stops the running prompt, and the
-    /// next lines still run). The exit code is the first failing prompt's,
-    /// else a usage error if a line was malformed.
+    /// next lines still run); with `replay`, each user message is echoed
+    /// first (`--replay-user-messages`). The exit code is the first failing
+    /// prompt's, else a usage error if a line was malformed.
     async fn stream_of_prompts(
         &mut self,
         session: &mut Session,
         control: stream_input::Control,
+        replay: bool,
     ) -> Exit {
         let by_driver = control.by_driver.clone();
         let driver_interrupted = || by_driver.swap(false, std::sync::atomic::Ordering::SeqCst);
@@ -231,6 +242,19 @@ impl Run {
             match line {
                 None => break,
                 Some(Line::Prompt(prompt)) => {
+                    if replay {
+                        StreamJsonFrontend::emit(&json!({
+                            "type": "user",
+                            "message": {
+                                "role": "user",
+                                "content": [{"type": "text", "text": prompt}],
+                            },
+                            "parent_tool_use_id": null,
+                            "session_id": self.session_id,
+                            "uuid": headless::new_uuid(),
+                            "isReplay": true,
+                        }));
+                    }
                     let ended = self.prompt(session, prompt, Instant::now()).await;
                     if ended == Exit::Interrupted && driver_interrupted() {
                         // The driver stopped this prompt; it goes on.
@@ -481,8 +505,15 @@ fn init_message(session: &Session, tools: &[(String, String)]) -> serde_json::Va
         "model": agent.config().model,
         "permissionMode": claude_mode(agent.policy().mode()),
         "slash_commands": skills,
-        "apiKeySource": "none",
+        "apiKeySource": session.api_key_source.as_deref().unwrap_or("none"),
+        "claude_code_version": env!("CARGO_PKG_VERSION"),
         "output_style": output_style_name(session),
+        "agents": session.agent_names,
+        "plugins": session
+            .claude_plugins
+            .iter()
+            .map(|(name, path)| json!({"name": name, "path": path}))
+            .collect::<Vec<_>>(),
         "uuid": headless::new_uuid(),
         "provider": agent.provider_name(),
         "skills": skills,
@@ -542,6 +573,7 @@ fn claude_mode(mode: crate::policy::Mode) -> &'static str {
         Mode::AcceptEdits => "acceptEdits",
         Mode::Plan => "plan",
         Mode::Bypass => "bypassPermissions",
+        Mode::DontAsk => "dontAsk",
     }
 }
 

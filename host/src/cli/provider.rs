@@ -68,6 +68,8 @@ pub struct ModelChoice {
     pub max_tokens: u32,
     /// How to name it to the user.
     pub label: String,
+    /// The environment variable the API key came from, if one did.
+    pub key_source: Option<String>,
 }
 
 /// Chooses the model from the flags, the environment and the settings.
@@ -91,6 +93,7 @@ pub fn choose(flags: &ModelFlags, settings: &ModelSettings) -> Result<ModelChoic
             model: "scripted".to_string(),
             max_tokens,
             label: format!("scripted model (offline replay of {file}; not a real model)"),
+            key_source: None,
         });
     }
     let kind = match (flags.provider, settings.provider.as_deref()) {
@@ -135,6 +138,7 @@ pub fn choose(flags: &ModelFlags, settings: &ModelSettings) -> Result<ModelChoic
                 .or_else(|| env("ANTHROPIC_BASE_URL"))
                 .or_else(|| settings.base_url.clone());
             let mut config = AnthropicConfig::new(key);
+            let key_source = Some(key_var.clone());
             config.key_var = key_var;
             config.retry.response_timeout = response_timeout(settings)?;
             if let Some(url) = base_url {
@@ -151,6 +155,7 @@ pub fn choose(flags: &ModelFlags, settings: &ModelSettings) -> Result<ModelChoic
                 model,
                 max_tokens,
                 label,
+                key_source,
             })
         }
         ProviderKind::Openai => {
@@ -168,6 +173,7 @@ pub fn choose(flags: &ModelFlags, settings: &ModelSettings) -> Result<ModelChoic
             let mut config = OpenAiConfig::new(base_url);
             config.retry.response_timeout = response_timeout(settings)?;
             config.api_key = env(&key_var);
+            let key_source = config.api_key.as_ref().map(|_| key_var.clone());
             config.key_var = key_var;
             let model = model_flag
                 .or_else(|| env("OPENAI_MODEL"))
@@ -180,6 +186,7 @@ pub fn choose(flags: &ModelFlags, settings: &ModelSettings) -> Result<ModelChoic
                 model,
                 max_tokens,
                 label,
+                key_source,
             })
         }
     }

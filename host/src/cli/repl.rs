@@ -26,7 +26,7 @@ Commands:
   /compact [FOCUS] replace the conversation by a summary of it (what to keep, optionally)
   /context         what fills the model's context window
   /init            have the model write an AGENTS.md for this project
-  /mode [MODE]     show or set the permission mode: default, accept-edits, plan, bypass
+  /mode [MODE]     show or set the permission mode: default, accept-edits, plan, bypass, dont-ask
   /output-style [NAME]  list the output styles, or answer in one from the next prompt on
   /model [NAME|N]  show the model and the provider's models, or switch to one
   /permissions     the permission rules in force, numbered; /permissions remove N drops one

@@ -44,7 +44,7 @@ pub struct SessionArgs {
 
     /// The permission mode: default (ask before anything that writes or
     /// reaches the network), accept-edits, plan (nothing that writes runs),
-    /// bypass.
+    /// bypass, dont-ask (Claude Code's dontAsk: what would ask is denied).
     #[arg(long, value_name = "MODE")]
     pub permission_mode: Option<Mode>,
 
@@ -96,6 +96,12 @@ pub struct SessionArgs {
     #[arg(long, value_name = "N", default_value_t = 50)]
     pub max_turns: u32,
 
+    /// When the model is still overloaded (HTTP 529, overloaded_error)
+    /// after the retries, switch to this model for the rest of the
+    /// session.
+    #[arg(long, value_name = "MODEL")]
+    pub fallback_model: Option<String>,
+
     /// Replace capstan's system prompt with this text.
     #[arg(long, value_name = "TEXT", conflicts_with = "system_prompt_file")]
     pub system_prompt: Option<String>,
@@ -134,6 +140,12 @@ pub struct SessionArgs {
     #[arg(long, value_enum, default_value = "text", value_name = "FORMAT")]
     pub input_format: InputFormat,
 
+    /// With --input-format and --output-format stream-json, echo each user
+    /// message read on stdin back on stdout (marked `isReplay`), as Claude
+    /// Code does, so a driver sees when a message was taken.
+    #[arg(long)]
+    pub replay_user_messages: bool,
+
     /// Trust the hooks of this folder's .claude/settings.json and
     /// .claude/settings.local.json as they are now (remembered until they
     /// change); without it they run only once trusted at an interactive
@@ -150,6 +162,10 @@ pub struct SessionArgs {
     #[arg(short = 'r', long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
     pub resume: Option<String>,
 
+    /// Give the new session this id (a UUID not used by another session).
+    #[arg(long, value_name = "UUID", conflicts_with_all = ["continue_session", "resume"])]
+    pub session_id: Option<String>,
+
     /// The folder the tools may see [default: the current folder].
     #[arg(long, short = 'w', value_name = "DIR")]
     pub workspace: Option<PathBuf>,
@@ -157,6 +173,17 @@ pub struct SessionArgs {
     /// Also load this component file, as PATH or NAME=PATH (repeatable).
     #[arg(long = "plugin", value_name = "[NAME=]PATH")]
     pub plugins: Vec<String>,
+
+    /// Add MCP servers for this run from a JSON file or JSON text in
+    /// Claude Code's {"mcpServers": {...}} shape (repeatable); they count
+    /// as approved, since you typed them.
+    #[arg(long = "mcp-config", value_name = "FILE_OR_JSON", num_args = 1..)]
+    pub mcp_config: Vec<String>,
+
+    /// Use only the MCP servers of --mcp-config, none from settings files
+    /// or plugins.
+    #[arg(long)]
+    pub strict_mcp_config: bool,
 }
 
 /// How print mode reports.
@@ -214,6 +241,12 @@ pub struct Session {
     pub mcp: std::sync::Arc<crate::mcp::client::McpClients>,
     /// The output styles there are (`/output-style`).
     pub output_styles: OutputStyles,
+    /// The environment variable the model's API key came from, if any.
+    pub api_key_source: Option<String>,
+    /// The names of the custom sub-agents the Task tool may start.
+    pub agent_names: Vec<String>,
+    /// The installed Claude Code plugins: name and folder.
+    pub claude_plugins: Vec<(String, PathBuf)>,
 }
 
 /// Builds the session for `args`.
@@ -243,6 +276,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
     let choice = provider::choose(&args.model, &settings.model)
         .map_err(|message| Failure::new(Exit::Usage, message))?;
     let offline_model = choice.model == "scripted";
+    let api_key_source = choice.key_source.clone();
 
     let sandbox = Sandbox::new(&home).map_err(|e| Failure::new(Exit::Error, e))?;
     let mut catalog = Catalog::builtin();
@@ -302,6 +336,11 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         skills::discover::claude_home().as_deref(),
     );
     notices.extend(custom_agents.warnings.iter().cloned());
+    let agent_names: Vec<String> = custom_agents
+        .agents
+        .iter()
+        .map(|agent| agent.file.name.clone())
+        .collect();
     let output_styles = OutputStyles::discover(
         &home,
         &workspace,
@@ -328,7 +367,18 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
             .map_err(|e| Failure::new(Exit::Error, e))?;
     }
 
-    let mcp = std::sync::Arc::new(start_mcp_servers(&settings, &workspace, &home));
+    let command_line_servers = crate::mcp::client::command_line::CommandLineServers::read(
+        &args.mcp_config,
+        args.strict_mcp_config,
+        &std::env::current_dir().unwrap_or_else(|_| workspace.clone()),
+    )
+    .map_err(|e| Failure::new(Exit::Usage, e))?;
+    let mcp = std::sync::Arc::new(start_mcp_servers(
+        &settings,
+        &workspace,
+        &home,
+        &command_line_servers,
+    ));
     notices.extend(mcp.notices.iter().cloned());
     let mcp_audit = session_audit.as_ref().ok().cloned();
     toolbox.add_source(std::sync::Arc::new(mcp.tool_source(mcp_audit)));
@@ -378,6 +428,16 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
 
     let mut config = AgentConfig::new(choice.model.clone(), system);
     config.max_tokens = choice.max_tokens;
+    if args.fallback_model.as_deref() == Some(choice.model.as_str()) {
+        return Err(Failure::new(
+            Exit::Usage,
+            format!(
+                "--fallback-model {} is the main model; name another model to switch to when it is overloaded",
+                choice.model
+            ),
+        ));
+    }
+    config.fallback_model = args.fallback_model.clone();
     config.max_turns = args.max_turns.max(1);
     config.permission_prompt_tool = args.permission_prompt_tool.clone();
     if let Some(window) = settings.model.context_window {
@@ -442,9 +502,20 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
             }
         }
         None => {
-            let transcript = sessions
-                .create(&choice.model, &provider_name)
-                .map_err(|e| Failure::new(Exit::Error, e))?;
+            let transcript = match &args.session_id {
+                Some(id) => sessions
+                    .create_with_id(id, &choice.model, &provider_name)
+                    .map_err(|e| {
+                        let exit = match e {
+                            crate::session::SessionError::Io { .. } => Exit::Error,
+                            _ => Exit::Usage,
+                        };
+                        Failure::new(exit, e)
+                    })?,
+                None => sessions
+                    .create(&choice.model, &provider_name)
+                    .map_err(|e| Failure::new(Exit::Error, e))?,
+            };
             agent.set_transcript(transcript);
         }
     }
@@ -517,6 +588,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         ));
     }
 
+    let claude_plugins = installed_claude_plugins(&home);
     Ok(Session {
         agent,
         model_label: choice.label,
@@ -537,7 +609,29 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         context_window_setting: settings.model.context_window,
         mcp,
         output_styles,
+        claude_plugins,
+        api_key_source,
+        agent_names,
     })
+}
+
+/// The installed plugins imported from Claude Code, by name, with their
+/// folders (none when the lockfile cannot be read: the plugin catalog
+/// reports that).
+fn installed_claude_plugins(home: &Home) -> Vec<(String, PathBuf)> {
+    let store = crate::plugin::store::PluginStore::new(home.plugins_dir());
+    let Ok(lock) = crate::plugin::lock::Lockfile::load(&store.lock_path()) else {
+        return Vec::new();
+    };
+    lock.plugins
+        .iter()
+        .filter(|(_, entry)| {
+            entry
+                .files
+                .contains_key(crate::plugin::claude_import::IMPORT_NOTES)
+        })
+        .map(|(name, entry)| (name.clone(), entry.dir(store.root())))
+        .collect()
 }
 
 /// The output style the session starts with: `--output-style`, else
@@ -617,6 +711,7 @@ fn start_mcp_servers(
     settings: &Settings,
     workspace: &std::path::Path,
     home: &Home,
+    command_line: &crate::mcp::client::command_line::CommandLineServers,
 ) -> crate::mcp::client::McpClients {
     let user_home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
@@ -635,7 +730,7 @@ fn start_mcp_servers(
         audit: crate::audit::AuditLog::open(&home.audit_log()).ok(),
         workspace: workspace.to_path_buf(),
     };
-    crate::mcp::client::McpClients::start(home, launcher)
+    crate::mcp::client::McpClients::start_with(home, launcher, command_line)
 }
 
 /// Registers the `lsp` tool over the language servers of installed

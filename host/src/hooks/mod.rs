@@ -284,6 +284,7 @@ pub fn permission_mode_name(mode: crate::policy::Mode) -> &'static str {
         Mode::AcceptEdits => "acceptEdits",
         Mode::Plan => "plan",
         Mode::Bypass => "bypassPermissions",
+        Mode::DontAsk => "dontAsk",
     }
 }
 

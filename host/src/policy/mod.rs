@@ -272,8 +272,25 @@ impl Policy {
     }
 
     /// Whether the call described by `facts` may run; see the module docs
-    /// for the order of the checks.
+    /// for the order of the checks. In dont-ask mode, a call that would
+    /// ask is denied instead.
     pub fn decide(&self, facts: &ToolFacts) -> Decision {
+        let decision = self.decide_asking(facts);
+        if self.mode == Mode::DontAsk && decision.outcome == Outcome::Ask {
+            return Decision {
+                outcome: Outcome::Deny,
+                reason: format!(
+                    "dont-ask mode denies what is not pre-approved: {}; allow it with --allowedTools or an allow rule",
+                    decision.reason
+                ),
+                source: decision.source,
+            };
+        }
+        decision
+    }
+
+    /// [`Self::decide`], asking where the mode or a rule says to.
+    fn decide_asking(&self, facts: &ToolFacts) -> Decision {
         let tool = facts.tool;
         let matching = |wanted: RuleKind| {
             self.rules.iter().find(|(kind, rule, _)| {
@@ -374,7 +391,7 @@ impl Policy {
                     Outcome::Allow,
                     format!("accept-edits mode: `{tool}` wants: {wants}; it runs without asking"),
                 ),
-                Mode::Default | Mode::AcceptEdits | Mode::Plan => by_mode(
+                Mode::Default | Mode::AcceptEdits | Mode::Plan | Mode::DontAsk => by_mode(
                     Outcome::Ask,
                     format!("{tool} wants: {wants} ({mode} mode asks first)"),
                 ),
@@ -400,7 +417,7 @@ impl Policy {
                     "accept-edits mode: `{tool}` {what} inside the workspace and runs without asking"
                 ),
             ),
-            Mode::Default | Mode::AcceptEdits | Mode::Plan => by_mode(
+            Mode::Default | Mode::AcceptEdits | Mode::Plan | Mode::DontAsk => by_mode(
                 Outcome::Ask,
                 format!("`{tool}` needs permission: it {what}, and {mode} mode asks first"),
             ),

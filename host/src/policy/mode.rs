@@ -15,11 +15,21 @@ pub enum Mode {
     Plan,
     /// Everything runs except what a deny rule forbids.
     Bypass,
+    /// As default, but what would ask is denied instead: only what the
+    /// mode lets run or an allow rule pre-approves runs (Claude Code's
+    /// `dontAsk`).
+    DontAsk,
 }
 
 impl Mode {
     /// Every mode, in the order `/mode` and `--help` list them.
-    pub const ALL: [Mode; 4] = [Mode::Default, Mode::AcceptEdits, Mode::Plan, Mode::Bypass];
+    pub const ALL: [Mode; 5] = [
+        Mode::Default,
+        Mode::AcceptEdits,
+        Mode::Plan,
+        Mode::Bypass,
+        Mode::DontAsk,
+    ];
 
     /// The kebab-case name, as written in settings and on the command line.
     pub fn name(&self) -> &'static str {
@@ -28,6 +38,7 @@ impl Mode {
             Mode::AcceptEdits => "accept-edits",
             Mode::Plan => "plan",
             Mode::Bypass => "bypass",
+            Mode::DontAsk => "dont-ask",
         }
     }
 
@@ -40,6 +51,9 @@ impl Mode {
             }
             Mode::Plan => "nothing that changes files runs; network reads ask first",
             Mode::Bypass => "everything runs without asking, except what deny rules forbid",
+            Mode::DontAsk => {
+                "read-only tools and allow-listed calls run; whatever would ask is denied"
+            }
         }
     }
 }
@@ -52,7 +66,9 @@ impl fmt::Display for Mode {
 
 /// A mode name that is not one of [`Mode::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown permission mode `{given}`; valid modes are default, accept-edits, plan, bypass")]
+#[error(
+    "unknown permission mode `{given}`; valid modes are default, accept-edits, plan, bypass, dont-ask"
+)]
 pub struct ModeError {
     /// The name that was given.
     pub given: String,
@@ -67,6 +83,7 @@ impl FromStr for Mode {
             "accept-edits" | "acceptEdits" => Ok(Mode::AcceptEdits),
             "plan" => Ok(Mode::Plan),
             "bypass" | "bypassPermissions" => Ok(Mode::Bypass),
+            "dont-ask" | "dontAsk" => Ok(Mode::DontAsk),
             _ => Err(ModeError {
                 given: s.to_string(),
             }),
@@ -93,6 +110,7 @@ mod tests {
         }
         assert_eq!("acceptEdits".parse::<Mode>().unwrap(), Mode::AcceptEdits);
         assert_eq!("bypassPermissions".parse::<Mode>().unwrap(), Mode::Bypass);
+        assert_eq!("dontAsk".parse::<Mode>().unwrap(), Mode::DontAsk);
         assert_eq!(Mode::AcceptEdits.to_string(), "accept-edits");
     }
 

@@ -91,6 +91,22 @@ pub enum SessionError {
         /// What was asked for.
         prefix: String,
     },
+    /// A chosen session id is not a UUID.
+    #[error(
+        "`{id}` is not a valid session id; --session-id takes a UUID such as 123e4567-e89b-42d3-a456-426614174000"
+    )]
+    BadId {
+        /// What was given.
+        id: String,
+    },
+    /// A chosen session id belongs to a session already.
+    #[error(
+        "session id {id} is already in use; pass another UUID to --session-id, or --resume {id} to take that session up"
+    )]
+    IdTaken {
+        /// The id.
+        id: String,
+    },
     /// Several session ids start with the prefix.
     #[error("`{prefix}` matches {count} sessions ({examples}); give more of the id")]
     Ambiguous {
@@ -193,6 +209,18 @@ pub fn workspace_key(canonical_workspace: &Path) -> String {
     } else {
         format!("{slug}-{hash}")
     }
+}
+
+/// `text` as a session id if it is a UUID (8-4-4-4-12 hex digits), in
+/// lower case; `None` otherwise.
+pub fn session_uuid(text: &str) -> Option<String> {
+    let groups: Vec<&str> = text.split('-').collect();
+    let sizes = [8, 4, 4, 4, 12];
+    let valid = groups.len() == sizes.len()
+        && groups.iter().zip(sizes).all(|(group, size)| {
+            group.len() == size && group.bytes().all(|b| b.is_ascii_hexdigit())
+        });
+    valid.then(|| text.to_ascii_lowercase())
 }
 
 /// A fresh session id, a version-4 UUID as Claude Code's session ids are

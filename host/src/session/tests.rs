@@ -203,6 +203,40 @@ fn session_ids_differ() {
 }
 
 #[test]
+fn a_chosen_id_must_be_a_uuid_not_used_in_any_workspace() {
+    let f = fixture();
+    let sessions = Sessions::for_workspace(&f.home, &f.workspace).unwrap();
+    let id = "123E4567-E89B-42D3-A456-426614174000";
+    let writer = sessions.create_with_id(id, "m", "p").unwrap();
+    assert_eq!(writer.id(), id.to_ascii_lowercase());
+    assert!(matches!(
+        sessions.create_with_id(id, "m", "p"),
+        Err(SessionError::IdTaken { .. })
+    ));
+    let other = f.workspace.parent().unwrap().join("other");
+    fs::create_dir(&other).unwrap();
+    let elsewhere = Sessions::for_workspace(&f.home, &other).unwrap();
+    assert!(matches!(
+        elsewhere.create_with_id(&id.to_ascii_lowercase(), "m", "p"),
+        Err(SessionError::IdTaken { .. })
+    ));
+    for bad in [
+        "",
+        "not-a-uuid",
+        "123e4567e89b42d3a456426614174000",
+        "123e4567-e89b-42d3-a456-42661417400g",
+    ] {
+        assert!(
+            matches!(
+                sessions.create_with_id(bad, "m", "p"),
+                Err(SessionError::BadId { .. })
+            ),
+            "{bad}"
+        );
+    }
+}
+
+#[test]
 fn workspace_keys_are_readable_and_tell_paths_apart() {
     let a = workspace_key(Path::new("/home/ann/code/My Project"));
     let b = workspace_key(Path::new("/home/ann/code/My-Project"));

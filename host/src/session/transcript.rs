@@ -49,7 +49,57 @@ impl Sessions {
                 }
             }
         };
-        let mut writer = TranscriptWriter { id, path, file };
+        self.start(TranscriptWriter { id, path, file }, model, provider)
+    }
+
+    /// Starts a new session with the id the user chose (`--session-id`): a
+    /// UUID, not used by any session of any workspace.
+    pub fn create_with_id(
+        &self,
+        id: &str,
+        model: &str,
+        provider: &str,
+    ) -> Result<TranscriptWriter, SessionError> {
+        let id = super::session_uuid(id).ok_or_else(|| SessionError::BadId { id: id.into() })?;
+        fs::create_dir_all(self.dir()).map_err(|source| SessionError::Io {
+            action: "create the sessions folder",
+            path: self.dir().to_path_buf(),
+            source,
+        })?;
+        let name = format!("{id}.jsonl");
+        let elsewhere = self.dir().parent().and_then(|root| fs::read_dir(root).ok());
+        if elsewhere
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|folder| folder.path().join(&name).exists())
+        {
+            return Err(SessionError::IdTaken { id });
+        }
+        let path = self.transcript_path(&id);
+        let file = match OpenOptions::new().append(true).create_new(true).open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {
+                return Err(SessionError::IdTaken { id });
+            }
+            Err(source) => {
+                return Err(SessionError::Io {
+                    action: "create the session transcript",
+                    path,
+                    source,
+                });
+            }
+        };
+        self.start(TranscriptWriter { id, path, file }, model, provider)
+    }
+
+    /// Writes a new transcript's start record.
+    fn start(
+        &self,
+        mut writer: TranscriptWriter,
+        model: &str,
+        provider: &str,
+    ) -> Result<TranscriptWriter, SessionError> {
         writer.append(Event::Start {
             schema_version: SCHEMA_VERSION,
             session_id: writer.id.clone(),

@@ -68,6 +68,7 @@ pub fn show(session: &Session) {
         }
         Mode::AcceptEdits => "workspace writable when a call asks, network asked first",
         Mode::Bypass => "what each call asks for, without asking",
+        Mode::DontAsk => "workspace read-only, no network beyond [exec], unless allowed by a rule",
     };
     eprintln!("    {:<10} {commands}", "commands");
     for hook in agent.hooks().names() {

@@ -10,6 +10,9 @@
 //! 4. the project's `.mcp.json` (Claude Code's project format) and
 //!    `[mcp.servers.NAME]` in the project's `.capstan/config.toml`.
 //!
+//! Servers given with `--mcp-config` come last
+//! ([`super::command_line`]).
+//!
 //! Claude Code's format is `{"mcpServers": {"NAME": {"command": ...,
 //! "args": [...], "env": {...}}}}` for a local server and `{"type": "http"
 //! | "sse", "url": ..., "headers": {...}}` for a remote one. capstan adds

@@ -12,6 +12,7 @@
 //! - [`bridge`]: the servers' tools as the agent's `mcp__SERVER__TOOL`.
 
 pub mod bridge;
+pub mod command_line;
 pub mod config;
 pub mod connection;
 pub mod consent;
@@ -24,6 +25,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use command_line::CommandLineServers;
 use config::ServerSpec;
 use consent::ConsentStore;
 use supervisor::{Launcher, ServerHandle, Status};
@@ -149,6 +151,13 @@ fn with_plugin_root(mut server: config::ServerEntry, dir: &Path) -> config::Serv
 
 /// Every server defined for `workspace`; see [`Defined`].
 pub fn servers_for(home: &Home, workspace: &Path) -> Defined {
+    servers_with(home, workspace, &CommandLineServers::default())
+}
+
+/// The servers of `workspace` and those given on the command line, which
+/// are allowed as typed and replace a server of the same name (with
+/// `strict`, they are the only ones).
+pub fn servers_with(home: &Home, workspace: &Path, command_line: &CommandLineServers) -> Defined {
     let user_home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let store = ConsentStore::load(&consent::store_path(home)).map_err(|e| e.to_string());
     let mut added = store
@@ -158,10 +167,13 @@ pub fn servers_for(home: &Home, workspace: &Path) -> Defined {
     let (from_plugins, locked) = plugin_servers(home);
     added.extend(from_plugins);
     let mut problems = Vec::new();
-    let mut specs = Vec::new();
-    for defined in
+    let mut specs: Vec<(ServerSpec, bool)> = Vec::new();
+    let defined = if command_line.strict {
+        Vec::new()
+    } else {
         config::defined_servers(home.config_dir(), workspace, &added, user_home.as_deref())
-    {
+    };
+    for defined in defined {
         match defined {
             Ok(mut spec) => {
                 spec.locked_files = locked.get(&spec.source).cloned();
@@ -169,6 +181,15 @@ pub fn servers_for(home: &Home, workspace: &Path) -> Defined {
                 let allowed = spec.source.starts_with(PLUGIN_SOURCE)
                     || store.as_ref().is_ok_and(|s| s.allows(&spec));
                 specs.push((spec, allowed));
+            }
+            Err(e) => problems.push(e.to_string()),
+        }
+    }
+    for (name, source, entry) in &command_line.servers {
+        match entry.to_spec(name, source, user_home.as_deref()) {
+            Ok(spec) => {
+                specs.retain(|(other, _)| other.name != spec.name);
+                specs.push((spec, true));
             }
             Err(e) => problems.push(e.to_string()),
         }
@@ -184,11 +205,16 @@ impl McpClients {
     /// Starts every allowed server of `workspace` in the background
     /// (tasks on the current runtime) with what `launcher` gives.
     pub fn start(home: &Home, launcher: Launcher) -> Self {
+        Self::start_with(home, launcher, &CommandLineServers::default())
+    }
+
+    /// [`Self::start`], with the servers given on the command line.
+    pub fn start_with(home: &Home, launcher: Launcher, command_line: &CommandLineServers) -> Self {
         let Defined {
             specs,
             problems,
             store,
-        } = servers_for(home, &launcher.workspace);
+        } = servers_with(home, &launcher.workspace, command_line);
         let mut notices: Vec<String> = problems
             .into_iter()
             .map(|p| format!("warning: {p}"))
