@@ -39,6 +39,7 @@ pub mod exec_tool;
 pub mod hook_agent;
 pub mod interrupt;
 pub mod lsp_tool;
+mod markdown_parts;
 pub mod output_styles;
 pub mod profile;
 pub mod prompt_tool;

@@ -17,10 +17,9 @@
 use std::path::{Path, PathBuf};
 
 use super::context::CODING_INSTRUCTIONS;
+use super::markdown_parts;
 use crate::front_matter::{self, OutputStyleFile};
 use crate::home::Home;
-use crate::plugin::lock::Lockfile;
-use crate::plugin::store::PluginStore;
 use crate::untrusted_folder::UntrustedFolder;
 
 /// The name that stands for no style: capstan's own prompt.
@@ -131,88 +130,29 @@ impl OutputStyles {
         }
     }
 
-    /// Every `*.md` in `root/rel`, read beneath `root` (a project's files
-    /// are someone else's: no link leads out, no FIFO, capped).
+    /// Every `*.md` in `root/rel` ([`markdown_parts::in_folder`]).
     fn add_folder(&mut self, root: &Path, rel: &Path, source: &str) {
-        let dir = root.join(rel);
-        let opened = UntrustedFolder::open(root).and_then(|folder| match folder {
-            Some(folder) => folder.subfolder(rel),
-            None => Ok(None),
-        });
-        let folder = match opened {
-            Ok(Some(folder)) => folder,
-            Ok(None) => return,
-            Err(e) => {
-                self.warnings.push(format!(
-                    "skipped the output styles in {}: {e}",
-                    dir.display()
-                ));
-                return;
-            }
-        };
-        let names = match folder.entry_names() {
-            Ok(names) => names,
-            Err(e) => {
-                self.warnings.push(format!(
-                    "skipped the output styles in {}: {e}",
-                    dir.display()
-                ));
-                return;
-            }
-        };
-        for name in names {
-            let Some(stem) = name.strip_suffix(".md") else {
-                continue;
-            };
-            let path = dir.join(&name);
-            match folder.read(Path::new(&name), MAX_STYLE_FILE) {
-                Ok(Some(read)) if !read.more => {
-                    self.parse(&read.text(), &path, stem, source.to_string());
-                }
-                Ok(Some(_)) => self.warnings.push(format!(
-                    "skipped the output style {}: larger than {} KiB",
-                    path.display(),
-                    MAX_STYLE_FILE >> 10
-                )),
-                Ok(None) => {}
-                Err(e) => self
-                    .warnings
-                    .push(format!("skipped the output style {}: {e}", path.display())),
-            }
-        }
+        let parts = markdown_parts::in_folder(
+            root,
+            rel,
+            source,
+            MAX_STYLE_FILE,
+            ("output style", "output styles"),
+        );
+        self.add_parts(parts);
     }
 
-    /// `output-styles/*.md` of every installed plugin, each file's hash
-    /// checked against the lock.
+    /// `output-styles/*.md` of every installed plugin, each file's hash checked
+    /// against the lock.
     fn add_installed_plugins(&mut self, home: &Home) {
-        let store = PluginStore::new(home.plugins_dir());
-        let Ok(lock) = Lockfile::load(&store.lock_path()) else {
-            // The skills' discovery reports an unreadable lockfile.
-            return;
-        };
-        for (plugin, entry) in &lock.plugins {
-            let locked = crate::skills::LockedFiles {
-                plugin: plugin.clone(),
-                root: entry.dir(store.root()),
-                files: entry.files.clone(),
-                source: entry.source.clone(),
-            };
-            for rel in entry.files.keys() {
-                let Some(stem) = rel
-                    .strip_prefix("output-styles/")
-                    .and_then(|name| name.strip_suffix(".md"))
-                    .filter(|stem| !stem.contains('/'))
-                else {
-                    continue;
-                };
-                match locked.read(rel) {
-                    Ok(bytes) => {
-                        let text = String::from_utf8_lossy(&bytes).into_owned();
-                        let path: PathBuf = locked.root.join(rel);
-                        self.parse(&text, &path, stem, format!("plugin {plugin}"));
-                    }
-                    Err(message) => self.warnings.push(message),
-                }
+        self.add_parts(markdown_parts::in_installed_plugins(home, "output-styles/"));
+    }
+
+    fn add_parts(&mut self, parts: Vec<Result<markdown_parts::Part, String>>) {
+        for part in parts {
+            match part {
+                Ok(part) => self.parse(&part.text, &part.path, &part.stem, part.source),
+                Err(warning) => self.warnings.push(warning),
             }
         }
     }
