@@ -612,17 +612,14 @@ fn load_lenient(yaml: &str) -> Result<Vec<Yaml>, yaml_rust2::ScanError> {
     YamlLoader::load_from_str(&quoted.join("\n")).map_err(|_| first)
 }
 
-/// Parses an agent definition named `file_name` (the name when the front
-/// matter gives none). The name follows the skill rule (lowercase letters,
-/// digits, `-`); a description is required, as in Claude Code.
-pub fn parse_agent(text: &str, file_name: &str) -> Result<AgentFile, FrontMatterError> {
+/// A front matter field: its key, its value and the line it is on.
+type Field = (String, Yaml, usize);
+
+/// A markdown file's body (trimmed) and its front matter's fields, each
+/// with the line it is on: where agent and output style files start.
+fn fields_and_body(text: &str) -> Result<(String, Vec<Field>), FrontMatterError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let (yaml, body, _) = split(text)?;
-    let mut agent = AgentFile {
-        name: file_name.to_string(),
-        body: body.trim().to_string(),
-        ..AgentFile::default()
-    };
     let yaml = yaml.unwrap_or_default();
     check_alias_expansion(yaml)?;
     let docs = load_lenient(yaml).map_err(|e| {
@@ -631,24 +628,41 @@ pub fn parse_agent(text: &str, file_name: &str) -> Result<AgentFile, FrontMatter
             format!("invalid YAML in the front matter: {}", e.info()),
         )
     })?;
+    let mut found = Vec::new();
     if let Some(Yaml::Hash(fields)) = docs.into_iter().next() {
         for (key, value) in fields {
             let Some(key) = key.as_str().map(str::to_string) else {
                 continue;
             };
             let line = key_line(yaml, &key);
-            match key.as_str() {
-                "name" => agent.name = string(&key, value, line)?,
-                "description" => agent.description = collapse(&string(&key, value, line)?),
-                "tools" => agent.tools = Some(tool_list(&key, value, line)?),
-                "disallowedTools" | "disallowed-tools" | "disallowed_tools" => {
-                    agent.disallowed_tools = tool_list(&key, value, line)?;
-                }
-                "model" => {
-                    agent.model = Some(scalar_text(&key, value, line)?).filter(|m| !m.is_empty());
-                }
-                _ => {}
+            found.push((key, value, line));
+        }
+    }
+    Ok((body.trim().to_string(), found))
+}
+
+/// Parses an agent definition named `file_name` (the name when the front
+/// matter gives none). The name follows the skill rule (lowercase letters,
+/// digits, `-`); a description is required, as in Claude Code.
+pub fn parse_agent(text: &str, file_name: &str) -> Result<AgentFile, FrontMatterError> {
+    let (body, fields) = fields_and_body(text)?;
+    let mut agent = AgentFile {
+        name: file_name.to_string(),
+        body,
+        ..AgentFile::default()
+    };
+    for (key, value, line) in fields {
+        match key.as_str() {
+            "name" => agent.name = string(&key, value, line)?,
+            "description" => agent.description = collapse(&string(&key, value, line)?),
+            "tools" => agent.tools = Some(tool_list(&key, value, line)?),
+            "disallowedTools" | "disallowed-tools" | "disallowed_tools" => {
+                agent.disallowed_tools = tool_list(&key, value, line)?;
             }
+            "model" => {
+                agent.model = Some(scalar_text(&key, value, line)?).filter(|m| !m.is_empty());
+            }
+            _ => {}
         }
     }
     if !valid_name(&agent.name) {
@@ -698,35 +712,20 @@ pub fn parse_output_style(
     text: &str,
     file_name: &str,
 ) -> Result<OutputStyleFile, FrontMatterError> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let (yaml, body, _) = split(text)?;
+    let (body, fields) = fields_and_body(text)?;
     let mut style = OutputStyleFile {
         name: file_name.to_string(),
-        body: body.trim().to_string(),
+        body,
         ..OutputStyleFile::default()
     };
-    let yaml = yaml.unwrap_or_default();
-    check_alias_expansion(yaml)?;
-    let docs = load_lenient(yaml).map_err(|e| {
-        FrontMatterError::at(
-            e.marker().line().max(1) + 1,
-            format!("invalid YAML in the front matter: {}", e.info()),
-        )
-    })?;
-    if let Some(Yaml::Hash(fields)) = docs.into_iter().next() {
-        for (key, value) in fields {
-            let Some(key) = key.as_str().map(str::to_string) else {
-                continue;
-            };
-            let line = key_line(yaml, &key);
-            match key.as_str() {
-                "name" => style.name = collapse(&scalar_text(&key, value, line)?),
-                "description" => style.description = collapse(&string(&key, value, line)?),
-                "keep-coding-instructions" => {
-                    style.keep_coding_instructions = boolean(&key, &value, line)?;
-                }
-                _ => {}
+    for (key, value, line) in fields {
+        match key.as_str() {
+            "name" => style.name = collapse(&scalar_text(&key, value, line)?),
+            "description" => style.description = collapse(&string(&key, value, line)?),
+            "keep-coding-instructions" => {
+                style.keep_coding_instructions = boolean(&key, &value, line)?;
             }
+            _ => {}
         }
     }
     let name = style.name.trim();
