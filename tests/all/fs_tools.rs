@@ -506,7 +506,9 @@ fn glob_patterns_too_complex_to_match_are_invalid_input() {
         assert_exit(&out, 3);
         let err = stderr(&out);
         assert!(
-            err.contains("error: fs.glob: invalid input: field `pattern`: the pattern is too complex"),
+            err.contains(
+                "error: fs.glob: invalid input: field `pattern`: the pattern is too complex"
+            ),
             "{err}"
         );
         assert!(!err.contains("panicked") && !err.contains("trap"), "{err}");
