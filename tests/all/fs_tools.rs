@@ -487,6 +487,49 @@ fn glob_with_a_bad_pattern_is_invalid_input() {
     assert!(stderr(&out).contains("field `pattern`"), "{}", stderr(&out));
 }
 
+/// Patterns whose regular expression does not compile: the fs component
+/// used to trap on them (a globset panic, "regex compilation shouldn't
+/// fail"); each is now invalid input, for `fs.glob`'s `pattern` and
+/// `fs.grep`'s `glob`, and the next call is served.
+#[test]
+fn glob_patterns_too_complex_to_match_are_invalid_input() {
+    let env = project();
+    let nested = |depth: usize| format!("{}a{}", "{".repeat(depth), "}".repeat(depth));
+    let patterns = [
+        nested(251),
+        format!("src/{}/*.rs", nested(400)),
+        format!("{{*.rs,{}}}", nested(300)),
+    ];
+    for pattern in &patterns {
+        let input = serde_json::json!({ "pattern": pattern }).to_string();
+        let out = run(&env, "fs.glob", &input, &[]);
+        assert_exit(&out, 3);
+        let err = stderr(&out);
+        assert!(
+            err.contains(
+                "error: fs.glob: invalid input: field `pattern`: the pattern is too complex"
+            ),
+            "{err}"
+        );
+        assert!(!err.contains("panicked") && !err.contains("trap"), "{err}");
+
+        let input = serde_json::json!({ "pattern": "fn", "glob": pattern }).to_string();
+        let out = run(&env, "fs.grep", &input, &[]);
+        assert_exit(&out, 3);
+        let err = stderr(&out);
+        assert!(
+            err.contains("error: fs.grep: invalid input: field `glob`: the pattern is too complex"),
+            "{err}"
+        );
+        assert!(!err.contains("panicked") && !err.contains("trap"), "{err}");
+    }
+    // Nesting the matcher takes still works.
+    let input = serde_json::json!({ "pattern": format!("src/{}.rs", nested(50)) }).to_string();
+    let out = run(&env, "fs.glob", &input, &[]);
+    assert_exit(&out, 0);
+    assert_eq!(stdout(&out), "src/a.rs\n");
+}
+
 // ---------------------------------------------------------------- fs.grep
 
 const TEN_LINES: &str = "one\nHIT two\nthree\nHIT four\nfive\nsix\nseven\neight\nHIT nine\nten\n";

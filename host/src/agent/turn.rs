@@ -368,11 +368,12 @@ impl Agent {
         if let Some(transcript) = &mut self.transcript {
             transcript.record_usage(response.usage)?;
         }
-        let content: Vec<Block> = response
+        let mut content: Vec<Block> = response
             .content
             .into_iter()
-            .filter(|block| !matches!(block, Block::Text { text } if text.is_empty()))
+            .filter(|block| !matches!(block, Block::Text { text } if text.trim().is_empty()))
             .collect();
+        self.make_call_ids_unique(&mut content, frontend);
         let text = content
             .iter()
             .filter_map(|block| match block {
@@ -405,6 +406,36 @@ impl Agent {
         }
         self.messages.push(message);
         Ok((text, calls))
+    }
+
+    /// Renames tool calls in a model's answer whose id is not unique in the
+    /// conversation (the APIs reject a repeated id, and a result must name
+    /// the one call it answers): a repeat inside the answer is the model's
+    /// mistake and the user is told; a reused id of an earlier turn (some
+    /// OpenAI-compatible servers number calls from 0 each turn) is only
+    /// logged. Both calls run, each under its own id.
+    fn make_call_ids_unique(&self, content: &mut [Block], frontend: &mut dyn Frontend) {
+        let mut times_given: std::collections::HashMap<String, usize> = Default::default();
+        for block in content.iter() {
+            if let Block::ToolUse { id, .. } = block {
+                *times_given.entry(id.clone()).or_default() += 1;
+            }
+        }
+        let renamed = crate::model::conversation::make_call_ids_unique(content, &self.messages);
+        for (id, new_id, tool) in renamed {
+            tracing::info!(
+                id = id.as_str(),
+                new_id = new_id.as_str(),
+                tool = tool.as_str(),
+                "tool call id not unique in the conversation; renamed"
+            );
+            if times_given.get(&id).is_some_and(|&times| times > 1) {
+                let notice = format!(
+                    "the model gave more than one tool call the id {id}; this {tool} call runs as {new_id}"
+                );
+                frontend.event(AgentEvent::Notice(&notice));
+            }
+        }
     }
 
     /// Adds the user's text, and context hooks added to it, joining it to a

@@ -7,6 +7,7 @@
 //! arrives.
 
 pub mod anthropic;
+pub mod conversation;
 pub mod listing;
 pub mod openai;
 pub mod probe;

@@ -6,6 +6,10 @@
 //! the `retry-after` the provider asked for. A failure is only retried while
 //! nothing of the answer has reached the caller's sink: text already shown
 //! to the user cannot be unsaid.
+//!
+//! Every request passes here, so here the conversation is checked against
+//! the rules the APIs hold it to ([`super::conversation`]) and repaired
+//! before it is sent if it breaks one.
 
 use std::fmt;
 use std::future::Future;
@@ -13,7 +17,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::{EventSink, ModelError, ModelFuture, Request, Response, StreamEvent};
+use super::{EventSink, ModelError, ModelFuture, Request, Response, StreamEvent, conversation};
 
 /// Waits for a given time; tests replace it to record the waits instead.
 pub type SleepFn = Arc<dyn Fn(Duration) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
@@ -94,13 +98,35 @@ pub trait Attempt: Sync {
 
 /// Runs `provider`'s attempts until one succeeds, the error is not worth
 /// retrying, part of the answer was already delivered, or the retries run
-/// out; reports each retry as [`StreamEvent::Retrying`].
+/// out; reports each retry as [`StreamEvent::Retrying`]. A conversation
+/// the APIs would reject is repaired first.
 pub async fn stream_with_retries<P: Attempt>(
     policy: &RetryPolicy,
     provider: &P,
     request: &Request,
     events: EventSink<'_>,
 ) -> Result<Response, ModelError> {
+    let repaired_request;
+    let request = match conversation::repaired(&request.messages) {
+        None => request,
+        Some(conversation::Repaired {
+            problem,
+            messages,
+            repairs,
+        }) => {
+            let repairs: Vec<String> = repairs.iter().map(ToString::to_string).collect();
+            tracing::warn!(
+                problem = problem.as_str(),
+                repairs = repairs.join("; ").as_str(),
+                "the conversation broke a rule of the model APIs; repaired before sending"
+            );
+            repaired_request = Request {
+                messages,
+                ..request.clone()
+            };
+            &repaired_request
+        }
+    };
     let mut retry = 0;
     loop {
         let mut delivered = false;
@@ -326,5 +352,62 @@ mod tests {
         assert_eq!(result, Err(auth));
         assert!(waits.is_empty());
         assert!(seen.is_empty());
+    }
+
+    /// Records the messages of every request it is sent.
+    struct RecordingAttempt {
+        sent: Mutex<Vec<Vec<crate::model::Message>>>,
+    }
+
+    impl Attempt for RecordingAttempt {
+        fn attempt<'a>(&'a self, request: &'a Request, _events: EventSink<'a>) -> ModelFuture<'a> {
+            self.sent.lock().unwrap().push(request.messages.clone());
+            Box::pin(async {
+                Ok(Response {
+                    content: Vec::new(),
+                    stop_reason: StopReason::EndTurn,
+                    usage: Usage::default(),
+                })
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_conversation_the_apis_would_reject_is_repaired_before_it_is_sent() {
+        use crate::model::{Block, Message, Role};
+        let call = |id: &str| Block::ToolUse {
+            id: id.into(),
+            name: "read".into(),
+            input: serde_json::json!({}),
+        };
+        let broken = vec![
+            Message {
+                role: Role::Assistant,
+                content: vec![call("a"), call("a")],
+            },
+            Message {
+                role: Role::User,
+                content: vec![Block::Text { text: "go".into() }],
+            },
+        ];
+        let provider = RecordingAttempt {
+            sent: Mutex::new(Vec::new()),
+        };
+        let policy = recording_policy(Arc::new(Mutex::new(Vec::new())));
+        for messages in [broken.clone(), Vec::new()] {
+            let request = Request {
+                messages,
+                ..request()
+            };
+            stream_with_retries(&policy, &provider, &request, &mut |_| {})
+                .await
+                .unwrap();
+        }
+        let sent = provider.sent.lock().unwrap();
+        assert!(conversation::check(&broken).is_err());
+        assert_eq!(conversation::check(&sent[0]), Ok(()), "{:#?}", sent[0]);
+        assert_eq!(sent[0][0].role, Role::User);
+        // A valid conversation goes as it is.
+        assert!(sent[1].is_empty());
     }
 }

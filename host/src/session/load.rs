@@ -1,13 +1,16 @@
 //! Reading a transcript back: the conversation, the summed usage, and what
 //! was skipped on the way. Reading never changes the file.
 //!
-//! A damaged last line (the process was killed mid-write) is skipped with a
+//! A damaged last line (the process was killed mid-write, or the disk was
+//! full: then a marker beside the transcript says so) is skipped with a
 //! warning; a damaged line in the middle is an error, unless a later
 //! `damaged_line` record (written on resume) names it. Record types from a
 //! newer capstan are skipped with a warning. The conversation is then
-//! repaired so the model APIs accept it: tool calls left without a result
-//! get an "interrupted" error result, results without a call become text,
-//! and consecutive messages of one role are merged.
+//! repaired so the model APIs accept it ([`conversation::repair`]): a
+//! missing start gets a placeholder, repeated call ids are renamed, tool
+//! calls left without a result get an "interrupted" error result, results
+//! without a call become text, and consecutive messages of one role are
+//! merged; each change is a warning the user is shown on resume.
 
 use std::collections::HashSet;
 use std::fmt;
@@ -17,11 +20,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::SessionError;
 use super::record::{Event, Record, SCHEMA_VERSION};
-use crate::model::{Block, Message, Role, Usage};
+use super::transcript::disk_full_marker;
+use crate::model::conversation::{self, Repair};
+use crate::model::{Message, Usage};
 
-/// The text of the result given to a tool call that never finished.
-pub const INTERRUPTED_TOOL_RESULT: &str =
-    "interrupted: the session ended before this tool call finished";
+pub use crate::model::conversation::INTERRUPTED_TOOL_RESULT;
 
 /// Something skipped or changed while reading a transcript.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +35,15 @@ pub enum LoadWarning {
         /// The line's number, counting from 1.
         line: usize,
     },
+    /// The last line is not a complete record because the disk was full
+    /// when it was written; resuming cuts it off.
+    DiskFullLastLine {
+        /// The line's number, counting from 1.
+        line: usize,
+    },
+    /// A write to the transcript failed because the disk was full; the
+    /// record being written was not kept.
+    StoppedByFullDisk,
     /// A damaged line that an earlier resume already marked was skipped.
     MarkedDamagedLine {
         /// The line's number, counting from 1.
@@ -61,6 +73,31 @@ pub enum LoadWarning {
         /// The id it named.
         tool_use_id: String,
     },
+    /// The conversation started with the model's message; a placeholder
+    /// user message was put first.
+    MissingStart,
+    /// A tool call reused an id; it and its result got a new one.
+    RenamedToolCall {
+        /// The id it had.
+        id: String,
+        /// The id it has now.
+        new_id: String,
+        /// The tool's name.
+        name: String,
+    },
+}
+
+impl From<Repair> for LoadWarning {
+    fn from(repair: Repair) -> Self {
+        match repair {
+            Repair::MissingStart => Self::MissingStart,
+            Repair::RenamedToolCall { id, new_id, name } => {
+                Self::RenamedToolCall { id, new_id, name }
+            }
+            Repair::UnansweredToolCall { id, name } => Self::UnansweredToolCall { id, name },
+            Repair::OrphanedToolResult { tool_use_id } => Self::OrphanedToolResult { tool_use_id },
+        }
+    }
 }
 
 impl fmt::Display for LoadWarning {
@@ -69,6 +106,14 @@ impl fmt::Display for LoadWarning {
             Self::DamagedLastLine { line } => write!(
                 f,
                 "skipped line {line}: the last record was cut short (capstan was probably killed while writing it)"
+            ),
+            Self::DiskFullLastLine { line } => write!(
+                f,
+                "skipped line {line}: the last record was cut short because the disk was full; it is removed when the session is resumed"
+            ),
+            Self::StoppedByFullDisk => write!(
+                f,
+                "the session stopped writing its transcript because the disk was full; the record being written then (the last answer or result) was not kept"
             ),
             Self::MarkedDamagedLine { line } => {
                 write!(
@@ -84,13 +129,27 @@ impl fmt::Display for LoadWarning {
                 f,
                 "the transcript uses format {version}, newer than {SCHEMA_VERSION}; some records may be skipped"
             ),
-            Self::UnansweredToolCall { id, name } => write!(
+            Self::UnansweredToolCall { id, name } => fmt::Display::fmt(
+                &Repair::UnansweredToolCall {
+                    id: id.clone(),
+                    name: name.clone(),
+                },
                 f,
-                "tool call {id} ({name}) never finished; it is marked interrupted"
             ),
-            Self::OrphanedToolResult { tool_use_id } => write!(
+            Self::OrphanedToolResult { tool_use_id } => fmt::Display::fmt(
+                &Repair::OrphanedToolResult {
+                    tool_use_id: tool_use_id.clone(),
+                },
                 f,
-                "the result of tool call {tool_use_id} answers no call; it is kept as text"
+            ),
+            Self::MissingStart => fmt::Display::fmt(&Repair::MissingStart, f),
+            Self::RenamedToolCall { id, new_id, name } => fmt::Display::fmt(
+                &Repair::RenamedToolCall {
+                    id: id.clone(),
+                    new_id: new_id.clone(),
+                    name: name.clone(),
+                },
+                f,
             ),
         }
     }
@@ -124,6 +183,12 @@ pub struct LoadedSession {
     pub warnings: Vec<LoadWarning>,
     /// The damaged last line, if there is one.
     pub damaged_tail_line: Option<usize>,
+    /// Where the damaged last line starts in the file, if there is one.
+    pub damaged_tail_offset: Option<u64>,
+    /// Whether a write to the transcript failed because the disk was full
+    /// (its marker is beside it): then a damaged last line is that record,
+    /// and resuming cuts it off.
+    pub disk_full: bool,
     /// Whether the file ends with a newline (it does not if a write was cut
     /// short); appending must start a new line first.
     pub ends_with_newline: bool,
@@ -144,19 +209,30 @@ pub fn load(path: &Path) -> Result<LoadedSession, SessionError> {
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
 
-    let lines: Vec<(usize, &[u8])> = bytes
+    // Each line with its number (from 1) and the offset it starts at.
+    let mut offset = 0u64;
+    let lines: Vec<(usize, u64, &[u8])> = bytes
         .split(|&b| b == b'\n')
         .enumerate()
-        .map(|(i, line)| (i + 1, line))
-        .filter(|(_, line)| !line.trim_ascii().is_empty())
+        .map(|(i, line)| {
+            let start = offset;
+            offset += line.len() as u64 + 1;
+            (i + 1, start, line)
+        })
+        .filter(|(_, _, line)| !line.trim_ascii().is_empty())
+        .collect();
+    let offsets: std::collections::HashMap<usize, u64> = lines
+        .iter()
+        .map(|&(number, start, _)| (number, start))
         .collect();
     let parsed: Vec<(usize, Result<Record, String>, Option<String>)> = lines
         .iter()
-        .map(|&(number, line)| {
+        .map(|&(number, _, line)| {
             let (record, kind) = parse_line(line);
             (number, record, kind)
         })
         .collect();
+    let disk_full = disk_full_marker(path).exists();
     let marked_damaged: HashSet<usize> = parsed
         .iter()
         .filter_map(|(_, record, _)| match record {
@@ -180,6 +256,8 @@ pub fn load(path: &Path) -> Result<LoadedSession, SessionError> {
         ended: false,
         warnings: Vec::new(),
         damaged_tail_line: None,
+        damaged_tail_offset: None,
+        disk_full,
         ends_with_newline: bytes.last().is_none_or(|&b| b == b'\n'),
     };
     let mut raw_messages = Vec::new();
@@ -194,8 +272,13 @@ pub fn load(path: &Path) -> Result<LoadedSession, SessionError> {
                 continue;
             }
             Err(_) if index == last_index => {
-                session.warnings.push(LoadWarning::DamagedLastLine { line });
+                session.warnings.push(if disk_full {
+                    LoadWarning::DiskFullLastLine { line }
+                } else {
+                    LoadWarning::DamagedLastLine { line }
+                });
                 session.damaged_tail_line = Some(line);
+                session.damaged_tail_offset = offsets.get(&line).copied();
                 continue;
             }
             Err(problem) => {
@@ -256,6 +339,9 @@ pub fn load(path: &Path) -> Result<LoadedSession, SessionError> {
             }),
         }
     }
+    if disk_full && session.damaged_tail_line.is_none() {
+        session.warnings.push(LoadWarning::StoppedByFullDisk);
+    }
     session.messages = repair(raw_messages, &mut session.warnings);
     Ok(session)
 }
@@ -277,123 +363,11 @@ fn parse_line(line: &[u8]) -> (Result<Record, String>, Option<String>) {
 }
 
 /// Makes the conversation acceptable to the model APIs without dropping
-/// anything said: empty messages go, every tool call gets a result right
-/// after it, results that answer no call become text, consecutive messages
-/// of one role merge, and tool results come first in a user message.
+/// anything said ([`conversation::repair`]), noting each change in
+/// `warnings`.
 pub fn repair(messages: Vec<Message>, warnings: &mut Vec<LoadWarning>) -> Vec<Message> {
-    let messages: Vec<Message> = messages
-        .into_iter()
-        .filter(|m| !m.content.is_empty())
-        .collect();
-
-    // Every tool call gets a result in the message right after it.
-    let mut answered_calls = Vec::with_capacity(messages.len());
-    let mut iter = messages.into_iter().peekable();
-    while let Some(message) = iter.next() {
-        let is_assistant = message.role == Role::Assistant;
-        let calls: Vec<(String, String)> = if is_assistant {
-            message
-                .content
-                .iter()
-                .filter_map(|block| match block {
-                    Block::ToolUse { id, name, .. } => Some((id.clone(), name.clone())),
-                    _ => None,
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        answered_calls.push(message);
-        if calls.is_empty() {
-            continue;
-        }
-        let answered: HashSet<&str> = match iter.peek() {
-            Some(next) if next.role == Role::User => tool_result_ids(next).collect(),
-            _ => HashSet::new(),
-        };
-        let synthetic: Vec<Block> = calls
-            .iter()
-            .filter(|(id, _)| !answered.contains(id.as_str()))
-            .map(|(id, name)| {
-                warnings.push(LoadWarning::UnansweredToolCall {
-                    id: id.clone(),
-                    name: name.clone(),
-                });
-                Block::ToolResult {
-                    tool_use_id: id.clone(),
-                    content: INTERRUPTED_TOOL_RESULT.to_string(),
-                    is_error: true,
-                    images: Vec::new(),
-                }
-            })
-            .collect();
-        if !synthetic.is_empty() {
-            answered_calls.push(Message {
-                role: Role::User,
-                content: synthetic,
-            });
-        }
-    }
-
-    // Consecutive messages of one role become one.
-    let mut merged: Vec<Message> = Vec::with_capacity(answered_calls.len());
-    for message in answered_calls {
-        match merged.last_mut() {
-            Some(last) if last.role == message.role => last.content.extend(message.content),
-            _ => merged.push(message),
-        }
-    }
-
-    // Results must answer a call in the assistant message just before.
-    let mut previous_calls: HashSet<String> = HashSet::new();
-    for message in &mut merged {
-        match message.role {
-            Role::Assistant => {
-                previous_calls = message
-                    .content
-                    .iter()
-                    .filter_map(|block| match block {
-                        Block::ToolUse { id, .. } => Some(id.clone()),
-                        _ => None,
-                    })
-                    .collect();
-            }
-            Role::User => {
-                for block in &mut message.content {
-                    if let Block::ToolResult {
-                        tool_use_id,
-                        content,
-                        is_error,
-                        ..
-                    } = block
-                        && !previous_calls.remove(tool_use_id.as_str())
-                    {
-                        warnings.push(LoadWarning::OrphanedToolResult {
-                            tool_use_id: tool_use_id.clone(),
-                        });
-                        let failed = if *is_error { " (failed)" } else { "" };
-                        *block = Block::Text {
-                            text: format!("[result of tool call {tool_use_id}{failed}]\n{content}"),
-                        };
-                    }
-                }
-                // Tool results first, in their order, then everything else.
-                let (results, rest): (Vec<Block>, Vec<Block>) = message
-                    .content
-                    .drain(..)
-                    .partition(|block| matches!(block, Block::ToolResult { .. }));
-                message.content = results.into_iter().chain(rest).collect();
-                previous_calls.clear();
-            }
-        }
-    }
-    merged
-}
-
-/// The ids of the calls a message's tool results answer.
-fn tool_result_ids(message: &Message) -> impl Iterator<Item = &str> {
-    message.content.iter().filter_map(|block| match block {
-        Block::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
-        _ => None,
-    })
+    let mut repairs = Vec::new();
+    let messages = conversation::repair(messages, &mut repairs);
+    warnings.extend(repairs.into_iter().map(LoadWarning::from));
+    messages
 }

@@ -63,6 +63,18 @@ pub enum SessionError {
         /// What went wrong.
         source: std::io::Error,
     },
+    /// A record could not be written because the disk (or the user's
+    /// quota) is full.
+    #[error(
+        "cannot write to the session transcript {path}: the disk is full; {} free some space, then resume the session with --continue",
+        if *cut_back { "the record being written was not kept;" } else { "the record being written was cut short and is removed when the session is resumed;" }
+    )]
+    DiskFull {
+        /// The transcript.
+        path: PathBuf,
+        /// Whether the part of the record written was cut off again.
+        cut_back: bool,
+    },
     /// A line in the middle of a transcript is not a valid record.
     #[error(
         "the session transcript {path} is damaged at line {line}: {problem}; each line is one JSON record — repair or delete that line to resume the session, or start a new one"
@@ -176,9 +188,11 @@ impl Sessions {
         let transcript = self.transcript_path(id);
         fs::remove_file(&transcript).map_err(|source| SessionError::Io {
             action: "remove the session transcript",
-            path: transcript,
+            path: transcript.clone(),
             source,
-        })
+        })?;
+        let _ = fs::remove_file(transcript::disk_full_marker(&transcript));
+        Ok(())
     }
 }
 

@@ -517,6 +517,60 @@ fn resuming_a_cut_short_transcript_appends_and_stays_readable() {
     assert!(text.contains("\"mess\n"));
 }
 
+/// A record cut short while the disk-full marker is there was cut short by
+/// the full disk: loading says so, resuming cuts it off (not marks it), and
+/// the marker goes once the resumed transcript is written.
+#[test]
+fn a_record_cut_short_by_a_full_disk_is_cut_off_on_resume() {
+    let fx = fixture();
+    let sessions = fx.sessions();
+    let mut writer = sessions.create("m", "p").unwrap();
+    let id = writer.id().to_string();
+    writer.record_user(&user("first")).unwrap();
+    let whole = fs::read(writer.path()).unwrap();
+    append_raw(
+        writer.path(),
+        b"{\"type\":\"assistant\",\"ts_ms\":12,\"mess",
+    );
+    let marker = super::transcript::disk_full_marker(writer.path());
+    fs::write(&marker, "").unwrap();
+    drop(writer);
+
+    let loaded = load(&sessions.transcript_path(&id)).unwrap();
+    assert!(loaded.disk_full);
+    assert_eq!(
+        loaded.warnings,
+        vec![LoadWarning::DiskFullLastLine { line: 3 }]
+    );
+    let note = loaded.warnings[0].to_string();
+    assert!(note.contains("because the disk was full"), "{note}");
+    assert!(!note.contains("probably killed"), "{note}");
+
+    let (resumed, loaded) = sessions.resume(&id, "m", "p").unwrap();
+    assert_eq!(loaded.messages, vec![user("first")]);
+    let text = fs::read(resumed.path()).unwrap();
+    assert!(text.starts_with(&whole));
+    for line in String::from_utf8(text).unwrap().lines() {
+        serde_json::from_str::<serde_json::Value>(line).unwrap();
+    }
+    assert!(!marker.exists(), "written again, so the marker goes");
+    let reloaded = load(resumed.path()).unwrap();
+    assert_eq!(reloaded.warnings, vec![]);
+}
+
+/// A marker with no cut record: the failed write was cut off at once;
+/// loading still says the disk was full.
+#[test]
+fn a_disk_full_marker_alone_is_a_note_on_load() {
+    let fx = fixture();
+    let sessions = fx.sessions();
+    let mut writer = sessions.create("m", "p").unwrap();
+    writer.record_user(&user("first")).unwrap();
+    fs::write(super::transcript::disk_full_marker(writer.path()), "").unwrap();
+    let loaded = load(writer.path()).unwrap();
+    assert_eq!(loaded.warnings, vec![LoadWarning::StoppedByFullDisk]);
+}
+
 #[test]
 fn resuming_a_session_that_does_not_exist_says_which_file() {
     let fx = fixture();

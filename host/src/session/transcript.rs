@@ -1,6 +1,14 @@
 //! Writing a transcript: a new one (created with `create_new`, so two
 //! sessions never share a file) or a resumed one (reopened for appending).
 //! Each record is one `write_all` of one whole line, then a flush.
+//!
+//! A write that fails leaves no part of its record behind: the file is
+//! cut back to where the record began (cutting needs no free space), or,
+//! should that fail too, at the next write or resume. A write that failed
+//! because the disk was full also leaves an empty marker file beside the
+//! transcript (an empty file takes no data blocks, so it can be made on a
+//! full disk), so that a resume can say the disk was full — not that the
+//! process was probably killed — and cut off a record it finds cut short.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
@@ -21,6 +29,29 @@ pub struct TranscriptWriter {
     id: String,
     path: PathBuf,
     file: File,
+    /// Where a record whose write failed began, while the file still
+    /// holds part of it.
+    cut_at: Option<u64>,
+    /// Whether the transcript was reopened with a disk-full marker beside
+    /// it, which goes once a record is written (a marker this writer
+    /// makes stays, for the resume to tell).
+    disk_full_marked: bool,
+}
+
+/// The empty file beside `transcript` that says its last write failed
+/// because the disk was full.
+pub fn disk_full_marker(transcript: &Path) -> PathBuf {
+    let mut name = transcript.as_os_str().to_owned();
+    name.push(".disk-full");
+    PathBuf::from(name)
+}
+
+/// Whether `error` says the disk (or the user's quota on it) is full.
+pub fn is_disk_full(error: &std::io::Error) -> bool {
+    matches!(
+        error.kind(),
+        ErrorKind::StorageFull | ErrorKind::QuotaExceeded
+    )
 }
 
 impl Sessions {
@@ -49,7 +80,17 @@ impl Sessions {
                 }
             }
         };
-        self.start(TranscriptWriter { id, path, file }, model, provider)
+        self.start(
+            TranscriptWriter {
+                id,
+                path,
+                file,
+                cut_at: None,
+                disk_full_marked: false,
+            },
+            model,
+            provider,
+        )
     }
 
     /// Starts a new session with the id the user chose (`--session-id`): a
@@ -90,7 +131,17 @@ impl Sessions {
                 });
             }
         };
-        self.start(TranscriptWriter { id, path, file }, model, provider)
+        self.start(
+            TranscriptWriter {
+                id,
+                path,
+                file,
+                cut_at: None,
+                disk_full_marked: false,
+            },
+            model,
+            provider,
+        )
     }
 
     /// Writes a new transcript's start record.
@@ -155,12 +206,25 @@ impl TranscriptWriter {
                 path: path.clone(),
                 source,
             })?;
-        let mut writer = TranscriptWriter { id, path, file };
-        if !loaded.ends_with_newline {
-            writer.write_line("\n")?;
-        }
-        if let Some(line) = loaded.damaged_tail_line {
-            writer.append(Event::DamagedLine { line })?;
+        let mut writer = TranscriptWriter {
+            id,
+            path,
+            file,
+            cut_at: None,
+            disk_full_marked: loaded.disk_full,
+        };
+        match (loaded.disk_full, loaded.damaged_tail_offset) {
+            // The record cut short by a full disk is nobody's work: cut
+            // it off, now that there is a chance to write again.
+            (true, Some(offset)) => writer.cut_back(offset)?,
+            _ => {
+                if !loaded.ends_with_newline {
+                    writer.write_line("\n")?;
+                }
+                if let Some(line) = loaded.damaged_tail_line {
+                    writer.append(Event::DamagedLine { line })?;
+                }
+            }
         }
         Ok((writer, loaded))
     }
@@ -249,15 +313,80 @@ impl TranscriptWriter {
         self.write_line(&line)
     }
 
-    /// Writes a whole line in one call and flushes it.
+    /// Writes a whole line in one call and flushes it. If the write
+    /// fails, what it wrote is cut off again (see the module's
+    /// documentation); once a resumed transcript is written, its disk-full
+    /// marker goes.
     fn write_line(&mut self, line: &str) -> Result<(), SessionError> {
-        self.file
+        if let Some(offset) = self.cut_at {
+            self.cut_back(offset)?;
+        }
+        let start = match self.file.metadata() {
+            Ok(meta) => meta.len(),
+            Err(source) => return Err(self.write_error(source)),
+        };
+        let written = self
+            .file
             .write_all(line.as_bytes())
-            .and_then(|()| self.file.flush())
+            .and_then(|()| self.file.flush());
+        let Err(source) = written else {
+            if self.disk_full_marked {
+                self.forget_disk_full();
+            }
+            return Ok(());
+        };
+        let disk_full = is_disk_full(&source);
+        if disk_full {
+            // Best effort: if even an empty file cannot be made, the note
+            // on resume says less, and nothing else is lost.
+            let _ = File::create(disk_full_marker(&self.path));
+        }
+        self.cut_at = Some(start);
+        let _ = self.cut_back(start);
+        if disk_full {
+            return Err(SessionError::DiskFull {
+                path: self.path.clone(),
+                cut_back: self.cut_at.is_none(),
+            });
+        }
+        Err(self.write_error(source))
+    }
+
+    /// The error of a failed write.
+    fn write_error(&self, source: std::io::Error) -> SessionError {
+        SessionError::Io {
+            action: "write to the session transcript",
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Cuts the file back to `offset` bytes, the start of a record cut
+    /// short; the next write goes there.
+    fn cut_back(&mut self, offset: u64) -> Result<(), SessionError> {
+        self.file
+            .set_len(offset)
             .map_err(|source| SessionError::Io {
-                action: "write to the session transcript",
+                action: "cut a record that was cut short off the session transcript",
                 path: self.path.clone(),
                 source,
-            })
+            })?;
+        self.cut_at = None;
+        Ok(())
+    }
+
+    /// Removes the disk-full marker, if there is one: the transcript is
+    /// whole and written to again.
+    fn forget_disk_full(&mut self) {
+        let marker = disk_full_marker(&self.path);
+        match fs::remove_file(&marker) {
+            Ok(()) => self.disk_full_marked = false,
+            Err(error) if error.kind() == ErrorKind::NotFound => self.disk_full_marked = false,
+            Err(error) => tracing::warn!(
+                marker = %marker.display(),
+                %error,
+                "cannot remove the transcript's disk-full marker"
+            ),
+        }
     }
 }

@@ -5,8 +5,8 @@ use std::ops::ControlFlow;
 use std::path::Path;
 
 use capstan_sdk::prelude::*;
-use globset::{GlobBuilder, GlobMatcher};
 
+use crate::glob_pattern;
 use crate::input_field;
 use crate::walk;
 use crate::workspace_path;
@@ -48,7 +48,7 @@ fn glob(input: GlobInput, ctx: &Context) -> Result<String, ToolError> {
     let workspace = ctx.workspace()?;
     let root = workspace_path::resolve(ctx, "path", input.path.as_deref().unwrap_or("."))?;
     let pattern = relative_pattern(&input.pattern, &root.path)?;
-    let matcher = compile(pattern)?;
+    let matcher = glob_pattern::compile("pattern", pattern)?;
     match fs::metadata(&root.path) {
         Ok(meta) if meta.is_dir() => {}
         Ok(_) => {
@@ -125,16 +125,6 @@ fn relative_pattern<'a>(pattern: &'a str, root: &Path) -> Result<&'a str, ToolEr
         ));
     }
     Ok(rest)
-}
-
-/// Compiles a glob in which `*` does not cross `/`.
-fn compile(pattern: &str) -> Result<GlobMatcher, ToolError> {
-    GlobBuilder::new(pattern)
-        .literal_separator(true)
-        .backslash_escape(true)
-        .build()
-        .map(|glob| glob.compile_matcher())
-        .map_err(|err| ToolError::invalid_input(format!("field `pattern`: {err}")))
 }
 
 /// Says plainly that nothing matched, with a hint for the usual mistake.

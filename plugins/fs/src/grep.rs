@@ -5,9 +5,10 @@ use std::ops::ControlFlow;
 use std::path::Path;
 
 use capstan_sdk::prelude::*;
-use globset::{GlobBuilder, GlobMatcher};
+use globset::GlobSet;
 use regex::{Regex, RegexBuilder};
 
+use crate::glob_pattern;
 use crate::input_field;
 use crate::lines::{self, MAX_OUTPUT_BYTES};
 use crate::text_file::{self, Contents, LoadError};
@@ -168,7 +169,7 @@ impl Search {
 
 /// Which files a `glob` lets through.
 struct FileFilter {
-    matcher: GlobMatcher,
+    matcher: GlobSet,
     /// A glob without `/` is matched against the file name alone.
     name_only: bool,
 }
@@ -176,12 +177,7 @@ struct FileFilter {
 impl FileFilter {
     fn new(glob: &str) -> Result<Self, ToolError> {
         let glob = glob.strip_prefix("./").unwrap_or(glob);
-        let matcher = GlobBuilder::new(glob)
-            .literal_separator(true)
-            .backslash_escape(true)
-            .build()
-            .map_err(|err| ToolError::invalid_input(format!("field `glob`: {err}")))?
-            .compile_matcher();
+        let matcher = glob_pattern::compile("glob", glob)?;
         Ok(Self {
             matcher,
             name_only: !glob.contains('/'),

@@ -9,6 +9,7 @@
 mod atomic;
 mod edit;
 mod glob;
+mod glob_pattern;
 mod grep;
 mod input_field;
 mod lines;
