@@ -151,8 +151,14 @@ fn main() {
     single("first checkpoint (takes in every file)", first);
     row("checkpoint after an edit: walk, copy the change", &found);
     row("  ... and save the manifest", &checkpoint);
-    row("walk just before the calls (nothing changed)", &before_calls);
-    row("per batch of calls: walk before + checkpoint after", &per_batch);
+    row(
+        "walk just before the calls (nothing changed)",
+        &before_calls,
+    );
+    row(
+        "per batch of calls: walk before + checkpoint after",
+        &per_batch,
+    );
     row("baseline: bare stat walk of the workspace", &walk);
     row("baseline: copying the whole workspace", &copy);
     println!(

@@ -30,7 +30,14 @@ fn prompt_command(env: &Env, mock: &MockModel, text: &str) -> std::process::Comm
     cmd.env("ANTHROPIC_API_KEY", API_KEY)
         .env("NO_COLOR", "1")
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .args(["--base-url", &mock.url(), "--model", "mock-model", "-p", text])
+        .args([
+            "--base-url",
+            &mock.url(),
+            "--model",
+            "mock-model",
+            "-p",
+            text,
+        ])
         .args(["--permission-mode", "bypass"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -103,11 +110,7 @@ fn calls(calls: &[(&str, &str, Value)]) -> Reply {
 }
 
 fn write_call(id: &str, path: &str, content: &str) -> Reply {
-    calls(&[(
-        id,
-        "fs__write",
-        json!({"path": path, "content": content}),
-    )])
+    calls(&[(id, "fs__write", json!({"path": path, "content": content}))])
 }
 
 fn text(text: &str) -> Reply {
@@ -137,7 +140,9 @@ fn two_sessions_in_one_workspace_each_rewind_only_their_own_files() {
     ]);
     let a = spawn_prompt(&env, &mock_a, "session a writes");
     // A has written a1.txt and waits for its model's next answer.
-    wait_until("session A's second request", || mock_a.received().len() >= 2);
+    wait_until("session A's second request", || {
+        mock_a.received().len() >= 2
+    });
     let mock_b = MockModel::start(replies(
         &[(
             "b",
@@ -192,7 +197,7 @@ fn a_rewind_refuses_files_another_session_wrote_during_its_command_until_forced(
         "A is done.",
     ));
     let a = spawn_prompt(&env, &mock_a, "session a waits");
-    wait_until("session A's command", || mock_a.received().len() >= 1);
+    wait_until("session A's command", || !mock_a.received().is_empty());
     let mock_b = MockModel::start(replies(
         &[(
             "b",

@@ -117,7 +117,9 @@ pub fn replace_file(
                 _ => Ok(()),
             }
         })
-        .and_then(|()| fs::rename(&temp_path, &target).map_err(|err| ToolError::from_io(&err, what())));
+        .and_then(|()| {
+            fs::rename(&temp_path, &target).map_err(|err| ToolError::from_io(&err, what()))
+        });
     if written.is_err() {
         // Best effort: the error that matters is the one being returned.
         let _ = fs::remove_file(&temp_path);

@@ -360,7 +360,9 @@ impl CheckpointStore {
                     .and_modify(|t| {
                         let unknown = matches!(t.expected, Version::Untracked { .. })
                             || matches!(change.before, Version::Untracked { .. });
-                        if change.interleaved || (!unknown && !t.expected.same_content(&change.before)) {
+                        if change.interleaved
+                            || (!unknown && !t.expected.same_content(&change.before))
+                        {
                             t.interleaved_in.get_or_insert(checkpoint.number);
                         }
                         t.expected = change.after.clone();
@@ -485,7 +487,9 @@ impl CheckpointStore {
                         checkpoint.ts_ms
                     };
                     if seen >= since_ms && paths.contains(&change.path) {
-                        found.entry(change.path.clone()).or_insert_with(|| id.clone());
+                        found
+                            .entry(change.path.clone())
+                            .or_insert_with(|| id.clone());
                     }
                 }
             }
@@ -725,15 +729,17 @@ fn write_file(
 /// Writes `content` with permission bits `mode` to a new file at `path`,
 /// flushed to disk.
 fn stage(path: &Path, content: &[u8], mode: u32) -> Result<(), String> {
-    let written = (|| {
-        let mut file = fs::File::create(path)?;
+    let written = fs::File::create(path).and_then(|mut file| {
         file.write_all(content)?;
         file.set_permissions(fs::Permissions::from_mode(mode))?;
         file.sync_data()
-    })();
+    });
     written.map_err(|e| {
         let _ = fs::remove_file(path);
-        format!("cannot stage its earlier content in {}: {e}", path.display())
+        format!(
+            "cannot stage its earlier content in {}: {e}",
+            path.display()
+        )
     })
 }
 

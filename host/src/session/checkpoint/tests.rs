@@ -456,13 +456,12 @@ fn a_change_by_something_else_between_the_sessions_own_is_not_reverted_unasked()
         .unwrap();
     assert_eq!(report.conflicts.len(), 1, "{report:?}");
     assert!(
-        report.conflicts[0].reason.contains("between its own changes"),
+        report.conflicts[0]
+            .reason
+            .contains("between its own changes"),
         "{report:?}"
     );
-    assert_eq!(
-        f.read("a.txt").unwrap(),
-        "mine and theirs and mine again\n"
-    );
+    assert_eq!(f.read("a.txt").unwrap(), "mine and theirs and mine again\n");
     let forced = f
         .store
         .rewind(&transcript, one, RewindScope::Files, true)
@@ -564,7 +563,10 @@ fn an_interrupted_rewind_is_completed_by_recover() {
         CheckpointStore::open(dir.clone(), f.ws.clone(), Limits::default()),
     ));
     let said = super::recover(&dir, &f.ws).unwrap().unwrap();
-    assert!(said.contains("was interrupted; it is now complete"), "{said}");
+    assert!(
+        said.contains("was interrupted; it is now complete"),
+        "{said}"
+    );
     for i in 0..4 {
         assert_eq!(f.read(&format!("f{i}")).unwrap(), format!("old {i}\n"));
     }
