@@ -4,7 +4,9 @@
 //! `target/` folder of build output that is skipped) is taken in once;
 //! then each sample edits one file and times the checkpoint that finds and
 //! copies the change (`CheckpointStore::record_changes`). Target: p50 ≤
-//! 10 ms. Printed against two baselines measured in the same run: a bare
+//! 10 ms. The walk a session makes just before its calls
+//! (`note_outside_changes`) is timed too, and the two together: what one
+//! batch of calls costs in checkpoints. Printed against two baselines measured in the same run: a bare
 //! stat walk of the same files (the least any scan can cost) and copying
 //! the whole workspace (what a checkpoint without a manifest would do).
 //!
@@ -103,7 +105,15 @@ fn main() {
     // which a session does once per prompt (timed here at every edit).
     let mut times = Vec::with_capacity(samples);
     let mut walk_and_copy = Vec::with_capacity(samples);
+    let mut before_calls = Vec::with_capacity(samples);
+    let mut per_batch = Vec::with_capacity(samples);
     for n in 0..samples {
+        // The walk a session makes just before its calls, so that what
+        // changed meanwhile is not the prompt's (nothing did here).
+        let started = Instant::now();
+        store.note_outside_changes().unwrap();
+        let before = started.elapsed();
+        before_calls.push(before);
         let path = ws.join(format!(
             "src/module{:02}/file{:02}.rs",
             n % FOLDERS,
@@ -117,10 +127,13 @@ fn main() {
         walk_and_copy.push(started.elapsed());
         store.flush().unwrap();
         times.push(started.elapsed());
+        per_batch.push(before + started.elapsed());
         assert!(!changes.is_empty() || n > 0, "the edit was not seen");
     }
     let checkpoint = stats_of(times);
     let found = stats_of(walk_and_copy);
+    let before_calls = stats_of(before_calls);
+    let per_batch = stats_of(per_batch);
 
     let walk = measure(samples, || {
         let walked = scan::walk(&ws, usize::MAX);
@@ -138,6 +151,14 @@ fn main() {
     single("first checkpoint (takes in every file)", first);
     row("checkpoint after an edit: walk, copy the change", &found);
     row("  ... and save the manifest", &checkpoint);
+    row(
+        "walk just before the calls (nothing changed)",
+        &before_calls,
+    );
+    row(
+        "per batch of calls: walk before + checkpoint after",
+        &per_batch,
+    );
     row("baseline: bare stat walk of the workspace", &walk);
     row("baseline: copying the whole workspace", &copy);
     println!(

@@ -52,6 +52,7 @@ mod output_styles;
 mod plugin_install;
 mod rendering;
 mod rewind;
+mod rewind_safety;
 mod sandbox_edges;
 mod session_audit;
 mod session_habits;

@@ -42,6 +42,21 @@ impl Agent {
         }
     }
 
+    /// Takes in what changed since the last walk (another session, the
+    /// user's editor) without giving it to the prompt; call it just before
+    /// running calls, then [`Agent::record_checkpoint_changes`] after them,
+    /// so the prompt holds only what changed while they ran.
+    pub fn note_outside_checkpoint_changes(&mut self, frontend: &mut dyn Frontend) {
+        let Some(store) = &mut self.checkpoints else {
+            return;
+        };
+        if let Err(e) = store.note_outside_changes() {
+            frontend.event(AgentEvent::Notice(&format!(
+                "checkpoint failed: {e}; this prompt's changes cannot be rewound"
+            )));
+        }
+    }
+
     /// Finds what the calls just run changed and adds it to the prompt's
     /// checkpoint. Call it after running something for the user outside a
     /// turn (`!cmd`) too, so its changes can be rewound.

@@ -152,6 +152,9 @@ impl Agent {
                 self.find_tool(&call.name)
                     .is_some_and(|tool| !tool.spec.read_only)
             });
+            if may_write {
+                self.note_outside_checkpoint_changes(frontend);
+            }
             let results = self.run_calls(&calls, frontend, interrupt).await?;
             if may_write {
                 self.record_checkpoint_changes(frontend);

@@ -458,6 +458,7 @@ async fn run_command(
 ) {
     interrupt.clear();
     with_turn_keys(frontend, interrupt, typed, async |frontend| {
+        session.agent.note_outside_checkpoint_changes(frontend);
         super::bang::run(session, command, interrupt).await;
         // What it changed belongs to the last prompt's checkpoint, so
         // `/rewind` can undo it.

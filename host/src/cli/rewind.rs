@@ -172,8 +172,44 @@ pub fn run(
             return None;
         }
     };
-    match session.agent.rewind(number, scope, false) {
+    let mut force = false;
+    if scope.files() {
+        let conflicts = match session.agent.checkpoints().map(|s| s.conflicts(number)) {
+            Some(Ok(conflicts)) => conflicts,
+            Some(Err(e)) => {
+                eprintln!("error: {}", escape::message(&e.to_string()));
+                return None;
+            }
+            None => Vec::new(),
+        };
+        if !conflicts.is_empty() {
+            eprintln!("changed since by something other than this session:");
+            for problem in &conflicts {
+                eprintln!(
+                    "  {}: {}",
+                    escape::line(&problem.path),
+                    escape::line(&problem.reason)
+                );
+            }
+            let answer = ask(
+                editor,
+                "Overwrite these too? [y = overwrite, n = leave them as they are, Enter cancels] ",
+            )?;
+            match answer.trim().to_ascii_lowercase().as_str() {
+                "y" | "yes" => force = true,
+                "n" | "no" => {}
+                other => {
+                    eprintln!("nothing rewound ({} is not y or n)", escape::line(other));
+                    return None;
+                }
+            }
+        }
+    }
+    match session.agent.rewind(number, scope, force) {
         Ok(report) => {
+            if let Some(said) = &report.recovered {
+                eprintln!("{}", escape::message(said));
+            }
             eprint!("{}", describe(&report, number, scope));
             report
                 .conversation_rewound

@@ -199,6 +199,11 @@ pub fn rewind(args: &RewindArgs) -> Exit {
     let mut store =
         CheckpointStore::for_transcript(&path, found.sessions.workspace().to_path_buf());
     let Some(number) = args.number else {
+        match crate::session::checkpoint::recover(store.dir(), found.sessions.workspace()) {
+            Ok(Some(said)) => eprintln!("{}", escape::message(&said)),
+            Ok(None) => {}
+            Err(e) => return fail(&e.to_string()),
+        }
         return match store.checkpoints() {
             Ok([]) => {
                 println!("session {} has no checkpoints", found.id);
@@ -220,6 +225,9 @@ pub fn rewind(args: &RewindArgs) -> Exit {
     };
     match store.rewind(&path, number, scope, args.force) {
         Ok(report) => {
+            if let Some(said) = &report.recovered {
+                eprintln!("{}", escape::message(said));
+            }
             eprint!("{}", rewind::describe(&report, number, scope));
             if report.conversation_rewound {
                 eprintln!(

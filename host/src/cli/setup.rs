@@ -456,6 +456,12 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
 
     let sessions =
         Sessions::for_workspace(&home, &workspace).map_err(|e| Failure::new(Exit::Error, e))?;
+    // A rewind killed half-way is completed before any session reads the
+    // workspace or a transcript it was cutting.
+    notices.extend(crate::session::checkpoint::recover_all(
+        sessions.dir(),
+        sessions.workspace(),
+    ));
     let resume_id = if args.continue_session {
         Some(
             sessions

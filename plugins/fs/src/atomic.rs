@@ -4,12 +4,18 @@
 //! renamed over the target: anyone reading the file sees the old contents or
 //! the new ones, never half of them, and a failed write leaves the old file
 //! as it was.
+//!
+//! A change made from what was read (`fs.edit`) checks, just before the
+//! rename, that the file still holds what was read, and every writer holds
+//! a lock file beside the target while it reads and writes, so two capstan
+//! sessions changing one file never lose either change: the second fails
+//! with a clear error instead.
 
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use capstan_sdk::prelude::*;
 
@@ -20,15 +26,76 @@ const TEMP_NAME_ATTEMPTS: u32 = 8;
 /// The most symbolic links followed from one path, as in Linux.
 const MAX_LINK_HOPS: usize = 40;
 
+/// A lock file this old was left by a process that was killed (no call
+/// runs this long), and is taken over.
+const STALE_LOCK: Duration = Duration::from_secs(120);
+
+/// A lock on changing one file, held while it is read and replaced: a
+/// hidden `.NAME.capstan-lock` beside it, created exclusively and removed
+/// when dropped.
+#[derive(Debug)]
+pub struct FileLock {
+    path: PathBuf,
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// Takes the lock on changing `target` (shown as `shown`), or fails at once
+/// if another call holds it.
+pub fn lock_file(target: &Path, shown: &str) -> Result<FileLock, ToolError> {
+    let folder = target.parent().unwrap_or(Path::new("."));
+    let name = target
+        .file_name()
+        .map(OsStr::to_string_lossy)
+        .unwrap_or_default();
+    let path = folder.join(format!(".{name}.capstan-lock"));
+    for _ in 0..2 {
+        match OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(_) => return Ok(FileLock { path }),
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => {
+                let stale = fs::metadata(&path)
+                    .and_then(|meta| meta.modified())
+                    .ok()
+                    .and_then(|at| SystemTime::now().duration_since(at).ok())
+                    .is_some_and(|age| age > STALE_LOCK);
+                if !stale {
+                    return Err(ToolError::failed(format!(
+                        "{shown} is being changed by another capstan session right now; nothing \
+                         was written. Read it again with fs.read and redo the change (if no other \
+                         session is running, remove {})",
+                        path.file_name()
+                            .map(OsStr::to_string_lossy)
+                            .unwrap_or_default()
+                    )));
+                }
+                let _ = fs::remove_file(&path);
+            }
+            // A folder that cannot hold the lock (read-only workspace) makes
+            // the write fail too; let it say so.
+            Err(err) => return Err(ToolError::from_io(&err, format!("cannot write {shown}"))),
+        }
+    }
+    Err(ToolError::failed(format!(
+        "{shown} is being changed by another capstan session right now; nothing was written"
+    )))
+}
+
 /// Replaces the file at `target` (shown to the model as `shown`) with
 /// `contents`, creating it if it does not exist. The target's folder must
 /// exist. If `target` is a symbolic link, the file it points to is replaced
-/// and the link stays.
+/// and the link stays. With `expected`, the file must still hold exactly
+/// that just before the rename (the contents were made from it), or nothing
+/// is written.
 pub fn replace_file(
     ctx: &Context,
     target: &Path,
     contents: &[u8],
     shown: &str,
+    expected: Option<&[u8]>,
 ) -> Result<(), ToolError> {
     let target = follow_links(ctx, target, shown)?;
     let what = || format!("cannot write {shown}");
@@ -36,16 +103,34 @@ pub fn replace_file(
         .map_err(|err| ToolError::from_io(&err, what()))?;
     let written = temp_file
         .write_all(contents)
+        .map_err(|err| ToolError::from_io(&err, what()))
         .and_then(|()| {
             drop(temp_file);
-            fs::rename(&temp_path, &target)
+            match expected {
+                Some(expected) if !still_holds(&target, expected) => {
+                    Err(ToolError::failed(format!(
+                        "{shown} changed while the edit was being made (another program or \
+                         session wrote it); nothing was written. Read it again with fs.read and \
+                         redo the edit"
+                    )))
+                }
+                _ => Ok(()),
+            }
         })
-        .map_err(|err| ToolError::from_io(&err, what()));
+        .and_then(|()| {
+            fs::rename(&temp_path, &target).map_err(|err| ToolError::from_io(&err, what()))
+        });
     if written.is_err() {
         // Best effort: the error that matters is the one being returned.
         let _ = fs::remove_file(&temp_path);
     }
     written
+}
+
+/// Whether the file at `path` holds exactly `expected`.
+fn still_holds(path: &Path, expected: &[u8]) -> bool {
+    fs::metadata(path).is_ok_and(|meta| meta.len() == expected.len() as u64)
+        && fs::read(path).is_ok_and(|now| now == expected)
 }
 
 /// The file that writing to `path` changes: `path` itself, or the end of the
@@ -153,7 +238,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("a.txt");
         fs::write(&target, "old").unwrap();
-        replace_file(&ctx(dir.path()), &target, b"new", "a.txt").unwrap();
+        replace_file(&ctx(dir.path()), &target, b"new", "a.txt", None).unwrap();
         assert_eq!(fs::read_to_string(&target).unwrap(), "new");
         assert_eq!(names_in(dir.path()), vec!["a.txt"]);
     }
@@ -164,7 +249,7 @@ mod tests {
         let target = dir.path().join("a.txt");
         let leftover = dir.path().join(".a.txt.capstan-tmp-c1");
         fs::write(&leftover, "stale").unwrap();
-        replace_file(&ctx(dir.path()), &target, b"new", "a.txt").unwrap();
+        replace_file(&ctx(dir.path()), &target, b"new", "a.txt", None).unwrap();
         assert_eq!(fs::read_to_string(&target).unwrap(), "new");
         assert_eq!(fs::read_to_string(&leftover).unwrap(), "stale");
     }
@@ -176,7 +261,7 @@ mod tests {
         let target = dir.path().join("sub");
         fs::create_dir(&target).unwrap();
         fs::write(target.join("keep"), "x").unwrap();
-        let err = replace_file(&ctx(dir.path()), &target, b"new", "sub").unwrap_err();
+        let err = replace_file(&ctx(dir.path()), &target, b"new", "sub", None).unwrap_err();
         assert!(err.message().starts_with("cannot write sub"), "{err}");
         assert_eq!(names_in(dir.path()), vec!["sub"]);
     }
@@ -189,7 +274,7 @@ mod tests {
         fs::write(dir.path().join("docs/real.md"), "old").unwrap();
         let link = dir.path().join("link.md");
         std::os::unix::fs::symlink("docs/real.md", &link).unwrap();
-        replace_file(&ctx(dir.path()), &link, b"new", "link.md").unwrap();
+        replace_file(&ctx(dir.path()), &link, b"new", "link.md", None).unwrap();
         assert!(
             fs::symlink_metadata(&link)
                 .unwrap()
@@ -209,9 +294,36 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let link = dir.path().join("link.md");
         std::os::unix::fs::symlink(outside.path().join("x.md"), &link).unwrap();
-        let err = replace_file(&ctx(dir.path()), &link, b"new", "link.md").unwrap_err();
+        let err = replace_file(&ctx(dir.path()), &link, b"new", "link.md", None).unwrap_err();
         assert!(matches!(err, ToolError::Denied(_)), "{err:?}");
         assert!(!outside.path().join("x.md").exists());
+    }
+
+    #[test]
+    fn an_edit_of_a_file_changed_since_it_was_read_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("a.txt");
+        fs::write(&target, "changed by someone else").unwrap();
+        let err =
+            replace_file(&ctx(dir.path()), &target, b"new", "a.txt", Some(b"old")).unwrap_err();
+        assert!(err.message().contains("changed while the edit"), "{err}");
+        assert_eq!(
+            fs::read_to_string(&target).unwrap(),
+            "changed by someone else"
+        );
+        assert_eq!(names_in(dir.path()), vec!["a.txt"]);
+    }
+
+    #[test]
+    fn a_held_lock_makes_a_second_writer_fail_and_goes_when_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("a.txt");
+        let held = lock_file(&target, "a.txt").unwrap();
+        let err = lock_file(&target, "a.txt").unwrap_err();
+        assert!(err.message().contains("another capstan session"), "{err}");
+        drop(held);
+        assert!(names_in(dir.path()).is_empty());
+        let _again = lock_file(&target, "a.txt").unwrap();
     }
 
     #[test]

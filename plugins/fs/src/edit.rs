@@ -48,6 +48,9 @@ fn edit(input: EditInput, ctx: &Context) -> Result<String, ToolError> {
     }
     let target = workspace_path::resolve(ctx, "path", &input.path)?;
     let shown = &target.shown;
+    // Held from the read to the rename: another session's edit of the file
+    // in between fails instead of being overwritten.
+    let _lock = atomic::lock_file(&target.path, shown)?;
     let text = text_file::load_text(
         &target,
         &Refusals {
@@ -73,7 +76,13 @@ fn edit(input: EditInput, ctx: &Context) -> Result<String, ToolError> {
             )));
         }
     };
-    atomic::replace_file(ctx, &target.path, edited.as_bytes(), shown)?;
+    atomic::replace_file(
+        ctx,
+        &target.path,
+        edited.as_bytes(),
+        shown,
+        Some(text.as_bytes()),
+    )?;
     let occurrences = if replaced == 1 {
         "occurrence"
     } else {

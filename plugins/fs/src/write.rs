@@ -67,7 +67,8 @@ fn write(input: WriteInput, ctx: &Context) -> Result<String, ToolError> {
             )
         })?;
     }
-    atomic::replace_file(ctx, &target.path, input.content.as_bytes(), shown)?;
+    let _lock = atomic::lock_file(&target.path, shown)?;
+    atomic::replace_file(ctx, &target.path, input.content.as_bytes(), shown, None)?;
     let verb = if existed { "Overwrote" } else { "Created" };
     let size = input.content.len();
     let bytes = if size == 1 { "byte" } else { "bytes" };

@@ -43,6 +43,14 @@ pub enum Reply {
     /// Reads the request, then sends nothing at all — not even a status
     /// line — and keeps the connection open until the server is dropped.
     Silent,
+    /// Waits until the file `path` exists (two minutes at most), then
+    /// answers with `then`: the test decides when the model answers.
+    WaitFor {
+        /// The file whose creation releases the answer.
+        path: std::path::PathBuf,
+        /// The answer.
+        then: Box<Reply>,
+    },
 }
 
 impl Reply {
@@ -80,6 +88,14 @@ impl Reply {
     /// A server that takes the request and never starts its response.
     pub fn silent() -> Self {
         Self::Silent
+    }
+
+    /// `then`, sent once the file `path` exists.
+    pub fn wait_for(path: &std::path::Path, then: Reply) -> Self {
+        Self::WaitFor {
+            path: path.to_path_buf(),
+            then: Box::new(then),
+        }
     }
 
     /// Adds a header (to a [`Reply::Full`]; other replies ignore it).
@@ -291,6 +307,11 @@ fn serve(mut stream: TcpStream, shared: &Shared) {
             .to_string(),
         )
     });
+    answer(stream, reply, shared);
+}
+
+/// Sends `reply` on `stream`.
+fn answer(mut stream: TcpStream, reply: Reply, shared: &Shared) {
     match reply {
         Reply::Full {
             status,
@@ -328,6 +349,14 @@ fn serve(mut stream: TcpStream, shared: &Shared) {
             hold_open(shared);
         }
         Reply::Silent => hold_open(shared),
+        Reply::WaitFor { path, then } => {
+            let until = Instant::now() + Duration::from_secs(120);
+            while !path.exists() && !shared.stopped.load(Ordering::SeqCst) && Instant::now() < until
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            answer(stream, *then, shared);
+        }
     }
 }
 

@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub use restore::{FileProblem, RestoreReport};
+pub use restore::{FileProblem, RestoreReport, STAGED_SUFFIX, recover, recover_all};
 pub use scan::{Entry, Manifest, Stamp, Version};
 
 use super::now_ms;
@@ -96,6 +96,14 @@ pub enum CheckpointError {
         /// The store's cap, in words.
         cap: String,
     },
+    /// Another process is rewinding the session.
+    #[error(
+        "another capstan is rewinding this session right now (its checkpoints are in {dir}); wait for it to finish"
+    )]
+    Busy {
+        /// The store's folder.
+        dir: PathBuf,
+    },
     /// The transcript does not match the checkpoint.
     #[error(
         "the transcript {path} is shorter than the checkpoint of prompt {number} expects ({problem}); it was changed outside capstan"
@@ -148,6 +156,15 @@ pub struct Change {
     pub before: Version,
     /// What the prompt left.
     pub after: Version,
+    /// When this session last saw it change, in milliseconds since the
+    /// epoch (0 in stores written before it was kept).
+    #[serde(default)]
+    pub ts_ms: u64,
+    /// Whether something other than this session changed the file between
+    /// two of the prompt's own changes to it: its `before` is then not the
+    /// only content a rewind would undo, so the rewind asks first.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interleaved: bool,
 }
 
 /// What one prompt changed.
@@ -227,6 +244,10 @@ struct State {
     /// since is taken in without belonging to a prompt), while the log,
     /// which says what each prompt changed, is saved at every change.
     manifest_dirty: bool,
+    /// Whether the workspace was walked once already (the manifest of an
+    /// empty folder is empty too, and its first prompt's files are still
+    /// that prompt's).
+    baselined: bool,
 }
 
 /// Where the checkpoints of the session whose transcript is `transcript`
@@ -297,9 +318,19 @@ impl CheckpointStore {
         Ok(number)
     }
 
+    /// Takes in what changed in the workspace since the last walk without
+    /// giving it to any prompt: call it just before running something for
+    /// the prompt (tool calls, commands), so that what another session or
+    /// program changed while this one waited for the model or the user is
+    /// not counted as this session's.
+    pub fn note_outside_changes(&mut self) -> Result<(), CheckpointError> {
+        self.scan(false).map(drop)
+    }
+
     /// Finds what changed in the workspace since the last walk and adds it
     /// to the latest prompt's checkpoint; returns what was added. Call it
-    /// after anything run for the prompt (tool calls, commands).
+    /// after anything run for the prompt (tool calls, commands), having
+    /// called [`CheckpointStore::note_outside_changes`] just before.
     pub fn record_changes(&mut self) -> Result<Vec<Change>, CheckpointError> {
         let attribute = self.state()?.log.checkpoints.last().is_some();
         self.scan(attribute)
@@ -357,7 +388,15 @@ impl CheckpointStore {
     fn scan(&mut self, attribute: bool) -> Result<Vec<Change>, CheckpointError> {
         let now = scan::now_ns();
         let walked = scan::walk(&self.workspace, self.limits.max_files);
-        let baseline = self.state()?.manifest.is_empty();
+        let ts_ms = now_ms();
+        let baseline = !self.state()?.baselined;
+        if baseline {
+            // Saved even when empty, so a later process knows the first
+            // walk was made.
+            let state = self.state()?;
+            state.baselined = true;
+            state.manifest_dirty = true;
+        }
         let earlier = if baseline {
             self.earlier_session()
         } else {
@@ -392,6 +431,8 @@ impl CheckpointStore {
                     path: path.clone(),
                     before,
                     after,
+                    ts_ms,
+                    interleaved: false,
                 });
             } else if !before.same_content(&after) {
                 garbage.push(before);
@@ -412,6 +453,8 @@ impl CheckpointStore {
                         path,
                         before: entry.version,
                         after: Version::Absent,
+                        ts_ms,
+                        interleaved: false,
                     });
                 }
             }
@@ -517,8 +560,17 @@ impl CheckpointStore {
             {
                 Some(index) => {
                     let earlier = &mut checkpoint.changes[index];
+                    // Between the prompt's two changes, something else
+                    // changed the file (a walk before the calls took it in).
+                    let unknown = matches!(earlier.after, Version::Untracked { .. })
+                        || matches!(change.before, Version::Untracked { .. });
+                    if !unknown && !earlier.after.same_content(&change.before) {
+                        earlier.interleaved = true;
+                    }
                     garbage.push(std::mem::replace(&mut earlier.after, change.after.clone()));
+                    earlier.ts_ms = change.ts_ms;
                     if earlier.before.same_content(&earlier.after)
+                        && !earlier.interleaved
                         && !matches!(earlier.after, Version::Untracked { .. })
                     {
                         checkpoint.changes.remove(index);
@@ -693,6 +745,7 @@ impl CheckpointStore {
                 },
             };
             self.state = Some(State {
+                baselined: manifest.is_some() || !log.checkpoints.is_empty(),
                 manifest: manifest.unwrap_or_default(),
                 log,
                 manifest_dirty: false,

@@ -160,6 +160,9 @@ pub fn walk(root: &Path, max_files: usize) -> Walked {
                     stack.push((entry.path(), rel));
                 }
             } else if file_type.is_file() {
+                if is_transient(name) {
+                    continue;
+                }
                 if walked.files.len() >= max_files {
                     walked.truncated = true;
                     continue;
@@ -177,6 +180,15 @@ pub fn walk(root: &Path, max_files: usize) -> Walked {
         }
     }
     walked
+}
+
+/// Whether `name` is one of capstan's own short-lived files: a copy a
+/// rewind stages beside its target, or the fs tools' temporary and lock
+/// files. They belong to no prompt, and a rewind must never restore one.
+fn is_transient(name: &str) -> bool {
+    name.ends_with(super::STAGED_SUFFIX)
+        || name.contains(".capstan-tmp-")
+        || name.ends_with(".capstan-lock")
 }
 
 /// What a walk found.

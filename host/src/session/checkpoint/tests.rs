@@ -406,3 +406,172 @@ fn a_new_session_shares_the_copies_of_the_last_one_for_unchanged_files() {
     next.rewind(&second, 1, RewindScope::Files, false).unwrap();
     assert_eq!(f.read("same.txt").unwrap(), "unchanged\n");
 }
+
+#[test]
+fn the_first_prompt_in_an_empty_folder_is_recorded_and_rewound() {
+    let mut f = fixture(Limits::default());
+    let one = f.prompt("create a file");
+    f.store.note_outside_changes().unwrap();
+    f.write("new.txt", "new\n");
+    f.store.record_changes().unwrap();
+    assert_eq!(f.changed_paths(one), ["new.txt"]);
+    // A later process knows the first walk was made.
+    let dir = f.store.dir().to_path_buf();
+    drop(std::mem::replace(
+        &mut f.store,
+        CheckpointStore::open(dir, f.ws.clone(), Limits::default()),
+    ));
+    let two = f.prompt("create another");
+    f.store.note_outside_changes().unwrap();
+    f.write("other.txt", "other\n");
+    f.store.record_changes().unwrap();
+    assert_eq!(f.changed_paths(two), ["other.txt"]);
+    let transcript = f.transcript.clone();
+    let report = f
+        .store
+        .rewind(&transcript, one, RewindScope::Files, false)
+        .unwrap();
+    assert_eq!(report.removed, ["new.txt", "other.txt"], "{report:?}");
+    assert!(f.read("new.txt").is_none());
+}
+
+#[test]
+fn a_change_by_something_else_between_the_sessions_own_is_not_reverted_unasked() {
+    let mut f = fixture(Limits::default());
+    f.write("a.txt", "original\n");
+    f.store.begin_prompt("warm up", 0).unwrap();
+    let one = f.prompt("edit twice");
+    f.store.note_outside_changes().unwrap();
+    f.write("a.txt", "mine\n");
+    f.store.record_changes().unwrap();
+    // Someone else, while the model thinks.
+    f.write("a.txt", "mine and theirs\n");
+    f.store.note_outside_changes().unwrap();
+    f.write("a.txt", "mine and theirs and mine again\n");
+    f.store.record_changes().unwrap();
+    let transcript = f.transcript.clone();
+    let report = f
+        .store
+        .rewind(&transcript, one, RewindScope::Files, false)
+        .unwrap();
+    assert_eq!(report.conflicts.len(), 1, "{report:?}");
+    assert!(
+        report.conflicts[0]
+            .reason
+            .contains("between its own changes"),
+        "{report:?}"
+    );
+    assert_eq!(f.read("a.txt").unwrap(), "mine and theirs and mine again\n");
+    let forced = f
+        .store
+        .rewind(&transcript, one, RewindScope::Files, true)
+        .unwrap();
+    assert_eq!(forced.restored, ["a.txt"], "{forced:?}");
+    assert_eq!(f.read("a.txt").unwrap(), "original\n");
+}
+
+#[test]
+fn what_changes_while_the_model_thinks_is_not_the_prompts() {
+    let mut f = fixture(Limits::default());
+    f.write("keep.txt", "x\n");
+    let one = f.prompt("write one file");
+    f.store.note_outside_changes().unwrap();
+    f.write("mine.txt", "mine\n");
+    f.store.record_changes().unwrap();
+    // Another session writes between this one's calls.
+    f.write("theirs.txt", "theirs\n");
+    f.store.note_outside_changes().unwrap();
+    f.store.record_changes().unwrap();
+    assert_eq!(f.changed_paths(one), ["mine.txt"]);
+    let transcript = f.transcript.clone();
+    let report = f
+        .store
+        .rewind(&transcript, one, RewindScope::Files, false)
+        .unwrap();
+    assert_eq!(report.removed, ["mine.txt"], "{report:?}");
+    assert_eq!(f.read("theirs.txt").unwrap(), "theirs\n");
+}
+
+#[test]
+fn a_file_another_session_changed_since_is_refused_naming_it_until_forced() {
+    let mut f = fixture(Limits::default());
+    f.write("keep.txt", "x\n");
+    let other_transcript = f.transcript.with_file_name("s2.jsonl");
+    fs::write(&other_transcript, "{\"type\":\"start\"}\n").unwrap();
+    let mut other = CheckpointStore::open(
+        super::store_dir(&other_transcript),
+        f.ws.clone(),
+        Limits::default(),
+    );
+    let one = f.prompt("mine");
+    other.begin_prompt("theirs", 0).unwrap();
+    // The other session's command runs while this one's does: both walks
+    // see its file.
+    f.store.note_outside_changes().unwrap();
+    other.note_outside_changes().unwrap();
+    f.write("theirs.txt", "theirs\n");
+    other.record_changes().unwrap();
+    f.store.record_changes().unwrap();
+    assert_eq!(f.changed_paths(one), ["theirs.txt"]);
+    let transcript = f.transcript.clone();
+    assert_eq!(f.store.conflicts(one).unwrap().len(), 1);
+    let report = f
+        .store
+        .rewind(&transcript, one, RewindScope::Files, false)
+        .unwrap();
+    assert_eq!(report.conflicts.len(), 1, "{report:?}");
+    assert!(
+        report.conflicts[0]
+            .reason
+            .contains("also changed by session s2"),
+        "{report:?}"
+    );
+    assert_eq!(f.read("theirs.txt").unwrap(), "theirs\n");
+    let forced = f
+        .store
+        .rewind(&transcript, one, RewindScope::Files, true)
+        .unwrap();
+    assert_eq!(forced.removed, ["theirs.txt"], "{forced:?}");
+}
+
+#[test]
+fn an_interrupted_rewind_is_completed_by_recover() {
+    let mut f = fixture(Limits::default());
+    for i in 0..4 {
+        f.write(&format!("f{i}"), &format!("old {i}\n"));
+    }
+    let one = f.prompt("rewrite");
+    for i in 0..4 {
+        f.write(&format!("f{i}"), &format!("new {i}\n"));
+    }
+    f.store.record_changes().unwrap();
+    f.store.flush().unwrap();
+    // What a rewind killed after its second file leaves: the journal, two
+    // files put back, a staged copy.
+    let transcript = f.transcript.clone();
+    let plan = f.store.plan(one, false).unwrap();
+    let journal = super::restore::Journal::for_test(one, plan.actions);
+    f.store.save_journal(&journal).unwrap();
+    f.write("f0", "old 0\n");
+    f.write("f1", "old 1\n");
+    let staging = f.store.dir().join("staging");
+    fs::create_dir_all(&staging).unwrap();
+    fs::write(staging.join("half"), "old 2").unwrap();
+    let dir = f.store.dir().to_path_buf();
+    drop(std::mem::replace(
+        &mut f.store,
+        CheckpointStore::open(dir.clone(), f.ws.clone(), Limits::default()),
+    ));
+    let said = super::recover(&dir, &f.ws).unwrap().unwrap();
+    assert!(
+        said.contains("was interrupted; it is now complete"),
+        "{said}"
+    );
+    for i in 0..4 {
+        assert_eq!(f.read(&format!("f{i}")).unwrap(), format!("old {i}\n"));
+    }
+    assert!(!dir.join("rewind.json").exists());
+    assert!(!staging.exists());
+    assert!(super::recover(&dir, &f.ws).unwrap().is_none());
+    let _ = transcript;
+}
