@@ -50,7 +50,8 @@ const VISIBLE: &[(&str, &str)] = &[
 
 /// The folders readable beside the defaults: the git config folder (its
 /// `credentials` must still be hidden).
-const CONFIG: &str = "[exec]\nread = [\"~/.cargo\", \"~/.m2\", \"~/.gradle\", \"~/.npm\", \"~/.config/git\"]\n";
+const CONFIG: &str =
+    "[exec]\nread = [\"~/.cargo\", \"~/.m2\", \"~/.gradle\", \"~/.npm\", \"~/.config/git\"]\n";
 
 /// A fake user home holding every credential file and the visible ones.
 fn fake_home() -> TempDir {

@@ -74,7 +74,10 @@ impl Setup {
             .args(args)
             .env("HOME", self.user_home.path())
             .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CEILING_DIRECTORIES", self.ws().parent().unwrap())
+            .env(
+                "GIT_CEILING_DIRECTORIES",
+                self.env.ws.path().parent().unwrap(),
+            )
             .env("GIT_AUTHOR_NAME", "u")
             .env("GIT_AUTHOR_EMAIL", "u@example.com")
             .env("GIT_COMMITTER_NAME", "u")
@@ -153,9 +156,8 @@ fn plants_at_depth_are_inert(namespaces: bool) {
     let control = tempfile::tempdir().unwrap();
     let control_ws = control.path().canonicalize().unwrap();
     std::fs::create_dir_all(control_ws.join("ctl")).unwrap();
-    for args in [&["init", "-q"][..]] {
-        assert!(setup.user_git(&control_ws.join("ctl"), args).status.success());
-    }
+    let init = setup.user_git(&control_ws.join("ctl"), &["init", "-q"]);
+    assert!(init.status.success(), "{}", combined(&init));
     let out = Command::new("bash")
         .current_dir(&control_ws)
         .args(["-c", &plant("ctl", "control", &markers)])
@@ -197,8 +199,14 @@ fn plants_at_depth_are_inert(namespaces: bool) {
     assert_eq!(setup.env.read("sub/file.txt"), "ok\n");
     assert_eq!(setup.env.read("a/b/c/file.txt"), "ok\n");
     // The existing nested repositories and settings are unchanged.
-    assert!(!setup.ws().join("sub/.git/hooks/pre-commit").exists(), "{text}");
-    assert!(!setup.ws().join("a/b/c/.git/hooks/pre-commit").exists(), "{text}");
+    assert!(
+        !setup.ws().join("sub/.git/hooks/pre-commit").exists(),
+        "{text}"
+    );
+    assert!(
+        !setup.ws().join("a/b/c/.git/hooks/pre-commit").exists(),
+        "{text}"
+    );
     assert_eq!(config_before("sub/.git/config"), sub_config, "{text}");
     assert_eq!(config_before("a/b/c/.git/config"), deep_config, "{text}");
     assert_eq!(setup.env.read("sub/.claude/settings.json"), "{}");
@@ -242,12 +250,19 @@ fn without_namespaces_nested_plants_at_depth_1_and_3_and_after_git_init_are_iner
 fn a_gitdir_file_protects_its_target_in_the_workspace() {
     let setup = Setup::new(true);
     let markers = setup.marker_dir();
-    repository(&setup, "store-src");
     // A repository whose `.git` is a file pointing elsewhere in the
     // workspace (`git init --separate-git-dir`).
+    std::fs::create_dir_all(setup.ws().join("vault")).unwrap();
+    let vault = setup.ws().join("vault/sub.git");
     let out = setup.user_git(
         &setup.ws(),
-        &["init", "-q", "--separate-git-dir", "vault/sub.git", "linked"],
+        &[
+            "init",
+            "-q",
+            "--separate-git-dir",
+            vault.to_str().unwrap(),
+            "linked",
+        ],
     );
     assert!(out.status.success(), "{}", combined(&out));
     let config = std::fs::read_to_string(setup.ws().join("vault/sub.git/config")).unwrap();
@@ -262,7 +277,10 @@ fn a_gitdir_file_protects_its_target_in_the_workspace() {
     );
     let text = combined(&out);
     assert!(stdout(&out).contains("end"), "{text}");
-    assert!(!setup.ws().join("vault/sub.git/hooks/pre-commit").exists(), "{text}");
+    assert!(
+        !setup.ws().join("vault/sub.git/hooks/pre-commit").exists(),
+        "{text}"
+    );
     assert_eq!(
         std::fs::read_to_string(setup.ws().join("vault/sub.git/config")).unwrap(),
         config
@@ -292,7 +310,11 @@ fn a_component_cannot_plant_in_nested_repositories_or_settings() {
             .output()
             .unwrap();
         assert!(!out.status.success(), "{path}: {}", stdout(&out));
-        assert!(stderr(&out).contains("read-only for plugins"), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("read-only for plugins"),
+            "{}",
+            stderr(&out)
+        );
         assert!(!setup.ws().join(path).exists(), "{path}");
     }
     assert!(store.join("HEAD").exists());
@@ -356,7 +378,10 @@ fn a_worktree_commit_fails_saying_why_and_nothing_outside_is_written() {
     );
     let text = combined(&out);
     assert!(stdout(&out).contains("exit="), "{text}");
-    assert!(!stdout(&out).contains("exit=0"), "the commit went through: {text}");
+    assert!(
+        !stdout(&out).contains("exit=0"),
+        "the commit went through: {text}"
+    );
     // Nothing of the repository outside changed: no commit, no index, no
     // lock file left.
     assert_eq!(snapshot(&main_repo), before, "{text}");

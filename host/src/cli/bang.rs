@@ -113,9 +113,11 @@ pub async fn run(session: &mut Session, command: &str, interrupt: &Interrupt) {
         );
         return;
     }
-    session
-        .agent
-        .add_user_context(for_model(command, &ending, &with_notices(&output, &outcome)));
+    session.agent.add_user_context(for_model(
+        command,
+        &ending,
+        &with_notices(&output, &outcome),
+    ));
 }
 
 /// What the model is told of a command the user ran.

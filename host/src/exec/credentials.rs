@@ -58,7 +58,10 @@ pub fn hidden_in(folders: &[PathBuf], home: Option<&Path>, named: &[PathBuf]) ->
             }
             // A link hides what it leads to as well, where a folder
             // commands may read holds that.
-            if real != file && folders.iter().any(|f| real.starts_with(f)) && !hidden.contains(&real) {
+            if real != file
+                && folders.iter().any(|f| real.starts_with(f))
+                && !hidden.contains(&real)
+            {
                 hidden.push(real);
             }
             if !hidden.contains(&file) {
@@ -100,7 +103,10 @@ fn matching(holder: &Path, pattern: &str) -> Vec<PathBuf> {
 /// entries but the hidden ones (recursing into a folder on the way to one);
 /// the folders so replaced, which keep only the right to be listed, come
 /// back as the second list.
-pub(super) fn without_hidden(granted: &[PathBuf], hidden: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathBuf>) {
+pub(super) fn without_hidden(
+    granted: &[PathBuf],
+    hidden: &[PathBuf],
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let mut kept = Vec::new();
     let mut listed_only = Vec::new();
     for folder in granted {

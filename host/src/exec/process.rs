@@ -827,10 +827,7 @@ fn sandbox_setup(
             .iter()
             .map(|p| c_path(p))
             .collect::<Result<_, _>>()?,
-        hidden: hidden
-            .iter()
-            .map(|p| c_path(p))
-            .collect::<Result<_, _>>()?,
+        hidden: hidden.iter().map(|p| c_path(p)).collect::<Result<_, _>>()?,
         empty: empty.as_deref().map(c_path).transpose()?,
         cwd: c_path(cwd)?,
         ruleset,

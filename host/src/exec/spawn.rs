@@ -1319,11 +1319,7 @@ fn bind_over(source: &CStr, path: &CStr, step: Step, report: RawFd) -> io::Resul
             .into(),
         )?;
         let mut stat: libc::statvfs = std::mem::zeroed();
-        check(
-            report,
-            step,
-            libc::statvfs(path.as_ptr(), &mut stat).into(),
-        )?;
+        check(report, step, libc::statvfs(path.as_ptr(), &mut stat).into())?;
         let kept = [
             (libc::ST_NOSUID, libc::MS_NOSUID),
             (libc::ST_NODEV, libc::MS_NODEV),

@@ -753,7 +753,11 @@ mod tests {
             Some((".git", root.join("vendor/store")))
         );
         assert_eq!(found("wt/config").map(|(n, _)| n), Some(".git"));
-        assert_eq!(found("notes/HEAD"), None, "no objects folder: not a repository");
+        assert_eq!(
+            found("notes/HEAD"),
+            None,
+            "no objects folder: not a repository"
+        );
         assert_eq!(found("vendor/other.txt"), None);
     }
 
