@@ -374,7 +374,7 @@ fn a_worktree_commit_fails_saying_why_and_nothing_outside_is_written() {
         &["--allow-write"],
         "echo change > f.txt; git add f.txt; \
          git -c user.name=m -c user.email=m@example.com commit -q -m planted; \
-         echo exit=$?",
+         status=$?; echo exit=$status; exit $status",
     );
     let text = combined(&out);
     assert!(stdout(&out).contains("exit="), "{text}");
