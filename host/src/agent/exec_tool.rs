@@ -187,7 +187,7 @@ pub fn for_session(settings: &Settings, workspace: &Path, home: &Home) -> ExecTo
         Ok(grants) if !grants.sandboxed => Some(
             "WARNING: [exec] sandbox = \"off\": the model's commands (exec.*) run UNSANDBOXED, with your full access to files, network and processes".to_string(),
         ),
-        Ok(_) => None,
+        Ok(grants) => crate::exec::credentials::grants_warning(grants),
         Err(why) => Some(format!(
             "warning: the exec tools cannot run commands in this session: {why}"
         )),
@@ -612,6 +612,9 @@ fn result_text(outcome: &ExecOutcome, input: &RunInput) -> String {
             refusal.target, refusal.reason
         ));
     }
+    for put_aside in &outcome.quarantined {
+        text.push_str(&format!("[sandbox] {}\n", put_aside.describe()));
+    }
     if !outcome.needs.is_empty() {
         let needs: Vec<String> = outcome.needs.iter().map(ask_for).collect();
         text.push_str(&format!(
@@ -634,7 +637,9 @@ fn ask_for(missing: &MissingCapability) -> String {
         }
         // The same words as `capstan exec` says them: the model reads the
         // input field, a user reading along the flag.
-        MissingCapability::Network(_) => missing.to_string(),
+        MissingCapability::Network(_) | MissingCapability::OutsideRepository(_) => {
+            missing.to_string()
+        }
     }
 }
 

@@ -97,6 +97,9 @@ pub async fn run(session: &mut Session, command: &str, interrupt: &Interrupt) {
     for refusal in &outcome.refusals {
         eprintln!("refused {}: {}", refusal.target, refusal.reason);
     }
+    for put_aside in &outcome.quarantined {
+        eprintln!("{}", put_aside.describe());
+    }
     if !outcome.needs.is_empty() {
         let needs: Vec<String> = outcome.needs.iter().map(ToString::to_string).collect();
         eprintln!("the sandbox stopped it; it needs: {}", needs.join("; "));
@@ -110,12 +113,27 @@ pub async fn run(session: &mut Session, command: &str, interrupt: &Interrupt) {
         );
         return;
     }
-    session
-        .agent
-        .add_user_context(for_model(command, &ending, &output));
+    session.agent.add_user_context(for_model(
+        command,
+        &ending,
+        &with_notices(&output, &outcome),
+    ));
 }
 
 /// What the model is told of a command the user ran.
+/// The command's output, then what the sandbox did after it (protected
+/// entries it created, renamed aside).
+fn with_notices(output: &str, outcome: &crate::exec::ExecOutcome) -> String {
+    let mut text = output.to_string();
+    for put_aside in &outcome.quarantined {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!("[sandbox] {}\n", put_aside.describe()));
+    }
+    text
+}
+
 fn for_model(command: &str, ending: &str, output: &str) -> String {
     let output = if output.len() > MODEL_OUTPUT_CAP {
         let mut head = MODEL_OUTPUT_CAP / 2;

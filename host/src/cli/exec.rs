@@ -93,6 +93,9 @@ fn run(args: ExecArgs) -> anyhow::Result<u8> {
             "WARNING: [exec] sandbox = \"off\": this command runs UNSANDBOXED, with your full access to files, network and processes"
         );
     }
+    if let Some(warning) = crate::exec::credentials::grants_warning(&grants) {
+        eprintln!("{warning}");
+    }
     let log = AuditLog::open(&home.audit_log())?;
     grants.audit = Some(AuditScope::new(log, "exec", "exec", None));
     let mut net = Vec::new();
@@ -175,6 +178,12 @@ fn report(outcome: &ExecOutcome, request: &ExecRequest, default_timeout: Duratio
             "duration_ms": u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
             "refused": outcome.refusals.iter().map(|r| json!({"origin": r.target, "reason": r.reason})).collect::<Vec<_>>(),
             "needs": outcome.needs.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "quarantined": outcome.quarantined.iter().map(|q| json!({
+                "path": q.path.display().to_string(),
+                "moved_to": q.moved_to.as_ref().ok().map(|p| p.display().to_string()),
+                "error": q.moved_to.as_ref().err(),
+                "message": q.describe(),
+            })).collect::<Vec<_>>(),
         });
         println!("{value}");
         return;
@@ -193,6 +202,9 @@ fn report(outcome: &ExecOutcome, request: &ExecRequest, default_timeout: Duratio
     }
     for refusal in &outcome.refusals {
         eprintln!("capstan: refused {}: {}", refusal.target, refusal.reason);
+    }
+    for put_aside in &outcome.quarantined {
+        eprintln!("capstan: {}", put_aside.describe());
     }
     if !outcome.needs.is_empty() {
         let needs: Vec<String> = outcome.needs.iter().map(ToString::to_string).collect();

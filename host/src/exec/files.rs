@@ -55,11 +55,6 @@ const DEVICES: &[&str] = &[
     "/dev/pts",
 ];
 
-// The paths of the workspace kept read-only when a command may write it:
-// one list with the plugins' write grants. Only those that exist are
-// protected here.
-use crate::grants::fs::PROTECTED;
-
 /// Files of `/proc` a command run without namespaces may read: the host's
 /// `/proc` would show every process of the machine (command lines
 /// included), so only these system-wide figures are readable.
@@ -82,6 +77,9 @@ pub(super) struct FileGrants {
     pub write: Vec<PathBuf>,
     /// Readable and writable entries already opened ([`writable_around`]).
     pub write_opened: Vec<OpenedRule>,
+    /// Folders that may only be listed (their entries are granted one by
+    /// one, all but credential files: see [`super::credentials`]).
+    pub list_only: Vec<PathBuf>,
 }
 
 /// Landlock could not be set up.
@@ -120,6 +118,9 @@ pub(super) fn ruleset(grants: &FileGrants) -> Result<OwnedFd, FileRulesError> {
     }
     for path in &grants.write {
         created = add(created, path, all)?;
+    }
+    for path in &grants.list_only {
+        created = add(created, path, AccessFs::ReadDir.into())?;
     }
     for rule in &grants.write_opened {
         created = created
@@ -342,17 +343,6 @@ pub(super) fn writable_around(workspace: &Path, protected: &[PathBuf]) -> Vec<Op
     rules
 }
 
-/// The protected paths that exist in `workspace` (canonical), resolved: a
-/// protected name that is a link to elsewhere in the workspace protects
-/// what it points to (a link out of the workspace leads nowhere writable).
-pub(super) fn protected_in(workspace: &Path) -> Vec<PathBuf> {
-    PROTECTED
-        .iter()
-        .filter_map(|name| workspace.join(name).canonicalize().ok())
-        .filter(|path| path.starts_with(workspace) && path != workspace)
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -366,20 +356,5 @@ mod tests {
         for hidden in ["/etc/shadow", "/etc/ssh", "/etc/sudoers"] {
             assert!(!listed.iter().any(|p| p == Path::new(hidden)), "{hidden}");
         }
-    }
-
-    #[test]
-    fn only_existing_protected_paths_are_returned() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = dir.path().canonicalize().unwrap();
-        std::fs::create_dir(ws.join(".git")).unwrap();
-        std::fs::write(ws.join(".envrc"), "").unwrap();
-        std::fs::create_dir(ws.join("real-hooks")).unwrap();
-        std::os::unix::fs::symlink(ws.join("real-hooks"), ws.join(".husky")).unwrap();
-        let found = protected_in(&ws);
-        assert_eq!(
-            found,
-            [ws.join(".git"), ws.join(".envrc"), ws.join("real-hooks")]
-        );
     }
 }

@@ -27,6 +27,9 @@ pub enum MissingCapability {
     WriteProtected,
     /// It tried to reach the network: the origin the proxy refused, if one.
     Network(Option<String>),
+    /// It used git in a workspace that is a `git worktree`, whose
+    /// repository (the folder its `.git` file names) lies outside it.
+    OutsideRepository(String),
 }
 
 impl fmt::Display for MissingCapability {
@@ -44,6 +47,10 @@ impl fmt::Display for MissingCapability {
             MissingCapability::Network(None) => write!(
                 f,
                 "the network (--allow-net ORIGIN, or \"net\": [ORIGIN], e.g. https://example.com)"
+            ),
+            MissingCapability::OutsideRepository(gitdir) => write!(
+                f,
+                "the git repository of this git worktree, {gitdir}, which lies outside the workspace: commands can neither read nor write it, so git fails here (commit from a terminal of your own, or run capstan in the main repository)"
             ),
         }
     }
@@ -64,14 +71,35 @@ const NO_NETWORK: &[&str] = &[
 /// proxy's `refusals` (whatever the exit code: a refusal is the sandbox's
 /// own record, and a tool may swallow the error) and, when it failed, by
 /// its `output`; `write` and `net` say what it had.
-pub(super) fn missing(
+#[cfg(test)]
+fn missing(
     exit_code: i32,
     write: bool,
     net: &[NetGrant],
     output: &str,
     refusals: &[ProxyRefusal],
 ) -> Vec<MissingCapability> {
+    missing_in(exit_code, write, net, output, refusals, None)
+}
+
+/// [`missing`], for a workspace that is a `git worktree` whose repository
+/// folder `outside_gitdir` lies outside it: git failing there (its error
+/// names that folder, or says there is no repository) is named too.
+pub(super) fn missing_in(
+    exit_code: i32,
+    write: bool,
+    net: &[NetGrant],
+    output: &str,
+    refusals: &[ProxyRefusal],
+    outside_gitdir: Option<&str>,
+) -> Vec<MissingCapability> {
     let mut needs = Vec::new();
+    if let Some(gitdir) = outside_gitdir
+        && exit_code != 0
+        && (output.contains(gitdir) || output.contains("not a git repository"))
+    {
+        needs.push(MissingCapability::OutsideRepository(gitdir.to_string()));
+    }
     if exit_code != 0 && output.contains("Read-only file system") {
         needs.push(if write {
             MissingCapability::WriteProtected
@@ -150,5 +178,20 @@ mod tests {
         assert!(missing(1, false, &granted, "", &refusals).is_empty());
         let needs = missing(6, false, &[], "curl: (6) Could not resolve host: x", &[]);
         assert_eq!(needs, [MissingCapability::Network(None)]);
+    }
+
+    #[test]
+    fn git_failing_in_a_worktree_names_the_repository_outside() {
+        let out = "fatal: not a git repository: /r/.git/worktrees/w\n";
+        let needs = missing_in(128, true, &[], out, &[], Some("/r/.git/worktrees/w"));
+        assert_eq!(
+            needs,
+            [MissingCapability::OutsideRepository(
+                "/r/.git/worktrees/w".into()
+            )]
+        );
+        assert!(needs[0].to_string().contains("git worktree"));
+        assert!(missing_in(0, true, &[], out, &[], Some("/r")).is_empty());
+        assert!(missing_in(1, true, &[], "error", &[], Some("/r")).is_empty());
     }
 }

@@ -27,6 +27,7 @@
 //! server or a language server running, its standard error's end kept.
 
 pub mod config;
+pub mod credentials;
 #[cfg(target_os = "linux")]
 mod files;
 #[cfg(target_os = "linux")]
@@ -35,6 +36,7 @@ mod missing;
 pub mod output;
 #[cfg(target_os = "linux")]
 mod process;
+pub mod protected;
 #[cfg(target_os = "linux")]
 mod proxy;
 #[cfg(target_os = "linux")]
@@ -59,6 +61,7 @@ pub use config::{
 };
 #[cfg(target_os = "linux")]
 pub use jobs::{JobId, JobOutput, JobTable};
+pub use protected::Quarantined;
 pub use missing::MissingCapability;
 pub use output::CappedOutput;
 #[cfg(target_os = "linux")]
@@ -191,6 +194,9 @@ pub struct ExecOutcome {
     /// could not: the caller fails the call rather than let it pass
     /// unrecorded.
     pub audit_failure: Option<String>,
+    /// Protected entries (`.git`, `.claude`, ... at any depth) the command
+    /// created in the workspace, renamed aside when it ended.
+    pub quarantined: Vec<Quarantined>,
 }
 
 impl ExecOutcome {

@@ -12,7 +12,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use super::credentials;
 use super::files::{self, FileGrants};
+use super::protected::{self, ProtectedScan};
 use super::proxy::Proxy;
 use super::spawn::{self, ExitWatch, InitProcess, PROXY_PORT, Setup, TreeStop};
 use super::{
@@ -58,7 +60,24 @@ pub struct RunningCommand {
     summary: Summary,
     /// The private temporary folder, removed when the command is done.
     _temp: tempfile::TempDir,
+    /// What is looked for when it ends: protected entries it created.
+    watch: Option<PlantWatch>,
     finished: bool,
+}
+
+/// The protected entries of a workspace a command may write, as they were
+/// before it ran: what it created is put aside when it ends.
+struct PlantWatch {
+    workspace: PathBuf,
+    before: ProtectedScan,
+    /// The protected paths the command was allowed to write.
+    exempt: Vec<PathBuf>,
+}
+
+impl PlantWatch {
+    fn sweep(&self) -> Vec<protected::Quarantined> {
+        protected::quarantine_new(&self.workspace, &self.before, &self.exempt)
+    }
 }
 
 /// What a service started with [`RunningCommand::start_attached`] gets
@@ -124,6 +143,9 @@ impl Stopper {
 struct Summary {
     command: String,
     cwd: PathBuf,
+    /// The repository folder of a workspace that is a `git worktree`,
+    /// when it lies outside the workspace.
+    outside_gitdir: Option<String>,
     write: bool,
     net: Vec<NetGrant>,
     sandboxed: bool,
@@ -259,16 +281,23 @@ impl RunningCommand {
             CommandLine::Shell(_) => "bash".to_string(),
             CommandLine::Argv(argv) => argv.first().cloned().unwrap_or_default(),
         };
+        let outside_gitdir = protected::gitdir_target(&grants.workspace.join(".git"))
+            .filter(|gitdir| !gitdir.starts_with(&grants.workspace))
+            .map(|gitdir| gitdir.display().to_string());
         let summary = Summary {
             command: request.command.describe(),
             cwd: cwd.clone(),
+            outside_gitdir,
             write: request.write,
             net: net.clone(),
             sandboxed: grants.sandboxed,
             audit,
         };
+        let mut watch = None;
         let (mut keeper, stopper, listener) = if grants.sandboxed {
-            let setup = sandbox_setup(request, grants, &cwd, temp.path(), home.as_deref())?;
+            let (setup, before) =
+                sandbox_setup(request, grants, &cwd, temp.path(), home.as_deref())?;
+            watch = before;
             let started = spawn::start(&mut command, setup).map_err(|e| match e.step {
                 Some(step) => ExecError::Setup {
                     step: step.describe(),
@@ -330,6 +359,7 @@ impl RunningCommand {
             deadline: request.timeout.map(|t| started + t),
             summary,
             _temp: temp,
+            watch,
             finished: false,
         };
         Ok((running, service_input))
@@ -431,6 +461,7 @@ impl RunningCommand {
             }
         };
         self.finished = true;
+        let quarantined = self.watch.take().map(|w| w.sweep()).unwrap_or_default();
         let code = match status {
             Ok(status) => status
                 .code()
@@ -448,12 +479,13 @@ impl RunningCommand {
         };
         let mut seen = output.text();
         seen.push_str(&errors.text());
-        let needs = missing::missing(
+        let needs = missing::missing_in(
             exit_code,
             self.summary.write,
             &self.summary.net,
             &seen,
             &refusals,
+            self.summary.outside_gitdir.as_deref(),
         );
         let mut audit_failure = None;
         if let Some(audit) = &self.summary.audit {
@@ -485,6 +517,7 @@ impl RunningCommand {
             refusals,
             needs,
             audit_failure,
+            quarantined,
         }
     }
 }
@@ -494,6 +527,11 @@ impl Drop for RunningCommand {
         if !self.finished {
             self.stopper.kill();
             let _ = self.keeper.wait();
+            if let Some(watch) = self.watch.take() {
+                for put_aside in watch.sweep() {
+                    tracing::warn!("{}", put_aside.describe());
+                }
+            }
         }
     }
 }
@@ -626,7 +664,7 @@ fn sandbox_setup(
     cwd: &Path,
     temp: &Path,
     home: Option<&Path>,
-) -> Result<Setup, ExecError> {
+) -> Result<(Setup, Option<PlantWatch>), ExecError> {
     landlock_required(spawn::landlock_abi())?;
     let wants_net = !request.net.is_empty() || !grants.net.is_empty();
     let no_namespaces = without_namespaces(grants);
@@ -637,24 +675,67 @@ fn sandbox_setup(
     }
     let namespaces = no_namespaces.is_none();
     let workspace = &grants.workspace;
-    let mut files = FileGrants {
-        read: grants.read.clone(),
-        write: grants.write.clone(),
-        write_opened: Vec::new(),
+    // Credential files in the folders commands may reach: an empty file is
+    // mounted over each with namespaces; without, Landlock is given their
+    // folders' other entries one by one.
+    let granted: Vec<PathBuf> = grants.read.iter().chain(&grants.write).cloned().collect();
+    let hidden = credentials::hidden_in(&granted, grants.home.as_deref(), &granted);
+    let mut files = if namespaces || hidden.is_empty() {
+        FileGrants {
+            read: grants.read.clone(),
+            write: grants.write.clone(),
+            ..FileGrants::default()
+        }
+    } else {
+        let (read, mut list_only) = credentials::without_hidden(&grants.read, &hidden);
+        let (write, listed) = credentials::without_hidden(&grants.write, &hidden);
+        list_only.extend(listed);
+        FileGrants {
+            read,
+            write,
+            write_opened: Vec::new(),
+            list_only,
+        }
+    };
+    let (hidden, empty) = if namespaces && !hidden.is_empty() {
+        let empty = temp_area::empty_file().map_err(|source| ExecError::Setup {
+            step: "creating the empty file mounted over credential files",
+            source,
+        })?;
+        // Mounted over what each names (the mount follows a link), where
+        // that is in a folder commands may reach: elsewhere Landlock
+        // refuses it already.
+        let targets: Vec<PathBuf> = hidden
+            .iter()
+            .filter_map(|path| path.canonicalize().ok())
+            .filter(|real| granted.iter().any(|folder| real.starts_with(folder)))
+            .filter(|real| real.is_file())
+            .collect();
+        (targets, Some(empty))
+    } else {
+        (Vec::new(), None)
     };
     files.write.push(temp.to_path_buf());
     files.write.extend(home.map(Path::to_path_buf));
-    let exempt = |path: &PathBuf| {
-        request
-            .writable_protected
-            .iter()
-            .any(|name| *path == workspace.join(name))
+    let exempted: Vec<PathBuf> = request
+        .writable_protected
+        .iter()
+        .map(|name| workspace.join(name))
+        .collect();
+    let exempt = |path: &PathBuf| exempted.iter().any(|e| path.starts_with(e));
+    // Under a write grant, the protected paths at any depth, kept read-only
+    // (and looked for again when the command ends); else those at the top,
+    // the rest of the workspace being read-only anyway.
+    let before = request.write.then(|| protected::scan(workspace));
+    let protected_paths = match &before {
+        Some(scan) => scan.paths.clone(),
+        None => protected::top_level(workspace),
     };
     let mut read_only = Vec::new();
     if namespaces {
         if request.write {
             files.write.push(workspace.clone());
-            read_only = files::protected_in(workspace)
+            read_only = protected_paths
                 .into_iter()
                 .filter(|path| !exempt(path))
                 .collect();
@@ -668,9 +749,7 @@ fn sandbox_setup(
             // mounted read-only as under a write grant.
             files.read.push(workspace.clone());
             let (writable, protected): (Vec<PathBuf>, Vec<PathBuf>) =
-                files::protected_in(workspace)
-                    .into_iter()
-                    .partition(|path| exempt(path));
+                protected_paths.into_iter().partition(|path| exempt(path));
             files.write.extend(writable);
             read_only = protected;
         }
@@ -678,9 +757,8 @@ fn sandbox_setup(
         files
             .read
             .extend(files::PROC_GLOBAL.iter().map(PathBuf::from));
-        let (exempted, protected): (Vec<PathBuf>, Vec<PathBuf>) = files::protected_in(workspace)
-            .into_iter()
-            .partition(|path| exempt(path));
+        let (exempted, protected): (Vec<PathBuf>, Vec<PathBuf>) =
+            protected_paths.into_iter().partition(|path| exempt(path));
         let protected = if request.write { protected } else { Vec::new() };
         if request.write && protected.is_empty() {
             files.write.push(workspace.clone());
@@ -694,6 +772,11 @@ fn sandbox_setup(
         // read-only workspace.
         files.write.extend(exempted);
     }
+    let watch = before.map(|before| PlantWatch {
+        workspace: workspace.clone(),
+        before,
+        exempt: exempted.clone(),
+    });
     let ruleset = files::ruleset(&files).map_err(|e| ExecError::Setup {
         step: "building the Landlock rules",
         source: std::io::Error::other(e.to_string()),
@@ -737,13 +820,15 @@ fn sandbox_setup(
     } else {
         u64::from(limits.processes) + tasks_of_user(uid)
     };
-    Ok(Setup {
+    let setup = Setup {
         uid_map: map(uid),
         gid_map: map(gid),
         read_only: read_only
             .iter()
             .map(|p| c_path(p))
             .collect::<Result<_, _>>()?,
+        hidden: hidden.iter().map(|p| c_path(p)).collect::<Result<_, _>>()?,
+        empty: empty.as_deref().map(c_path).transpose()?,
         cwd: c_path(cwd)?,
         ruleset,
         proc_access: files::read_access().bits(),
@@ -756,7 +841,8 @@ fn sandbox_setup(
         proxy,
         shared_net,
         namespaces,
-    })
+    };
+    Ok((setup, watch))
 }
 
 /// How many processes and threads user `uid` has (what `RLIMIT_NPROC`

@@ -60,6 +60,11 @@ pub(super) struct Setup {
     pub gid_map: CString,
     /// Folders (or files) bind-mounted read-only over themselves.
     pub read_only: Vec<CString>,
+    /// Credential files an empty read-only file ([`Setup::empty`]) is
+    /// bind-mounted over.
+    pub hidden: Vec<CString>,
+    /// The empty file, when there are credential files to hide.
+    pub empty: Option<CString>,
     /// The folder the command starts in.
     pub cwd: CString,
     /// The Landlock ruleset the init restricts itself with.
@@ -234,6 +239,8 @@ pub(super) enum Step {
     Seccomp,
     /// Becoming the subreaper of the command's processes.
     Subreaper,
+    /// Mounting an empty file over a credential file.
+    HideCredential,
 }
 
 impl Step {
@@ -258,6 +265,7 @@ impl Step {
             Landlock,
             Seccomp,
             Subreaper,
+            HideCredential,
         ]
         .into_iter()
         .find(|s| *s as i32 == code)
@@ -288,6 +296,7 @@ impl Step {
             Step::Landlock => "entering the Landlock domain",
             Step::Seccomp => "installing the seccomp filter",
             Step::Subreaper => "watching the command's processes",
+            Step::HideCredential => "mounting an empty file over a credential file",
         }
     }
 }
@@ -1135,6 +1144,11 @@ fn init_process(setup: &Setup, report: RawFd, socket: Option<RawFd>) -> io::Resu
         for path in &setup.read_only {
             bind_read_only(path, report)?;
         }
+        if let Some(empty) = &setup.empty {
+            for path in &setup.hidden {
+                bind_over(empty, path, Step::HideCredential, report)?;
+            }
+        }
         check(report, Step::Chdir, libc::chdir(setup.cwd.as_ptr()).into())?;
         if let Some(socket) = socket {
             loopback_up(report)?;
@@ -1283,14 +1297,20 @@ fn confine(setup: &Setup, report: RawFd) -> io::Result<()> {
 /// Bind-mounts `path` over itself, read-only, keeping the flags the mount
 /// it lies on has (a user namespace may not clear them).
 fn bind_read_only(path: &CStr, report: RawFd) -> io::Result<()> {
-    // SAFETY: `path` is a C string; `stat` a zeroed stack value the kernel
-    // fills.
+    bind_over(path, path, Step::ReadOnlyMount, report)
+}
+
+/// Bind-mounts `source` over `path`, read-only, keeping the flags the
+/// mount it lies on has; a failure is reported as `step`.
+fn bind_over(source: &CStr, path: &CStr, step: Step, report: RawFd) -> io::Result<()> {
+    // SAFETY: `source` and `path` are C strings; `stat` a zeroed stack
+    // value the kernel fills.
     unsafe {
         check(
             report,
-            Step::ReadOnlyMount,
+            step,
             libc::mount(
-                path.as_ptr(),
+                source.as_ptr(),
                 path.as_ptr(),
                 std::ptr::null(),
                 libc::MS_BIND | libc::MS_REC,
@@ -1299,11 +1319,7 @@ fn bind_read_only(path: &CStr, report: RawFd) -> io::Result<()> {
             .into(),
         )?;
         let mut stat: libc::statvfs = std::mem::zeroed();
-        check(
-            report,
-            Step::ReadOnlyMount,
-            libc::statvfs(path.as_ptr(), &mut stat).into(),
-        )?;
+        check(report, step, libc::statvfs(path.as_ptr(), &mut stat).into())?;
         let kept = [
             (libc::ST_NOSUID, libc::MS_NOSUID),
             (libc::ST_NODEV, libc::MS_NODEV),
@@ -1320,7 +1336,7 @@ fn bind_read_only(path: &CStr, report: RawFd) -> io::Result<()> {
         }
         check(
             report,
-            Step::ReadOnlyMount,
+            step,
             libc::mount(
                 std::ptr::null(),
                 path.as_ptr(),

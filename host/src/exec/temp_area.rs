@@ -107,6 +107,24 @@ pub fn home_for(
     Ok(home)
 }
 
+/// An empty, read-only file of this process's folder (which no command
+/// can reach: each gets only its own folder in it), mounted over credential
+/// files in a command's namespace. Made again if it is no longer an empty
+/// plain file.
+pub fn empty_file() -> io::Result<PathBuf> {
+    let mut area = area();
+    let area = root(&mut area)?;
+    let path = area.root.join("empty");
+    let fine = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file() && m.len() == 0);
+    if !fine {
+        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::File::create_new(&path)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o444))?;
+    }
+    Ok(path)
+}
+
 /// Makes `home/inside` a link to `target`, with the folders above it.
 fn link_into(home: &Path, inside: &Path, target: &Path) -> io::Result<()> {
     let link = home.join(inside);

@@ -67,10 +67,13 @@ pub const PROTECTED: &[&str] = &[
 
 /// The protected path ([`PROTECTED`]) that `target` — a path on the host,
 /// absolute — is or lies in, under one of the writable folders `roots`
-/// (given as their real paths), if any. Both the path as written and the
-/// path it resolves to (symbolic links followed as far as it exists) are
-/// checked, so neither `..` nor a link planted in the folder leads into
-/// `.git` unnoticed.
+/// (given as their real paths), if any: a protected name at any depth
+/// (`vendor/lib/.git/config` as much as `.git/config`), or a folder git
+/// would take for a repository ([`is_git_dir`]: the target of a `gitdir:`
+/// file, a bare repository). Both the path as written and the path it
+/// resolves to (symbolic links followed as far as it exists) are checked,
+/// so neither `..` nor a link planted in the folder leads into a `.git`
+/// unnoticed.
 pub fn protected_path(target: &Path, roots: &[PathBuf]) -> Option<(&'static str, PathBuf)> {
     let lexical = normalized(target);
     let resolved = resolve_through_links(&lexical, 16);
@@ -79,16 +82,44 @@ pub fn protected_path(target: &Path, roots: &[PathBuf]) -> Option<(&'static str,
             let Ok(below) = candidate.strip_prefix(root) else {
                 continue;
             };
-            let first = below.components().next().and_then(|c| match c {
-                std::path::Component::Normal(name) => name.to_str(),
-                _ => None,
-            });
-            if let Some(name) = first.and_then(|f| PROTECTED.iter().find(|p| **p == f)) {
-                return Some((name, root.join(name)));
+            let mut at = root.clone();
+            for component in below.components() {
+                let std::path::Component::Normal(name) = component else {
+                    break;
+                };
+                at.push(name);
+                if let Some(name) = name.to_str().and_then(protected_name) {
+                    return Some((name, at));
+                }
+                if is_git_dir(&at) {
+                    return Some((".git", at));
+                }
             }
         }
     }
     None
+}
+
+/// The entry of [`PROTECTED`] that `name` is, if any.
+pub fn protected_name(name: &str) -> Option<&'static str> {
+    PROTECTED.iter().find(|p| **p == name).copied()
+}
+
+/// Whether git would take the folder `path` for a repository's own folder
+/// (what a `.git` folder is, what a `gitdir:` file points to, a bare
+/// repository): a `HEAD` file beside `objects` and `refs` folders, or
+/// beside a `commondir` file (a linked worktree's). Its hooks and config
+/// run code as much as a `.git` folder's do.
+pub fn is_git_dir(path: &Path) -> bool {
+    let has = |name: &str| std::fs::symlink_metadata(path.join(name)).ok();
+    let Some(head) = has("HEAD") else {
+        return false;
+    };
+    if head.is_dir() {
+        return false;
+    }
+    has("commondir").is_some_and(|m| m.is_file())
+        || (has("objects").is_some_and(|m| m.is_dir()) && has("refs").is_some_and(|m| m.is_dir()))
 }
 
 /// `path` with `.` and `..` taken out, lexically.
@@ -695,9 +726,39 @@ mod tests {
         );
         assert_eq!(name(".envrc"), Some(".envrc"));
         assert_eq!(name("src/main.rs"), None);
-        assert_eq!(name("src/.git/config"), None, "only at the top of a folder");
+        assert_eq!(name("src/.git/config"), Some(".git"), "at any depth");
+        assert_eq!(name("a/b/c/.claude/settings.json"), Some(".claude"));
+        assert_eq!(name("a/.envrc"), Some(".envrc"));
         assert_eq!(name(".github/workflows/ci.yml"), None);
         assert_eq!(protected_path(Path::new("/elsewhere/.git"), &roots), None);
+    }
+
+    #[test]
+    fn folders_git_takes_for_repositories_are_protected() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        // What a `gitdir:` file points to, or a bare repository.
+        std::fs::create_dir_all(root.join("vendor/store/objects")).unwrap();
+        std::fs::create_dir_all(root.join("vendor/store/refs")).unwrap();
+        std::fs::write(root.join("vendor/store/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::create_dir_all(root.join("wt")).unwrap();
+        std::fs::write(root.join("wt/HEAD"), "x").unwrap();
+        std::fs::write(root.join("wt/commondir"), "..").unwrap();
+        std::fs::create_dir_all(root.join("notes/refs")).unwrap();
+        std::fs::write(root.join("notes/HEAD"), "x").unwrap();
+        let roots = vec![root.clone()];
+        let found = |p: &str| protected_path(&root.join(p), &roots);
+        assert_eq!(
+            found("vendor/store/hooks/pre-commit"),
+            Some((".git", root.join("vendor/store")))
+        );
+        assert_eq!(found("wt/config").map(|(n, _)| n), Some(".git"));
+        assert_eq!(
+            found("notes/HEAD"),
+            None,
+            "no objects folder: not a repository"
+        );
+        assert_eq!(found("vendor/other.txt"), None);
     }
 
     fn request(path: &str, access: Access) -> FsRequest {

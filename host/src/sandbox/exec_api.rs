@@ -295,7 +295,14 @@ impl From<ExecOutcome> for SpawnOutcome {
             timed_out: outcome.ending == crate::exec::Ending::TimedOut,
             omitted: outcome.output.omitted() + outcome.errors.omitted(),
             stdout: outcome.output.text(),
-            stderr: outcome.errors.text(),
+            stderr: {
+                let mut stderr = outcome.errors.text();
+                for put_aside in &outcome.quarantined {
+                    tracing::warn!("{}", put_aside.describe());
+                    stderr.push_str(&format!("[sandbox] {}\n", put_aside.describe()));
+                }
+                stderr
+            },
         }
     }
 }
