@@ -28,6 +28,7 @@ mod doctor;
 mod escapes;
 mod exec_grants;
 mod exec_sandbox;
+mod exec_syscalls;
 mod exec_temp_area;
 mod exec_tools;
 mod fs_tools;
