@@ -30,6 +30,7 @@ mod exec_grants;
 mod exec_sandbox;
 mod exec_syscalls;
 mod exec_temp_area;
+mod exec_terminals;
 mod exec_tools;
 mod fs_tools;
 mod headless;
