@@ -42,7 +42,10 @@ fn an_x32_system_call_kills_the_command() {
             .unwrap();
         let said = format!("{}{}", stdout(&out), stderr(&out));
         // The plain call works: the program ran up to the x32 call.
-        assert!(said.contains("plain getpid True"), "namespaces {namespaces}: {said}");
+        assert!(
+            said.contains("plain getpid True"),
+            "namespaces {namespaces}: {said}"
+        );
         assert!(
             !said.contains("getpid returned"),
             "namespaces {namespaces}: {said}"
@@ -51,6 +54,10 @@ fn an_x32_system_call_kills_the_command() {
             said.contains(&format!("python ended {}", 128 + libc::SIGSYS)),
             "namespaces {namespaces}: not killed by SIGSYS: {said}"
         );
-        assert_eq!(out.status.code(), Some(0), "namespaces {namespaces}: {said}");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "namespaces {namespaces}: {said}"
+        );
     }
 }

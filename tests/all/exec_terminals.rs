@@ -236,7 +236,12 @@ fn a_command_at_a_terminal_still_reads_the_terminal_it_was_given() {
         terminal.expect("typed-42");
         terminal.type_slowly("exit 7\r");
         let status = terminal.wait();
-        assert_eq!(status.code(), Some(7), "{namespaces:?}: {}", terminal.screen());
+        assert_eq!(
+            status.code(),
+            Some(7),
+            "{namespaces:?}: {}",
+            terminal.screen()
+        );
     }
 }
 
