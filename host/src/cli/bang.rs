@@ -2,12 +2,14 @@
 //! sandbox as `capstan exec` and the model's `exec.run` — the workspace
 //! writable only in the accept-edits and bypass modes, no network beyond
 //! the `[exec]` settings, a scrubbed environment — with its output shown
-//! as it comes and its exit code after. The command and its output go to
-//! the model with the next prompt, as Claude Code's `!` does.
+//! as it comes (escaped: its escape sequences are not obeyed) and its exit
+//! code after. The command and its output go to the model with the next
+//! prompt, as Claude Code's `!` does.
 
 use std::io::Write;
 use std::path::PathBuf;
 
+use super::escape;
 use super::setup::Session;
 use crate::agent::Interrupt;
 use crate::audit::{AuditLog, AuditScope};
@@ -55,7 +57,9 @@ pub async fn run(session: &mut Session, command: &str, interrupt: &Interrupt) {
                 } else {
                     text.push(chunk)
                 };
-                let _ = stdout.write_all(piece.as_bytes());
+                // The output is the workspace's text, not the user's:
+                // shown escaped, as a model's command's is.
+                let _ = stdout.write_all(escape::text(&piece).as_bytes());
                 let _ = stdout.flush();
             };
             let outcome = crate::exec::run(&request, &grants, &cancel, &mut show);

@@ -597,12 +597,19 @@ fn exit_of(error: &AgentError) -> Exit {
 }
 
 /// Prints the final answer on stdout, ending with a newline; an empty
-/// answer prints nothing.
+/// answer prints nothing. On a terminal its control characters are shown
+/// escaped, as in the interactive session (the answer may quote what a
+/// command printed); a pipe gets it as it is.
 fn print_answer(text: &str) {
     if text.is_empty() {
         return;
     }
     let mut out = std::io::stdout().lock();
+    let text = if out.is_terminal() {
+        escape::text(text)
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    };
     let _ = out.write_all(text.as_bytes());
     if !text.ends_with('\n') {
         let _ = out.write_all(b"\n");

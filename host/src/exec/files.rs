@@ -5,7 +5,11 @@
 //! Readable: the system folders programs and toolchains need (`/usr`,
 //! `/bin`, `/lib*`, `/opt`, `/etc` but its credentials, `/sys`, the
 //! command's own `/proc`), a few device files, the tool homes of `[exec]
-//! read`, and the workspace. Writable: the workspace when the call may
+//! read`, and the workspace. No terminal of the host's: a command in
+//! namespaces gets pseudo-terminals of its own (a new devpts instance,
+//! [`TERMINAL_DEVICES`], granted by the sandbox's init once it is
+//! mounted); without namespaces it gets none, and `/dev/pts` stays out of
+//! reach either way (another terminal of the user, or capstan's own). Writable: the workspace when the call may
 //! write, the command's private temporary folder and the folders of
 //! `[exec] write`. Everything else — the user's home and its `~/.ssh`,
 //! other projects, capstan's own folders — is refused by the kernel.
@@ -43,7 +47,9 @@ const ETC_HIDDEN: &[&str] = &[
     "security/opasswd",
 ];
 
-/// Device files commands may read and write.
+/// Device files commands may read and write. `/dev/tty` is the
+/// command's controlling terminal, and a command has none but one it
+/// makes itself: its first process starts a session of its own.
 const DEVICES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
@@ -51,9 +57,12 @@ const DEVICES: &[&str] = &[
     "/dev/random",
     "/dev/urandom",
     "/dev/tty",
-    "/dev/ptmx",
-    "/dev/pts",
 ];
+
+/// The pseudo-terminal devices a command in namespaces may read and write,
+/// once its own devpts instance is mounted on `/dev/pts` (never the
+/// host's, whose terminals are the user's).
+pub(super) const TERMINAL_DEVICES: [&std::ffi::CStr; 2] = [c"/dev/pts", c"/dev/ptmx"];
 
 /// Files of `/proc` a command run without namespaces may read: the host's
 /// `/proc` would show every process of the machine (command lines
@@ -98,6 +107,20 @@ pub(super) fn read_access() -> BitFlags<AccessFs> {
     AccessFs::from_read(ABI_USED)
 }
 
+/// The rights on a device file (read, write, its `ioctl`s) that both
+/// capstan and the kernel handle, for rules added to a ruleset directly.
+pub(super) fn device_access() -> BitFlags<AccessFs> {
+    AccessFs::from_file(ABI_USED) & handled_access()
+}
+
+/// The rights the ruleset handles: those of both the kernel and
+/// [`ABI_USED`] (a rule may give no other).
+fn handled_access() -> BitFlags<AccessFs> {
+    static KERNEL_ABI: OnceLock<i32> = OnceLock::new();
+    let kernel = ABI::from(*KERNEL_ABI.get_or_init(super::spawn::landlock_abi));
+    AccessFs::from_all(kernel) & AccessFs::from_all(ABI_USED)
+}
+
 /// Builds the ruleset for `grants`: the system folders readable, the
 /// devices usable, `grants` as given; signals and abstract Unix sockets
 /// scoped to the command's own processes where the kernel can.
@@ -133,9 +156,7 @@ pub(super) fn ruleset(grants: &FileGrants) -> Result<OwnedFd, FileRulesError> {
     // the crate would look at each descriptor's type again, one more system
     // call per rule and command. Only the rights the ruleset handles (those
     // of both the kernel and ABI_USED) may be given.
-    static KERNEL_ABI: OnceLock<i32> = OnceLock::new();
-    let kernel = ABI::from(*KERNEL_ABI.get_or_init(super::spawn::landlock_abi));
-    let handled = AccessFs::from_all(kernel) & AccessFs::from_all(ABI_USED);
+    let handled = handled_access();
     for rule in system_rules().iter() {
         let access = rule.access & handled;
         if access.is_empty() {

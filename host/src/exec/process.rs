@@ -832,6 +832,7 @@ fn sandbox_setup(
         cwd: c_path(cwd)?,
         ruleset,
         proc_access: files::read_access().bits(),
+        terminal_access: files::device_access().bits(),
         filters,
         pid_max: CString::new(pid_max.to_string()).unwrap_or_default(),
         pid_max_required: uid == 0,

@@ -21,7 +21,9 @@
 //!
 //! The init, still privileged inside its user namespace only: dies with the
 //! keeper, starts a new session (no controlling terminal), makes the mounts
-//! private, mounts a `/proc` of its own PID namespace, caps the number of
+//! private, mounts a `/proc` of its own PID namespace and a devpts instance
+//! of its own on `/dev/pts` (pseudo-terminals of the command's, none of
+//! the user's), caps the number of
 //! PIDs of the namespace, bind-mounts the read-only paths read-only, brings
 //! the loopback up and hands a listening socket for the proxy to the host
 //! (when the command may reach the network), sets the resource limits,
@@ -71,6 +73,9 @@ pub(super) struct Setup {
     pub ruleset: OwnedFd,
     /// Landlock access rights granted on the new `/proc` (read).
     pub proc_access: u64,
+    /// Landlock access rights granted on the new `/dev/pts` and on
+    /// `/dev/ptmx` (a device's).
+    pub terminal_access: u64,
     /// The seccomp filters, installed in order.
     pub filters: Vec<BpfProgram>,
     /// The PID namespace's `pid_max`, as written to `/proc/sys/kernel/pid_max`.
@@ -1094,7 +1099,6 @@ struct PathBeneathAttr {
 
 /// Process 1 of the namespace: everything up to `exec`.
 fn init_process(setup: &Setup, report: RawFd, socket: Option<RawFd>) -> io::Result<()> {
-    const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
     // SAFETY: async-signal-safe system calls only (see the module
     // documentation); pointers are to C strings prepared before the fork
     // and to stack values.
@@ -1136,6 +1140,21 @@ fn init_process(setup: &Setup, report: RawFd, socket: Option<RawFd>) -> io::Resu
             )
             .into(),
         )?;
+        // The command's own pseudo-terminals: a new devpts instance over
+        // the host's, which holds the user's terminals (capstan's
+        // included). `/dev/ptmx` then makes terminals in it (the kernel
+        // takes the instance mounted on `pts` beside it). If it cannot be
+        // mounted the command gets no pseudo-terminal: the host's
+        // `/dev/pts` and `/dev/ptmx` are never in its rules.
+        let terminals = libc::mount(
+            c"devpts".as_ptr(),
+            c"/dev/pts".as_ptr(),
+            c"devpts".as_ptr(),
+            libc::MS_NOSUID | libc::MS_NOEXEC,
+            c"newinstance,ptmxmode=0666,mode=0620,max=256"
+                .as_ptr()
+                .cast(),
+        ) == 0;
         if !write_file(c"/proc/sys/kernel/pid_max", setup.pid_max.as_bytes())
             && setup.pid_max_required
         {
@@ -1154,30 +1173,53 @@ fn init_process(setup: &Setup, report: RawFd, socket: Option<RawFd>) -> io::Resu
             loopback_up(report)?;
             hand_over_listener(socket, report)?;
         }
-        // The new /proc is another file system than the one the ruleset
-        // was built against: grant reading it here.
+        // The new /proc and devpts are other file systems than the ones
+        // the ruleset was built against: grant them here.
         let proc_fd = libc::open(c"/proc".as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
         if proc_fd < 0 {
             return failed(report, Step::Landlock);
         }
-        let rule = PathBeneathAttr {
-            allowed_access: setup.proc_access,
-            parent_fd: proc_fd,
-        };
-        check(
-            report,
-            Step::Landlock,
-            libc::syscall(
-                libc::SYS_landlock_add_rule,
-                setup.ruleset.as_raw_fd(),
-                LANDLOCK_RULE_PATH_BENEATH,
-                &rule as *const PathBeneathAttr,
-                0u32,
-            ),
-        )?;
+        let granted = grant_opened(setup, proc_fd, setup.proc_access);
         libc::close(proc_fd);
+        check(report, Step::Landlock, granted)?;
+        if terminals {
+            for device in super::files::TERMINAL_DEVICES {
+                let fd = libc::open(device.as_ptr(), libc::O_PATH | libc::O_CLOEXEC);
+                if fd < 0 {
+                    continue;
+                }
+                let granted = grant_opened(setup, fd, setup.terminal_access);
+                libc::close(fd);
+                check(report, Step::Landlock, granted)?;
+            }
+        }
     }
     confine(setup, report)
+}
+
+/// Adds a Landlock rule granting `access` beneath `fd` (opened `O_PATH`)
+/// to the command's ruleset: the system call's result.
+///
+/// # Safety
+///
+/// Async-signal-safe; `fd` is an open descriptor.
+unsafe fn grant_opened(setup: &Setup, fd: RawFd, access: u64) -> libc::c_long {
+    const LANDLOCK_RULE_PATH_BENEATH: libc::c_int = 1;
+    let rule = PathBeneathAttr {
+        allowed_access: access,
+        parent_fd: fd,
+    };
+    // SAFETY: the kernel reads the rule, a stack value of the layout it
+    // expects, and two descriptors we hold.
+    unsafe {
+        libc::syscall(
+            libc::SYS_landlock_add_rule,
+            setup.ruleset.as_raw_fd(),
+            LANDLOCK_RULE_PATH_BENEATH,
+            &rule as *const PathBeneathAttr,
+            0u32,
+        )
+    }
 }
 
 /// The first process of a command run without namespaces: everything up

@@ -13,14 +13,24 @@
 //! `TIOCLINUX`) is refused too. A second filter answers `clone3` with
 //! `ENOSYS`, so the C library falls back to `clone`, whose namespace flags
 //! the first filter can see.
+//!
+//! Every x32 system call (a number with bit 30, `0x40000000`, set: the
+//! x32 ABI's calls on an x86-64 kernel built with it) kills the process:
+//! the rules above name the x86-64 numbers only, so an x32 `ptrace` or
+//! `mount` would pass them. A process of another architecture (32-bit
+//! `int 0x80` calls) is killed too, by the architecture check of each
+//! filter.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule, TargetArch,
+    SeccompRule, TargetArch, sock_filter,
 };
+
+/// The bit x32 system call numbers carry (`__X32_SYSCALL_BIT`).
+const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 
 /// The system calls refused outright.
 const REFUSED: &[libc::c_long] = &[
@@ -178,7 +188,32 @@ fn compile(no_sockets: bool) -> Result<Vec<BpfProgram>, seccompiler::Error> {
         SeccompAction::Errno(libc::ENOSYS as u32),
         arch()?,
     )?;
-    Ok(vec![refuse.try_into()?, no_clone3.try_into()?])
+    let mut refuse: BpfProgram = refuse.try_into()?;
+    refuse.splice(0..0, x32_killed());
+    Ok(vec![refuse, no_clone3.try_into()?])
+}
+
+/// Instructions that kill the process on any system call numbered from
+/// [`X32_SYSCALL_BIT`] up to (not including) `0x80000000` — every x32
+/// call; the negative numbers (`-1`, which only fails) pass on. Placed
+/// before a filter's own instructions: they only read the number, and
+/// BPF jumps only forward, so the filter's jumps keep their targets.
+fn x32_killed() -> [sock_filter; 4] {
+    // BPF_LD | BPF_W | BPF_ABS, BPF_JMP | BPF_JGE | BPF_K, BPF_RET | BPF_K.
+    const LOAD_WORD: u16 = 0x20;
+    const JUMP_IF_AT_LEAST: u16 = 0x35;
+    const RETURN: u16 = 0x06;
+    // `seccomp_data.nr`, the first field.
+    const NR_OFFSET: u32 = 0;
+    let filter = |code, jt, jf, k| sock_filter { code, jt, jf, k };
+    [
+        filter(LOAD_WORD, 0, 0, NR_OFFSET),
+        // Negative (from 0x80000000): on to the filter, past the kill.
+        filter(JUMP_IF_AT_LEAST, 2, 0, 0x8000_0000),
+        // From the x32 bit: the kill; below it, on to the filter.
+        filter(JUMP_IF_AT_LEAST, 0, 1, X32_SYSCALL_BIT),
+        filter(RETURN, 0, 0, libc::SECCOMP_RET_KILL_PROCESS),
+    ]
 }
 
 #[cfg(test)]
@@ -194,5 +229,12 @@ mod tests {
             assert!(filters.iter().all(|f| !f.is_empty()));
         }
         assert_ne!(filters().unwrap(), filters_without_network().unwrap());
+    }
+
+    #[test]
+    fn each_first_filter_starts_by_killing_x32_calls() {
+        for filters in [filters().unwrap(), filters_without_network().unwrap()] {
+            assert_eq!(filters[0][..4], x32_killed());
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! everything the terminal shows collected for assertions.
 
 use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -16,6 +16,8 @@ pub const WAIT: Duration = Duration::from_secs(30);
 /// terminal, so the terminal's keys and signals behave as for a user.
 pub struct Terminal {
     child: Child,
+    /// The terminal's path (`/dev/pts/N`).
+    path: std::path::PathBuf,
     keyboard: std::fs::File,
     screen: Arc<Mutex<String>>,
     /// How much of the screen [`Terminal::expect`] has consumed.
@@ -33,6 +35,8 @@ impl Terminal {
             ws_ypixel: 0,
         };
         let OpenptyResult { master, slave } = openpty(Some(&size), None).expect("open a pty");
+        let path = std::fs::read_link(format!("/proc/self/fd/{}", slave.as_raw_fd()))
+            .expect("the pty's path");
         // `setsid --ctty` makes the new session's controlling terminal the
         // pty, as a login shell's would be.
         let mut wrapped = Command::new("setsid");
@@ -73,6 +77,7 @@ impl Terminal {
         }
         Self {
             child,
+            path,
             keyboard,
             screen,
             seen: 0,
@@ -92,6 +97,12 @@ impl Terminal {
             self.send(&c.to_string());
             std::thread::sleep(Duration::from_millis(15));
         }
+    }
+
+    /// The terminal's path, `/dev/pts/N`: what a process that may reach
+    /// the host's terminals would open to write on it or read its keys.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
     }
 
     /// Everything shown so far.
