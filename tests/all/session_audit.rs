@@ -161,7 +161,7 @@ fn calls_that_touch_nothing_denials_and_commands_are_recorded_under_their_tool_c
         .args(["--output-format", "json"])
         .arg("--plugin")
         .arg(format!("misbehave={}", plugin.display()))
-        .args(["--allow", "misbehave__flood", "--deny", "misbehave__fail"])
+        .args(["--allow", "misbehave.flood", "--deny", "misbehave.fail"])
         .timeout(Duration::from_secs(120))
         .output()
         .unwrap();
@@ -300,10 +300,11 @@ fn an_mcp_servers_start_refusals_and_end_are_recorded_as_they_happen() {
             json!({"command": "while [ ! -e go ]; do sleep 0.05; done; echo went"}),
         ),
     ]);
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_capstan"));
-    cmd.env("CAPSTAN_HOME", env.home.path())
-        .current_dir(env.ws.path())
-        .env("ANTHROPIC_API_KEY", MCP_API_KEY)
+    let mut cmd = env.capstan_std();
+    for var in support::MODEL_VARS {
+        cmd.env_remove(var);
+    }
+    cmd.env("ANTHROPIC_API_KEY", MCP_API_KEY)
         .env("NO_COLOR", "1")
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .args(["--base-url", &mock.url(), "--model", "mock-model", "-p", "go"])
@@ -311,10 +312,7 @@ fn an_mcp_servers_start_refusals_and_end_are_recorded_as_they_happen() {
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    for var in support::MODEL_VARS {
-        cmd.env_remove(var);
-    }
-    let child = cmd.spawn().unwrap();
+    let mut child = cmd.spawn().unwrap();
     // While the session runs (its command waits for `go`), the server's
     // start, its refused request and the waiting command's start are in
     // the log already, and the server's end is not.
@@ -327,6 +325,13 @@ fn an_mcp_servers_start_refusals_and_end_are_recorded_as_they_happen() {
         .is_some();
         if waiting || Instant::now() > deadline {
             break records;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "the session ended ({status}) before its command started: {}\n{records:#?}",
+                stderr(&output)
+            );
         }
         std::thread::sleep(Duration::from_millis(50));
     };
