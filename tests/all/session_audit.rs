@@ -139,7 +139,11 @@ fn shown_records(env: &Env) -> Vec<Value> {
 fn assert_verified(env: &Env) {
     let verified = env.capstan().args(["audit", "verify"]).output().unwrap();
     assert_exit(&verified, 0);
-    assert!(stdout(&verified).contains("chain intact"), "{}", stdout(&verified));
+    assert!(
+        stdout(&verified).contains("chain intact"),
+        "{}",
+        stdout(&verified)
+    );
 }
 
 fn find<'a>(records: &'a [Value], what: impl Fn(&Value) -> bool) -> Option<&'a Value> {
@@ -189,10 +193,15 @@ fn calls_that_touch_nothing_denials_and_commands_are_recorded_under_their_tool_c
     .unwrap_or_else(|| panic!("no record of the denial: {records:#?}"));
     assert_eq!(denied["plugin"], "misbehave", "{denied}");
     assert_eq!(denied["tool"], "misbehave.fail", "{denied}");
-    assert!(denied["by"].as_str().unwrap().starts_with("rule"), "{denied}");
+    assert!(
+        denied["by"].as_str().unwrap().starts_with("rule"),
+        "{denied}"
+    );
     assert_eq!(denied["session_id"], session_id.as_str(), "{denied}");
     assert!(
-        find(&records, |r| r["kind"] == "tool_called" && r["call_id"] == "toolu_fail").is_none(),
+        find(&records, |r| r["kind"] == "tool_called"
+            && r["call_id"] == "toolu_fail")
+        .is_none(),
         "{records:#?}"
     );
     // The command's start is recorded before its end, both under the call.
@@ -207,7 +216,10 @@ fn calls_that_touch_nothing_denials_and_commands_are_recorded_under_their_tool_c
         r["kind"] == "command_run" && r["call_id"] == "toolu_cmd"
     })
     .unwrap_or_else(|| panic!("no record of the command's end: {records:#?}"));
-    assert!(started["seq"].as_u64() < ran["seq"].as_u64(), "{started} {ran}");
+    assert!(
+        started["seq"].as_u64() < ran["seq"].as_u64(),
+        "{started} {ran}"
+    );
     assert!(
         find(&records, |r| r["kind"] == "tool_called"
             && r["call_id"] == "toolu_cmd"
@@ -223,7 +235,11 @@ fn writes_refused_for_want_of_allow_write_are_recorded() {
     let env = Env::new();
     env.write("kept.txt", "original");
     let written = env
-        .call("fs.write", r#"{"path":"kept.txt","content":"changed"}"#, &[])
+        .call(
+            "fs.write",
+            r#"{"path":"kept.txt","content":"changed"}"#,
+            &[],
+        )
         .timeout(Duration::from_secs(60))
         .output()
         .unwrap();
@@ -252,8 +268,10 @@ fn writes_refused_for_want_of_allow_write_are_recorded() {
     let records = shown_records(&env);
     // The component's write was refused by its sandbox: the call is
     // recorded as denied, with the refused open under the same call.
-    let call = find(&records, |r| r["kind"] == "tool_called" && r["tool"] == "fs.write")
-        .unwrap_or_else(|| panic!("no record of fs.write: {records:#?}"));
+    let call = find(&records, |r| {
+        r["kind"] == "tool_called" && r["tool"] == "fs.write"
+    })
+    .unwrap_or_else(|| panic!("no record of fs.write: {records:#?}"));
     assert_eq!(call["plugin"], "fs", "{call}");
     assert_eq!(call["outcome"], "denied", "{call}");
     assert!(call["duration_ms"].is_u64(), "{call}");
@@ -265,9 +283,14 @@ fn writes_refused_for_want_of_allow_write_are_recorded() {
         "{records:#?}"
     );
     // exec.run asking to write without --allow-write: refused before it ran.
-    let denied = find(&records, |r| r["kind"] == "call_denied" && r["tool"] == "exec.run")
-        .unwrap_or_else(|| panic!("no record of the refusal: {records:#?}"));
-    assert!(denied["by"].as_str().unwrap().contains("--allow-write"), "{denied}");
+    let denied = find(&records, |r| {
+        r["kind"] == "call_denied" && r["tool"] == "exec.run"
+    })
+    .unwrap_or_else(|| panic!("no record of the refusal: {records:#?}"));
+    assert!(
+        denied["by"].as_str().unwrap().contains("--allow-write"),
+        "{denied}"
+    );
     // A command that tried to write a read-only workspace: its run says the
     // sandbox refused it the write.
     let ran = find(&records, |r| r["kind"] == "command_run")
@@ -293,7 +316,11 @@ fn an_mcp_servers_start_refusals_and_end_are_recorded_as_they_happen() {
             "mcp__fx__fetch",
             json!({"url": "http://example.com/"}),
         ),
-        ("c_note", "mcp__fx__note", json!({"name": "n.txt", "text": "x"})),
+        (
+            "c_note",
+            "mcp__fx__note",
+            json!({"name": "n.txt", "text": "x"}),
+        ),
         (
             "c_wait",
             "exec__run",
@@ -307,7 +334,14 @@ fn an_mcp_servers_start_refusals_and_end_are_recorded_as_they_happen() {
     cmd.env("ANTHROPIC_API_KEY", MCP_API_KEY)
         .env("NO_COLOR", "1")
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .args(["--base-url", &mock.url(), "--model", "mock-model", "-p", "go"])
+        .args([
+            "--base-url",
+            &mock.url(),
+            "--model",
+            "mock-model",
+            "-p",
+            "go",
+        ])
         .args(["--allow", "mcp__fx__fetch", "--allow", "mcp__fx__note"])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
@@ -340,24 +374,38 @@ fn an_mcp_servers_start_refusals_and_end_are_recorded_as_they_happen() {
     })
     .unwrap_or_else(|| panic!("no record of the server's start: {during:#?}"));
     assert!(
-        server_started["command"].as_str().unwrap().contains("fastmcp_server.py"),
+        server_started["command"]
+            .as_str()
+            .unwrap()
+            .contains("fastmcp_server.py"),
         "{server_started}"
     );
-    let refused = find(&during, |r| r["kind"] == "http_refused" && r["plugin"] == "mcp__fx")
-        .unwrap_or_else(|| panic!("no record of the refused request: {during:#?}"));
-    assert!(refused["url"].as_str().unwrap().contains("example.com"), "{refused}");
+    let refused = find(&during, |r| {
+        r["kind"] == "http_refused" && r["plugin"] == "mcp__fx"
+    })
+    .unwrap_or_else(|| panic!("no record of the refused request: {during:#?}"));
     assert!(
-        find(&during, |r| r["kind"] == "command_run" && r["plugin"] == "mcp__fx").is_none(),
+        refused["url"].as_str().unwrap().contains("example.com"),
+        "{refused}"
+    );
+    assert!(
+        find(&during, |r| r["kind"] == "command_run"
+            && r["plugin"] == "mcp__fx")
+        .is_none(),
         "{during:#?}"
     );
     assert!(
-        find(&during, |r| r["kind"] == "mcp_tool_called" && r["call_id"] == "c_echo").is_some(),
+        find(&during, |r| r["kind"] == "mcp_tool_called"
+            && r["call_id"] == "c_echo")
+        .is_some(),
         "{during:#?}"
     );
     // Its write into the read-only workspace, refused by the kernel inside
     // the server, is recorded with its call as the server told it.
-    let note = find(&during, |r| r["kind"] == "mcp_tool_called" && r["call_id"] == "c_note")
-        .unwrap_or_else(|| panic!("no record of the note call: {during:#?}"));
+    let note = find(&during, |r| {
+        r["kind"] == "mcp_tool_called" && r["call_id"] == "c_note"
+    })
+    .unwrap_or_else(|| panic!("no record of the note call: {during:#?}"));
     assert!(
         note["refused"].as_array().is_some_and(|r| !r.is_empty()),
         "{note}"
@@ -371,13 +419,18 @@ fn an_mcp_servers_start_refusals_and_end_are_recorded_as_they_happen() {
 
     // The session ended: the server was stopped and its end recorded.
     let records = shown_records(&env);
-    let ended = find(&records, |r| r["kind"] == "command_run" && r["plugin"] == "mcp__fx")
-        .unwrap_or_else(|| panic!("no record of the server's end: {records:#?}"));
+    let ended = find(&records, |r| {
+        r["kind"] == "command_run" && r["plugin"] == "mcp__fx"
+    })
+    .unwrap_or_else(|| panic!("no record of the server's end: {records:#?}"));
     assert_eq!(ended["ending"], "cancelled", "{ended}");
     let stopped = find(&records, |r| {
         r["kind"] == "mcp_server_state" && r["plugin"] == "mcp__fx" && r["state"] == "stopped"
     })
     .unwrap_or_else(|| panic!("no record of the server's stop: {records:#?}"));
-    assert!(ended["seq"].as_u64() < stopped["seq"].as_u64(), "{ended} {stopped}");
+    assert!(
+        ended["seq"].as_u64() < stopped["seq"].as_u64(),
+        "{ended} {stopped}"
+    );
     assert_verified(&env);
 }

@@ -479,9 +479,9 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
     let interrupt = Interrupt::new();
     let audit = home_audit(&setup.home);
     let call_id = crate::sandbox::new_call_id();
-    let record = audit.as_ref().map(|log| {
-        CallRecord::start(log, &plugin, ToolHandler::name(&tool), &call_id, None)
-    });
+    let record = audit
+        .as_ref()
+        .map(|log| CallRecord::start(log, &plugin, ToolHandler::name(&tool), &call_id, None));
     let started = Instant::now();
     let result = tool
         .run(&ToolCall {
@@ -613,7 +613,13 @@ async fn call_exec_run(args: &CallArgs, input: &str) -> Result<Exit, Failure> {
     };
     let interrupt = Interrupt::new();
     let record = audit.as_ref().map(|log| {
-        CallRecord::start(log, "exec", crate::agent::exec_tool::TOOL_NAME, &call_id, None)
+        CallRecord::start(
+            log,
+            "exec",
+            crate::agent::exec_tool::TOOL_NAME,
+            &call_id,
+            None,
+        )
     });
     let outcome = tool
         .call(ToolCall {

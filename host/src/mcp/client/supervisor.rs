@@ -167,8 +167,7 @@ impl ServerHandle {
     /// its supervisor.
     fn stopped(&self, audit: Option<&AuditLog>) {
         self.record(audit, "stopped", "the session ended");
-        self.ended
-            .store(true, std::sync::atomic::Ordering::Release);
+        self.ended.store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// What it looks like now.
@@ -258,8 +257,7 @@ impl ServerHandle {
                 Err(Start::Refused(reason)) => {
                     self.record(launcher.audit.as_ref(), "refused", &reason);
                     self.set_status(Status::Refused(reason));
-                    self.ended
-                        .store(true, std::sync::atomic::Ordering::Release);
+                    self.ended.store(true, std::sync::atomic::Ordering::Release);
                     return;
                 }
                 Err(Start::Failed(reason)) => {
