@@ -146,7 +146,7 @@ fn assert_verified(env: &Env) {
     );
 }
 
-fn find<'a>(records: &'a [Value], what: impl Fn(&Value) -> bool) -> Option<&'a Value> {
+fn find(records: &[Value], what: impl Fn(&Value) -> bool) -> Option<&Value> {
     records.iter().find(|r| what(r))
 }
 
