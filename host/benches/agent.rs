@@ -118,7 +118,7 @@ fn main() {
         home.join("cache"),
     ))
     .unwrap();
-    let toolbox = rt
+    let mut toolbox = rt
         .block_on(Toolbox::load(
             sandbox,
             &Catalog::builtin(),
@@ -126,6 +126,12 @@ fn main() {
             Limits::default(),
         ))
         .unwrap();
+    // Every call is recorded in the audit log, as in a session
+    // (`BENCH_AUDIT=off` leaves it out, to see what recording costs).
+    if std::env::var("BENCH_AUDIT").as_deref() != Ok("off") {
+        let log = capstan::audit::AuditLog::open(&home.join("audit/audit.jsonl")).unwrap();
+        toolbox.set_audit(log);
+    }
 
     // Baseline: the same five calls, made directly one after another.
     let read = toolbox.find("fs__read").unwrap().clone();

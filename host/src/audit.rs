@@ -242,6 +242,30 @@ pub enum AuditEvent {
         exit_code: Option<i32>,
         /// How long it ran, in milliseconds.
         duration_ms: u64,
+        /// What the sandbox refused it, as far as its errors and the
+        /// proxy tell (a write into a read-only workspace, an origin not
+        /// granted); empty when nothing was seen refused.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        refused: Vec<String>,
+    },
+    /// A native command started (`capstan exec`, the model's `exec.*`
+    /// tools, a local MCP server, a hook's command, a language server),
+    /// recorded as it starts; [`AuditEvent::CommandRun`] follows when it
+    /// ends. The record's `plugin` is who started it (`exec`, `hooks`,
+    /// `mcp__SERVER`, `lsp__SERVER`) and its `call_id` the tool call's.
+    CommandStarted {
+        /// The command string or argv.
+        command: String,
+        /// The folder it starts in.
+        cwd: String,
+        /// Whether it can write the workspace.
+        write: bool,
+        /// The origins it can reach through the proxy.
+        net: Vec<String>,
+        /// Whether it runs in the OS sandbox.
+        sandboxed: bool,
+        /// Its process id, as capstan sees it.
+        pid: u32,
     },
     /// A native command was refused before it ran: its sandbox could not be
     /// set up, or it asked for what cannot be granted.
@@ -263,6 +287,38 @@ pub enum AuditEvent {
         /// Who made the change: the user account that ran capstan.
         user: String,
     },
+    /// A tool was called (a plugin's component, a host tool such as
+    /// `exec.run`, `skill` or `task`), recorded when the call ends, however
+    /// it ends. The record's `plugin` is the tool's plugin (`host` for the
+    /// host's bare-named tools) and its `call_id` the model's id for the
+    /// call (or the caller's: `capstan tool call`, an MCP client). Calls of
+    /// MCP servers' tools are [`AuditEvent::McpToolCalled`].
+    ToolCalled {
+        /// The tool's full name (`fs.read`, `exec.run`, `task`).
+        tool: String,
+        /// `ok`, `invalid input`, `denied` (the sandbox refused what it
+        /// tried), `failed`, `timed out`, `crashed` or `interrupted`.
+        outcome: String,
+        /// What the error said, for any outcome but `ok` (at most
+        /// [`DETAIL_LIMIT`] bytes).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+        /// How long the call took.
+        duration_ms: u64,
+    },
+    /// A tool call was refused before it ran: by a deny rule, plan mode,
+    /// the user, a hook, a skill's `allowed-tools`, or a command line that
+    /// did not allow what the call asks for (`--allow-write`). The record's
+    /// `call_id` is the model's id for the call.
+    CallDenied {
+        /// The tool's full name.
+        tool: String,
+        /// Who refused: `rule (LAYER)`, `mode plan`, `user`, `hook NAME`,
+        /// `non-interactive`, `skill NAME`, `command line`, ...
+        by: String,
+        /// Why, as the model or the user was told.
+        reason: String,
+    },
     /// A tool of an MCP server was called (`mcp__SERVER__TOOL`). The
     /// record's plugin is `mcp__SERVER`.
     McpToolCalled {
@@ -272,6 +328,11 @@ pub enum AuditEvent {
         outcome: String,
         /// How long the call took.
         duration_ms: u64,
+        /// What the server's sandbox refused it during the call, as its
+        /// answer tells ("Read-only file system", "Permission denied");
+        /// empty when it tells of nothing refused.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        refused: Vec<String>,
     },
     /// A language server was asked something by the `lsp` tool. The
     /// record's plugin is `lsp__SERVER`.
@@ -352,6 +413,21 @@ fn user_id() -> Option<String> {
 #[cfg(not(unix))]
 fn user_id() -> Option<String> {
     None
+}
+
+/// The most bytes of an error kept in a [`AuditEvent::ToolCalled`] record.
+pub const DETAIL_LIMIT: usize = 500;
+
+/// `text` cut to at most [`DETAIL_LIMIT`] bytes, at a character boundary.
+pub fn detail(text: &str) -> String {
+    if text.len() <= DETAIL_LIMIT {
+        return text.to_string();
+    }
+    let mut end = DETAIL_LIMIT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
 }
 
 /// One record as read back from the log.

@@ -553,3 +553,80 @@ fn ctrl_c_twice_at_the_prompt_kills_every_background_job() {
         assert!(!still_alive(*pid), "job process {pid} outlived capstan");
     }
 }
+
+/// What the user refused to `fs.write` is asked again when the model tries
+/// it through `exec.run` (a known bypass of other agents' sandboxes): the
+/// "no" is not turned into an allow for the command, nor is the question
+/// skipped; refused again, the file is unchanged.
+#[test]
+fn a_write_refused_to_fs_write_is_asked_again_through_exec_run() {
+    let _responsive = support::load::needs_a_responsive_machine();
+    let env = Env::new();
+    env.write("a.txt", "original\n");
+    let mut terminal = session(
+        &env,
+        json!([
+            { "text": "Writing the file.",
+              "tool_calls": [ { "tool": "fs.write", "input": { "path": "a.txt", "content": "planted\n" } } ] },
+            { "text": "Then through a command.",
+              "tool_calls": [ { "tool": "exec.run",
+                                "input": { "command": "echo planted > a.txt", "write": true } } ] },
+            { "text": "Both were refused." }
+        ]),
+        &[],
+    );
+    terminal.type_slowly("write a.txt\r");
+    let first = terminal.expect("allow? [y/s/a/n]");
+    assert!(first.contains("fs.write"), "{first}");
+    terminal.send("n");
+    terminal.expect("why not?");
+    terminal.send("\r");
+    // A fresh question, about the command this time.
+    let second = terminal.expect("Then through a command.");
+    let asked = terminal.expect("allow? [y/s/a/n]");
+    let question = format!("{second}{asked}");
+    assert!(question.contains("exec.run"), "{question}");
+    assert!(question.contains("write the workspace"), "{question}");
+    assert_eq!(env.read("a.txt"), "original\n", "the command ran unasked");
+    terminal.send("n");
+    terminal.expect("why not?");
+    terminal.send("\r");
+    terminal.expect("Both were refused.");
+    terminal.expect("> ");
+    assert_eq!(env.read("a.txt"), "original\n");
+    exit_cleanly(&mut terminal);
+}
+
+/// The same the other way: `fs.write` allowed for the session does not
+/// let `exec.run` write unasked.
+#[test]
+fn a_write_allowed_to_fs_write_is_not_inherited_by_exec_run() {
+    let _responsive = support::load::needs_a_responsive_machine();
+    let env = Env::new();
+    let mut terminal = session(
+        &env,
+        json!([
+            { "text": "Writing the file.",
+              "tool_calls": [ { "tool": "fs.write", "input": { "path": "a.txt", "content": "written\n" } } ] },
+            { "text": "Then through a command.",
+              "tool_calls": [ { "tool": "exec.run",
+                                "input": { "command": "echo planted > a.txt", "write": true } } ] },
+            { "text": "The command was refused." }
+        ]),
+        &[],
+    );
+    terminal.type_slowly("write a.txt\r");
+    terminal.expect("allow? [y/s/a/n]");
+    terminal.send("s");
+    terminal.expect("Then through a command.");
+    let asked = terminal.expect("allow? [y/s/a/n]");
+    assert!(asked.contains("exec.run"), "{asked}");
+    assert_eq!(env.read("a.txt"), "written\n", "the command ran unasked");
+    terminal.send("n");
+    terminal.expect("why not?");
+    terminal.send("\r");
+    terminal.expect("The command was refused.");
+    terminal.expect("> ");
+    assert_eq!(env.read("a.txt"), "written\n");
+    exit_cleanly(&mut terminal);
+}

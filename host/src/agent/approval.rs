@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use super::dispatch::Call;
 use super::tool::{AgentTool, CallNeeds};
 use super::{Agent, AgentError, AgentEvent, Frontend, Interrupt, REFUSAL_PREFIX};
+use crate::audit::{AuditEvent, AuditScope};
 use crate::hooks::{self, HookEvent, Verdict};
 use crate::policy::{
     Decision, DecisionSource, Layer, Mode, Outcome, Rule, RuleKind, ToolFacts, web_hosts,
@@ -145,6 +146,7 @@ impl Agent {
                 .toolbox
                 .skill_refusal(&tool, &call.input, &self.parts.workspace)
         {
+            self.audit_denial(&call.id, &tool.name, "skill allowed-tools", &refusal);
             return Ok(Err(refusal));
         }
         let mut input = call.input.clone();
@@ -336,10 +338,13 @@ impl Agent {
                 Outcome::Deny => "deny",
             }
             .to_string(),
-            source,
+            source: source.clone(),
             rule,
             reason: decision.reason.clone(),
         })?;
+        if decision.outcome != Outcome::Allow {
+            self.audit_denial(&call.id, &tool.name, &source, &decision.reason);
+        }
         // At debug: the transcript records every decision already, and a
         // line per call at the default level costs the loop.
         tracing::debug!(
@@ -469,6 +474,20 @@ impl Agent {
         }
     }
 
+    /// Records in the session's audit log that call `call_id` of `tool`
+    /// was refused before it ran, `by` whom, and why.
+    fn audit_denial(&self, call_id: &str, tool: &str, by: &str, reason: &str) {
+        if let Some(log) = self.parts.toolbox.audit() {
+            AuditScope::new(log.clone(), audit_plugin(tool), call_id, self.session_id()).record(
+                AuditEvent::CallDenied {
+                    tool: tool.to_string(),
+                    by: by.to_string(),
+                    reason: reason.to_string(),
+                },
+            );
+        }
+    }
+
     /// The decision for the user's "no", with what they said.
     fn denial(reason: Option<String>) -> Decision {
         Decision {
@@ -530,6 +549,18 @@ fn describe_source(source: &DecisionSource) -> (String, Option<String>) {
         DecisionSource::Hook(hook) => (format!("hook {hook}"), None),
         DecisionSource::Skill { skill, rule } => (format!("skill {skill}"), Some(rule.clone())),
         DecisionSource::PromptTool(tool) => (format!("permission prompt tool {tool}"), None),
+    }
+}
+
+/// The plugin a refused call of `tool` is recorded under: the `PLUGIN` of
+/// `PLUGIN.TOOL`, the server of `mcp__SERVER__TOOL`, else `host`.
+fn audit_plugin(tool: &str) -> &str {
+    if let Some((plugin, _)) = tool.split_once('.') {
+        return plugin;
+    }
+    match tool.strip_prefix("mcp__").and_then(|rest| rest.find("__")) {
+        Some(end) => &tool[..5 + end],
+        None => "host",
     }
 }
 

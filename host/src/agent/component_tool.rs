@@ -97,6 +97,8 @@ impl ComponentTool {
             call.events.cloned(),
             call.audit,
         );
+        // Its capability decisions carry the tool call's id.
+        options.call_id = Some(call.call_id.to_string());
         // An agent without network tools gets no network in any call:
         // neither the plugin's origins nor the secrets sent to them.
         if !call.reach.net {

@@ -449,6 +449,7 @@ impl Agent {
         if let Some(watch) = self.parts.toolbox.file_watch() {
             watch.session_ended();
         }
+        self.parts.toolbox.session_ended().await;
         self.finish()
     }
 

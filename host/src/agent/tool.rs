@@ -12,13 +12,14 @@
 //! the scheduler, the policy and the hooks see only this shape.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures_util::future::LocalBoxFuture;
 use serde_json::Value;
 
 use super::interrupt::Interrupt;
 use super::session_parts::SessionParts;
-use crate::audit::AuditLog;
+use crate::audit::{AuditEvent, AuditLog, AuditScope};
 use crate::model::{Image, Usage};
 use crate::sandbox::{CallError, EventSink, ToolSpec};
 
@@ -150,6 +151,13 @@ pub trait ToolHandler: Send + Sync {
         None
     }
 
+    /// Whether the handler records each of its calls in the audit log
+    /// itself (an MCP server's tools: [`AuditEvent::McpToolCalled`]), so
+    /// [`AgentTool::call`] does not record them again.
+    fn records_own_calls(&self) -> bool {
+        false
+    }
+
     /// Runs one call.
     fn call<'a>(&'a self, call: ToolCall<'a>) -> LocalBoxFuture<'a, ToolOutcome>;
 }
@@ -166,6 +174,11 @@ pub trait ToolSource: Send + Sync {
     /// it waited.
     fn wait_for<'a>(&'a self, _model_name: &'a str) -> LocalBoxFuture<'a, bool> {
         Box::pin(async { false })
+    }
+    /// The session ended: whatever the source runs (servers) is stopped,
+    /// and its end recorded before this returns.
+    fn session_ended(&self) -> LocalBoxFuture<'_, ()> {
+        Box::pin(async {})
     }
 }
 
@@ -232,9 +245,111 @@ impl AgentTool {
         self.handler.wants(input)
     }
 
-    /// Runs one call.
+    /// Runs one call, and records it in `call.audit` (if given) when it
+    /// ends, however it ends: its outcome and how long it took, under the
+    /// call's id. A call whose future is dropped before it ends (the user
+    /// interrupted) is recorded as `interrupted`. Per call this is one
+    /// scope (a few small strings) and one appended record.
     pub fn call<'a>(&'a self, call: ToolCall<'a>) -> LocalBoxFuture<'a, ToolOutcome> {
-        self.handler.call(call)
+        let Some(log) = call.audit.filter(|_| !self.handler.records_own_calls()) else {
+            return self.handler.call(call);
+        };
+        let record = CallRecord::start(
+            log,
+            self.audit_plugin(),
+            &self.name,
+            call.call_id,
+            call.session_id,
+        );
+        let running = self.handler.call(call);
+        Box::pin(async move {
+            let outcome = running.await;
+            record.finish(&outcome.result);
+            outcome
+        })
+    }
+
+    /// The plugin its calls are recorded under: its plugin, else the
+    /// prefix of a host tool's `PREFIX.TOOL` name (`exec`), else `host`.
+    pub fn audit_plugin(&self) -> &str {
+        self.handler
+            .plugin()
+            .or_else(|| self.name.split_once('.').map(|(prefix, _)| prefix))
+            .unwrap_or("host")
+    }
+}
+
+/// The audit record of one tool call: started when the call starts,
+/// written when it ends ([`CallRecord::finish`]), or as `interrupted` if it
+/// is dropped before.
+pub struct CallRecord {
+    scope: AuditScope,
+    tool: String,
+    started: Instant,
+    done: bool,
+}
+
+impl CallRecord {
+    /// The record of call `call_id` of `tool` (of `plugin`), in `log`.
+    pub fn start(
+        log: &AuditLog,
+        plugin: &str,
+        tool: &str,
+        call_id: &str,
+        session_id: Option<&str>,
+    ) -> Self {
+        Self {
+            scope: AuditScope::new(log.clone(), plugin, call_id, session_id),
+            tool: tool.to_string(),
+            started: Instant::now(),
+            done: false,
+        }
+    }
+
+    /// Writes the record: the call ended with `result`.
+    pub fn finish<T>(mut self, result: &Result<T, CallError>) {
+        let (outcome, detail) = match result {
+            Ok(_) => ("ok", None),
+            Err(error) => (
+                outcome_name(error),
+                Some(crate::audit::detail(&error.to_string())),
+            ),
+        };
+        self.write(outcome, detail);
+    }
+
+    fn write(&mut self, outcome: &str, detail: Option<String>) {
+        self.done = true;
+        self.scope.record(AuditEvent::ToolCalled {
+            tool: std::mem::take(&mut self.tool),
+            outcome: outcome.to_string(),
+            detail,
+            duration_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        });
+    }
+}
+
+impl Drop for CallRecord {
+    fn drop(&mut self) {
+        if !self.done {
+            self.write("interrupted", None);
+        }
+    }
+}
+
+/// How a call that failed with `error` ended, in the audit log's words.
+pub fn outcome_name(error: &CallError) -> &'static str {
+    match error {
+        CallError::InvalidInput(_) => "invalid input",
+        CallError::Denied(_) => "denied",
+        CallError::UnknownTool { .. } => "unknown tool",
+        CallError::Timeout { .. } => "timed out",
+        CallError::MemoryLimit { .. }
+        | CallError::HostResources { .. }
+        | CallError::HeadersTooLarge { .. }
+        | CallError::OutputTooLarge { .. } => "stopped at a limit",
+        CallError::Crashed { .. } => "crashed",
+        _ => "failed",
     }
 }
 

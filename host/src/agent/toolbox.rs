@@ -373,6 +373,14 @@ impl Toolbox {
         self.file_watch.as_ref()
     }
 
+    /// Tells every source of tools that the session ended, so the
+    /// servers they run stop and their ends are recorded.
+    pub async fn session_ended(&self) {
+        for source in &self.sources {
+            source.session_ended().await;
+        }
+    }
+
     /// The audit log of calls whose plugin has none of its own.
     pub fn audit(&self) -> Option<&AuditLog> {
         self.audit.as_ref()

@@ -151,7 +151,15 @@ fn human_line(record: &AuditRecord) -> String {
             tool,
             outcome,
             duration_ms,
-        } => format!("mcp_tool_called {tool}: {outcome} after {duration_ms} ms"),
+            refused,
+        } => {
+            let refused = if refused.is_empty() {
+                String::new()
+            } else {
+                format!("; refused: {}", refused.join("; "))
+            };
+            format!("mcp_tool_called {tool}: {outcome} after {duration_ms} ms{refused}")
+        }
         AuditEvent::LspRequest {
             method,
             file,
@@ -170,6 +178,7 @@ fn human_line(record: &AuditRecord) -> String {
             ending,
             exit_code,
             duration_ms,
+            refused,
         } => {
             let mut given = vec![if *write { "write" } else { "read-only" }.to_string()];
             given.extend(net.iter().map(|origin| format!("net {origin}")));
@@ -180,10 +189,47 @@ fn human_line(record: &AuditRecord) -> String {
                 Some(code) => format!("{ending} {code}"),
                 None => ending.clone(),
             };
+            let refused = if refused.is_empty() {
+                String::new()
+            } else {
+                format!("; refused: {}", refused.join("; "))
+            };
             format!(
-                "command_run `{command}` in {cwd} ({}): {ended} after {duration_ms} ms",
+                "command_run `{command}` in {cwd} ({}): {ended} after {duration_ms} ms{refused}",
                 given.join(", ")
             )
+        }
+        AuditEvent::CommandStarted {
+            command,
+            cwd,
+            write,
+            net,
+            sandboxed,
+            pid,
+        } => {
+            let mut given = vec![if *write { "write" } else { "read-only" }.to_string()];
+            given.extend(net.iter().map(|origin| format!("net {origin}")));
+            if !sandboxed {
+                given.push("UNSANDBOXED".to_string());
+            }
+            format!(
+                "command_started `{command}` in {cwd} ({}): pid {pid}",
+                given.join(", ")
+            )
+        }
+        AuditEvent::ToolCalled {
+            tool,
+            outcome,
+            detail,
+            duration_ms,
+        } => match detail {
+            Some(detail) => {
+                format!("tool_called {tool}: {outcome} after {duration_ms} ms: {detail}")
+            }
+            None => format!("tool_called {tool}: {outcome} after {duration_ms} ms"),
+        },
+        AuditEvent::CallDenied { tool, by, reason } => {
+            format!("call_denied {tool} by {by}: {reason}")
         }
         AuditEvent::CommandRefused { command, reason } => {
             format!("command_refused `{command}`: {reason}")

@@ -12,7 +12,9 @@ use super::Exit;
 use super::escape;
 use super::exit::Failure;
 use crate::agent::component_tool::{ComponentTool, PluginRuntime};
+use crate::agent::tool::{CallRecord, ToolHandler};
 use crate::agent::{Interrupt, ToolCall};
+use crate::audit::{AuditEvent, AuditLog, AuditScope};
 use crate::home::Home;
 use crate::plugin::{Catalog, CatalogError, Provision, ProvisionError, ToolRef, Writes};
 use crate::quantity::{parse_duration, parse_size};
@@ -138,6 +140,7 @@ pub async fn run(command: ToolCommand, verbose: bool) -> Exit {
 
 /// The sandbox and the plugins of this invocation.
 struct Setup {
+    home: Home,
     sandbox: Arc<Sandbox>,
     catalog: Catalog,
     verbose: bool,
@@ -157,6 +160,7 @@ impl Setup {
                 .map_err(|e| Failure::new(Exit::Usage, e))?;
         }
         Ok(Self {
+            home,
             sandbox,
             catalog,
             verbose,
@@ -428,8 +432,8 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
     // an installed plugin runs under what the user granted it (the
     // workspace writable only with --allow-write), with its own limits, and
     // its capability decisions go to its audit log, which must open.
-    // Built-in plugins and --plugin files see the workspace only, and are
-    // not audited (every file a built-in tool opens would be a record).
+    // Built-in plugins and --plugin files see the workspace only; theirs
+    // go to the home's audit log, as in a session, with the call itself.
     let writes = if args.allow_write {
         Writes::WhenAllowed
     } else {
@@ -473,19 +477,27 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
     })?;
     let events = setup.events();
     let interrupt = Interrupt::new();
+    let audit = home_audit(&setup.home);
+    let call_id = crate::sandbox::new_call_id();
+    let record = audit
+        .as_ref()
+        .map(|log| CallRecord::start(log, &plugin, ToolHandler::name(&tool), &call_id, None));
     let started = Instant::now();
     let result = tool
         .run(&ToolCall {
             input: &input,
-            call_id: "",
+            call_id: &call_id,
             session_id: None,
             interrupt: &interrupt,
             events: Some(&events),
-            audit: None,
+            audit: audit.as_ref(),
             session: None,
             reach: crate::agent::tool::Reach::FULL,
         })
         .await;
+    if let Some(record) = record {
+        record.finish(&result);
+    }
     if verbose {
         eprintln!(
             "capstan: {} ran in {:.2} ms",
@@ -546,14 +558,19 @@ async fn call_exec_run(args: &CallArgs, input: &str) -> Result<Exit, Failure> {
             &CallError::InvalidInput("the input must be a JSON object".to_string()),
         ));
     };
+    let home = Home::from_env().map_err(|e| Failure::new(Exit::Error, e))?;
+    let audit = home_audit(&home);
+    let call_id = crate::sandbox::new_call_id();
     if fields.get("write") == Some(&Value::Bool(true)) && !args.allow_write {
-        return Ok(report_error(
-            args,
-            &CallError::Denied(
-                "the input asks to write the workspace; pass --allow-write to let the command change files"
-                    .to_string(),
-            ),
-        ));
+        let reason = "the input asks to write the workspace; pass --allow-write to let the command change files";
+        if let Some(log) = &audit {
+            AuditScope::new(log.clone(), "exec", &call_id, None).record(AuditEvent::CallDenied {
+                tool: crate::agent::exec_tool::TOOL_NAME.to_string(),
+                by: "command line (no --allow-write)".to_string(),
+                reason: reason.to_string(),
+            });
+        }
+        return Ok(report_error(args, &CallError::Denied(reason.to_string())));
     }
     if args.allow_write {
         fields.insert("write".to_string(), Value::Bool(true));
@@ -578,7 +595,6 @@ async fn call_exec_run(args: &CallArgs, input: &str) -> Result<Exit, Failure> {
     if let Some(timeout) = args.timeout {
         fields.insert("timeout".to_string(), json!(timeout.as_secs().max(1)));
     }
-    let home = Home::from_env().map_err(|e| Failure::new(Exit::Error, e))?;
     let settings =
         crate::config::load(&home, &workspace).map_err(|e| Failure::new(Exit::Usage, e))?;
     for warning in &settings.warnings {
@@ -596,18 +612,30 @@ async fn call_exec_run(args: &CallArgs, input: &str) -> Result<Exit, Failure> {
         return Err(Failure::new(Exit::Error, "exec.run is missing"));
     };
     let interrupt = Interrupt::new();
+    let record = audit.as_ref().map(|log| {
+        CallRecord::start(
+            log,
+            "exec",
+            crate::agent::exec_tool::TOOL_NAME,
+            &call_id,
+            None,
+        )
+    });
     let outcome = tool
         .call(ToolCall {
             input: &input,
-            call_id: "tool-call",
+            call_id: &call_id,
             session_id: None,
             interrupt: &interrupt,
             events: None,
-            audit: None,
+            audit: audit.as_ref(),
             session: None,
             reach: crate::agent::tool::Reach::FULL,
         })
         .await;
+    if let Some(record) = record {
+        record.finish(&outcome.result);
+    }
     match outcome.result {
         Ok(text) => {
             if args.json {
@@ -619,6 +647,19 @@ async fn call_exec_run(args: &CallArgs, input: &str) -> Result<Exit, Failure> {
             Ok(Exit::Success)
         }
         Err(err) => Ok(report_error(args, &err)),
+    }
+}
+
+/// The home's audit log, where `capstan tool call` records the call (and
+/// a built-in plugin's capability decisions); a log that cannot be opened
+/// is said, and the call runs unrecorded.
+fn home_audit(home: &Home) -> Option<AuditLog> {
+    match AuditLog::open(&home.audit_log()) {
+        Ok(log) => Some(log),
+        Err(error) => {
+            eprintln!("warning: this call is not recorded in the audit log: {error}");
+            None
+        }
     }
 }
 

@@ -200,7 +200,7 @@ pub async fn call(
     let server = ServerHandle::new(spec, Status::Starting(1));
     let supervised = tokio::spawn(server.clone().supervise(launcher));
     settle(std::slice::from_ref(&server)).await;
-    let source = McpToolSource::new(vec![server.clone()], audit);
+    let source = McpToolSource::new(vec![server.clone()], audit.clone());
     let tools = source.tools();
     let Some(tool) = tools.iter().find(|t| t.name == name) else {
         supervised.abort();
@@ -247,8 +247,27 @@ pub async fn call(
         )),
         Outcome::Ask | Outcome::Allow => None,
     };
+    let call_id = crate::sandbox::new_call_id();
     if let Some(reason) = refusal {
         supervised.abort();
+        if let Some(log) = &audit {
+            let by = if decision.outcome == Outcome::Deny {
+                "rule"
+            } else {
+                "command line (no --allow-write)"
+            };
+            crate::audit::AuditScope::new(
+                log.clone(),
+                &format!("mcp__{}", server.spec.name),
+                &call_id,
+                None,
+            )
+            .record(crate::audit::AuditEvent::CallDenied {
+                tool: tool.name.clone(),
+                by: by.to_string(),
+                reason: reason.clone(),
+            });
+        }
         return Err(Failure::new(Exit::Denied, format!("{name}: {reason}")));
     }
     let interrupt = Interrupt::new();
@@ -256,19 +275,18 @@ pub async fn call(
     let outcome = tool
         .call(ToolCall {
             input: &input,
-            call_id: "",
+            call_id: &call_id,
             session_id: None,
             interrupt: &interrupt,
             events: None,
-            audit: None,
+            audit: audit.as_ref(),
             session: None,
             reach: crate::agent::tool::Reach::FULL,
         })
         .await;
+    // The server is stopped and its end recorded before capstan exits.
+    crate::mcp::client::stop_servers(std::slice::from_ref(&server)).await;
     supervised.abort();
-    if let Some(connection) = server.connection() {
-        connection.stop("the call is done");
-    }
     match outcome.result {
         Ok(text) => {
             if json_output {

@@ -213,11 +213,25 @@ impl RunningCommand {
             )
         });
         let started = Self::start_unrecorded(request, grants, audit.clone(), attach);
-        if let (Err(error), Some(audit)) = (&started, &audit) {
-            audit.record(AuditEvent::CommandRefused {
+        match (&started, &audit) {
+            (Err(error), Some(audit)) => audit.record(AuditEvent::CommandRefused {
                 command: request.command.describe(),
                 reason: error.to_string(),
-            });
+            }),
+            // Recorded as it starts: a service (an MCP server, a language
+            // server) may run for the whole session.
+            (Ok((running, _)), Some(audit)) => {
+                let summary = &running.summary;
+                audit.record(AuditEvent::CommandStarted {
+                    command: summary.command.clone(),
+                    cwd: summary.cwd.display().to_string(),
+                    write: summary.write,
+                    net: summary.net.iter().map(ToString::to_string).collect(),
+                    sandboxed: summary.sandboxed,
+                    pid: running.keeper.id(),
+                });
+            }
+            _ => {}
         }
         started
     }
@@ -506,6 +520,7 @@ impl RunningCommand {
                     _ => None,
                 },
                 duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
+                refused: needs.iter().map(ToString::to_string).collect(),
             });
             audit_failure = audit.close().err().map(|error| error.to_string());
         }

@@ -61,10 +61,17 @@ impl HookComponent {
         self
     }
 
-    /// The options of one event's call: its reports go to the session,
-    /// tagged with the tool call the event is about.
+    /// The options of one event's call: its reports go to the session and
+    /// its records to the audit log, tagged with the tool call the event is
+    /// about.
     fn options_for(&self, event: HookEvent, payload: &serde_json::Value) -> CallOptions {
         let mut options = self.options.clone();
+        // What the hook's call touches is recorded under the tool call the
+        // event is about, when it is about one.
+        options.call_id = payload
+            .get("tool_use_id")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string);
         if let Some(events) = &self.events {
             let events = events.clone();
             let call = match payload

@@ -372,7 +372,7 @@ impl Server {
                 session_id: None,
                 interrupt,
                 events: events.as_ref(),
-                audit: None,
+                audit: tools.audit(),
                 session: None,
                 reach: crate::agent::tool::Reach::FULL,
             })

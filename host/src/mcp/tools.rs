@@ -97,6 +97,11 @@ impl ToolSet {
             .collect()
     }
 
+    /// The home's audit log, where its calls are recorded, if it opened.
+    pub fn audit(&self) -> Option<&crate::audit::AuditLog> {
+        self.toolbox.audit()
+    }
+
     /// The workspace its calls see.
     pub fn workspace(&self) -> &Path {
         &self.workspace

@@ -317,6 +317,7 @@ impl Provision {
             session_id: session_id.map(str::to_string),
             events,
             audit: self.audit.clone().or_else(|| session_audit.cloned()),
+            call_id: None,
         }
     }
 }

@@ -257,8 +257,13 @@ fn call_state(
 ) -> Result<(CallState, MemoryOutputPipe, MemoryOutputPipe), CallError> {
     let stdout = MemoryOutputPipe::new(CAPTURE_LIMIT);
     let stderr = MemoryOutputPipe::new(CAPTURE_LIMIT);
+    let recorded_as = options
+        .call_id
+        .as_deref()
+        .filter(|id| !id.is_empty())
+        .unwrap_or(call_id);
     let audit = options.audit.clone().map(|log| {
-        crate::audit::AuditScope::new(log, plugin, call_id, options.session_id.as_deref())
+        crate::audit::AuditScope::new(log, plugin, recorded_as, options.session_id.as_deref())
     });
     let mut builder = WasiCtxBuilder::new();
     builder.stdout(stdout.clone()).stderr(stderr.clone());

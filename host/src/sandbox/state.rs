@@ -44,6 +44,10 @@ pub struct CallOptions {
     pub events: Option<EventSink>,
     /// Where capability decisions are recorded, if anywhere.
     pub audit: Option<crate::audit::AuditLog>,
+    /// The id the call's records carry: the tool call's (the model's
+    /// tool-use id) when the caller knows it, else the sandbox's own id
+    /// for the call.
+    pub call_id: Option<String>,
 }
 
 impl CallOptions {

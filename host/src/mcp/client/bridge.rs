@@ -84,6 +84,10 @@ impl ToolSource for McpToolSource {
         built.1.clone()
     }
 
+    fn session_ended(&self) -> LocalBoxFuture<'_, ()> {
+        Box::pin(super::stop_servers(&self.servers))
+    }
+
     fn wait_for<'a>(&'a self, model_name: &'a str) -> LocalBoxFuture<'a, bool> {
         Box::pin(async move {
             let Some(rest) = model_name.strip_prefix("mcp__") else {
@@ -165,7 +169,7 @@ impl McpTool {
         }
     }
 
-    fn record(&self, call: &ToolCall<'_>, outcome: &str, started: Instant) {
+    fn record(&self, call: &ToolCall<'_>, outcome: &str, started: Instant, text: &str) {
         let Some(log) = call.audit.or(self.audit.as_ref()) else {
             return;
         };
@@ -179,6 +183,7 @@ impl McpTool {
             tool: self.spec.name.clone(),
             outcome: outcome.to_string(),
             duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            refused: seen_refused(text),
         });
     }
 
@@ -389,6 +394,22 @@ fn image_of(mime_type: &str, data: &str, so_far: usize) -> Result<Image, String>
     })
 }
 
+/// What a local server's answer says its sandbox refused it: the kernel
+/// refuses inside the server, so its own words are all capstan sees. A
+/// write into a read-only folder fails with "Read-only file system"
+/// (`EROFS`), which nothing else in the sandbox produces; a file outside
+/// its grants with "Permission denied" (Landlock's `EACCES`).
+fn seen_refused(text: &str) -> Vec<String> {
+    let mut refused = Vec::new();
+    if text.contains("Read-only file system") {
+        refused.push("a write into a folder it may only read (Read-only file system)".to_string());
+    }
+    if text.contains("Permission denied") || text.contains("permission denied") {
+        refused.push("a file outside its grants (Permission denied)".to_string());
+    }
+    refused
+}
+
 impl ToolHandler for McpTool {
     fn name(&self) -> &str {
         &self.name
@@ -405,6 +426,10 @@ impl ToolHandler for McpTool {
         }
     }
 
+    fn records_own_calls(&self) -> bool {
+        true
+    }
+
     fn call<'a>(&'a self, call: ToolCall<'a>) -> LocalBoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
             let started = Instant::now();
@@ -412,14 +437,17 @@ impl ToolHandler for McpTool {
             match outcome {
                 Ok((answer, images)) => {
                     let how = if answer.is_ok() { "ok" } else { "tool error" };
-                    self.record(&call, how, started);
+                    let text = match &answer {
+                        Ok(text) | Err(text) => text.as_str(),
+                    };
+                    self.record(&call, how, started, text);
                     ToolOutcome {
                         images,
                         ..answer.map_err(CallError::Failed).into()
                     }
                 }
                 Err((error, how)) => {
-                    self.record(&call, how, started);
+                    self.record(&call, how, started, "");
                     Err(error).into()
                 }
             }

@@ -201,6 +201,22 @@ pub fn servers_with(home: &Home, workspace: &Path, command_line: &CommandLineSer
     }
 }
 
+/// How long the end of a session waits for its servers' ends to be
+/// recorded.
+pub const STOP_WAIT: Duration = Duration::from_secs(5);
+
+/// Stops `servers` for good and waits (at most [`STOP_WAIT`]) until their
+/// supervisors have recorded their ends.
+pub async fn stop_servers(servers: &[Arc<ServerHandle>]) {
+    for server in servers {
+        server.stop();
+    }
+    let deadline = Instant::now() + STOP_WAIT;
+    while servers.iter().any(|server| server.is_supervised()) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 impl McpClients {
     /// Starts every allowed server of `workspace` in the background
     /// (tasks on the current runtime) with what `launcher` gives.

@@ -100,6 +100,12 @@ pub struct ServerHandle {
     connection: Mutex<Option<Arc<Connection>>>,
     /// Bumped on every change of the tools, so the bridge rebuilds.
     generation: std::sync::atomic::AtomicU64,
+    /// Raised when the session ends: the server is stopped and not
+    /// restarted.
+    stopping: tokio::sync::watch::Sender<bool>,
+    /// Whether its supervisor is running, and whether it has ended.
+    supervised: std::sync::atomic::AtomicBool,
+    ended: std::sync::atomic::AtomicBool,
 }
 
 /// What a session gives its servers: the base sandbox for local ones, the
@@ -131,7 +137,37 @@ impl ServerHandle {
             }),
             connection: Mutex::new(None),
             generation: std::sync::atomic::AtomicU64::new(0),
+            stopping: tokio::sync::watch::Sender::new(false),
+            supervised: std::sync::atomic::AtomicBool::new(false),
+            ended: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Stops the server for good (the session ends): its process is
+    /// stopped, its end recorded, and it is not restarted.
+    pub fn stop(&self) {
+        self.stopping.send_replace(true);
+        if let Some(connection) = self.connection() {
+            connection.stop("the session ended");
+        }
+    }
+
+    /// Whether its supervisor is still running (the server has not been
+    /// stopped for good, or its end is not recorded yet).
+    pub fn is_supervised(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        self.supervised.load(Ordering::Acquire) && !self.ended.load(Ordering::Acquire)
+    }
+
+    fn is_stopping(&self) -> bool {
+        *self.stopping.borrow()
+    }
+
+    /// Records that the server was stopped as the session ended, and ends
+    /// its supervisor.
+    fn stopped(&self, audit: Option<&AuditLog>) {
+        self.record(audit, "stopped", "the session ended");
+        self.ended.store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// What it looks like now.
@@ -201,9 +237,15 @@ impl ServerHandle {
     /// Runs the server for the rest of the session: starts it, restarts
     /// it when it goes down.
     pub async fn supervise(self: Arc<Self>, launcher: Launcher) {
+        self.supervised
+            .store(true, std::sync::atomic::Ordering::Release);
         let mut attempt = 0u32;
         let mut failures = 0u32;
         loop {
+            if self.is_stopping() {
+                self.stopped(launcher.audit.as_ref());
+                return;
+            }
             attempt += 1;
             self.set_status(Status::Starting(attempt));
             if let Ok(mut view) = self.view.lock() {
@@ -215,6 +257,7 @@ impl ServerHandle {
                 Err(Start::Refused(reason)) => {
                     self.record(launcher.audit.as_ref(), "refused", &reason);
                     self.set_status(Status::Refused(reason));
+                    self.ended.store(true, std::sync::atomic::Ordering::Release);
                     return;
                 }
                 Err(Start::Failed(reason)) => {
@@ -230,6 +273,10 @@ impl ServerHandle {
                         &format!("{} tools", self.view().tools.len()),
                     );
                     self.set_status(Status::Ready);
+                    // Stopped while it was starting: stop it now.
+                    if self.is_stopping() {
+                        connection.stop("the session ended");
+                    }
                     let reason = self.serve(&connection, &mut events).await;
                     if let Ok(mut slot) = self.connection.lock() {
                         *slot = None;
@@ -247,12 +294,20 @@ impl ServerHandle {
             }
             failures += 1;
             let pause = Duration::from_secs(1u64 << (failures - 1).min(6)).min(MAX_BACKOFF);
+            if self.is_stopping() {
+                self.stopped(launcher.audit.as_ref());
+                return;
+            }
             self.record(launcher.audit.as_ref(), "down", &reason);
             self.set_status(Status::Restarting {
                 reason,
                 at: Instant::now() + pause,
             });
-            tokio::time::sleep(pause).await;
+            let mut stopping = self.stopping.subscribe();
+            tokio::select! {
+                () = tokio::time::sleep(pause) => {}
+                _ = stopping.wait_for(|stop| *stop) => {}
+            }
         }
     }
 
