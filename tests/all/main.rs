@@ -27,6 +27,7 @@ mod cli;
 mod doctor;
 mod escapes;
 mod exec_grants;
+mod exec_proxy;
 mod exec_sandbox;
 mod exec_temp_area;
 mod exec_tools;
