@@ -30,6 +30,7 @@ mod escapes;
 mod exec_credentials;
 mod exec_grants;
 mod exec_protected;
+mod exec_proxy;
 mod exec_sandbox;
 mod exec_syscalls;
 mod exec_temp_area;

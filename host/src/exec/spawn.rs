@@ -468,15 +468,6 @@ pub(super) fn kill_group(pgid: u32) {
     }
 }
 
-/// Wakes a thread blocked in `accept` on `listener` (it returns an error),
-/// so the proxy stops at once when its command ends.
-pub(super) fn shut_down(listener: &TcpListener) {
-    // SAFETY: a plain system call on a descriptor `listener` owns.
-    unsafe {
-        libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR);
-    }
-}
-
 /// `relative` opened (`O_PATH`) beneath `root`, no link followed.
 pub(super) fn open_beneath(
     root: &std::fs::File,
