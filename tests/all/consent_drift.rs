@@ -418,7 +418,7 @@ fn an_interactive_start_asks_before_running_without_a_guard() {
     let component = store_folder(&env, "protect-paths").join("protect_paths.wasm");
     std::fs::write(&component, b"not a component").unwrap();
     let script = env.home.path().join("script.json");
-    std::fs::write(&script, json!({ "turns": [] }).to_string()).unwrap();
+    std::fs::write(&script, json!({ "turns": [{"text": "Hello."}] }).to_string()).unwrap();
     let start = || {
         let mut cmd = env.capstan_std();
         for var in support::MODEL_VARS {
