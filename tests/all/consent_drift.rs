@@ -103,7 +103,11 @@ fn a_folder_grant_whose_link_changed_after_consent_is_refused_not_followed() {
     // The lock holds the folder the user agreed to.
     let text = lock(&env);
     assert!(
-        text.contains(&format!("\"{}\" = \"{}\"", link.display(), agreed.display())),
+        text.contains(&format!(
+            "\"{}\" = \"{}\"",
+            link.display(),
+            agreed.display()
+        )),
         "{text}"
     );
     let read = |path: &Path| {
@@ -223,7 +227,10 @@ fn a_lock_written_before_folders_were_recorded_is_completed_at_first_use() {
     assert!(stdout(&out).contains("files.read"), "{}", stdout(&out));
     assert!(lock(&env).contains(&table), "{}", lock(&env));
     let audit = std::fs::read_to_string(env.home.path().join("audit/audit.jsonl")).unwrap();
-    assert!(audit.contains("recorded the folders its grants resolve to"), "{audit}");
+    assert!(
+        audit.contains("recorded the folders its grants resolve to"),
+        "{audit}"
+    );
     // ... and held from then on.
     std::fs::remove_file(&link).unwrap();
     std::os::unix::fs::symlink(&other, &link).unwrap();
@@ -418,7 +425,11 @@ fn an_interactive_start_asks_before_running_without_a_guard() {
     let component = store_folder(&env, "protect-paths").join("protect_paths.wasm");
     std::fs::write(&component, b"not a component").unwrap();
     let script = env.home.path().join("script.json");
-    std::fs::write(&script, json!({ "turns": [{"text": "Hello."}] }).to_string()).unwrap();
+    std::fs::write(
+        &script,
+        json!({ "turns": [{"text": "Hello."}] }).to_string(),
+    )
+    .unwrap();
     let start = || {
         let mut cmd = env.capstan_std();
         for var in support::MODEL_VARS {

@@ -319,9 +319,11 @@ fn a_server_quoting_a_read_denied_file_never_reaches_the_model() {
         .count();
     assert_eq!(runs, 0, "a server ran over the denied file");
     // The edit itself went through.
-    assert!(std::fs::read_to_string(ws.join("app.fk"))
-        .unwrap()
-        .contains("# edited"));
+    assert!(
+        std::fs::read_to_string(ws.join("app.fk"))
+            .unwrap()
+            .contains("# edited")
+    );
 }
 
 #[test]

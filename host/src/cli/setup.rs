@@ -768,7 +768,9 @@ fn start_language_servers(
     if policy.denies_any_reading() {
         let policy = policy.clone();
         let workspace = workspace.to_path_buf();
-        let real = workspace.canonicalize().unwrap_or_else(|_| workspace.clone());
+        let real = workspace
+            .canonicalize()
+            .unwrap_or_else(|_| workspace.clone());
         servers = servers.with_read_denials(std::sync::Arc::new(move |file: &std::path::Path| {
             policy.denies_reading(file, &workspace) || policy.denies_reading(file, &real)
         }));

@@ -495,7 +495,6 @@ impl Capabilities {
         Ok(resolved)
     }
 
-
     /// A copy without the entry `what` names (for `revoke`): the entry
     /// whose key ([`Capability::key`]) is the value — a folder by its path,
     /// whatever its access; an origin by its exact pattern; a variable or

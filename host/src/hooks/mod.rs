@@ -383,7 +383,10 @@ mod tests {
         let wider = vec![sub(HookEvent::PreToolUse, None), sub(HookEvent::Stop, None)];
         assert!(!same_subscriptions(&a, &wider));
         let change = describe_subscription_change(&a, &wider);
-        assert!(change.contains("    + PreToolUse for every tool"), "{change}");
+        assert!(
+            change.contains("    + PreToolUse for every tool"),
+            "{change}"
+        );
         assert!(change.contains("    - PreToolUse for fs.write"), "{change}");
         assert!(!change.contains("Stop"), "{change}");
         assert!(guards(&a));

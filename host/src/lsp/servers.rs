@@ -492,7 +492,10 @@ fn server_grants(spec: &LspServerSpec, mut grants: ExecGrants) -> ExecGrants {
 /// link the path it leads to), or if it holds more than
 /// [`MAX_SCREENED_ENTRIES`] to check. Links are not followed into folders:
 /// what they lead to inside the workspace is checked where it is.
-fn denied_file_in(workspace: &Path, denied: &(dyn Fn(&Path) -> bool + Send + Sync)) -> Option<String> {
+fn denied_file_in(
+    workspace: &Path,
+    denied: &(dyn Fn(&Path) -> bool + Send + Sync),
+) -> Option<String> {
     let found = "language servers are off for the rest of this session: the workspace holds a file your rules deny reading, and a language server reads every file of the workspace, so its answers (hover text, diagnostics, symbols) could quote it; move that file out of the workspace, or drop the rule, and start a new session".to_string();
     let mut seen = 0usize;
     let mut folders = vec![workspace.to_path_buf()];
@@ -513,10 +516,10 @@ fn denied_file_in(workspace: &Path, denied: &(dyn Fn(&Path) -> bool + Send + Syn
             }
             match entry.file_type() {
                 Ok(kind) if kind.is_dir() => folders.push(path),
-                Ok(kind) if kind.is_symlink() => {
-                    if path.canonicalize().is_ok_and(|real| denied(&real)) {
-                        return Some(found);
-                    }
+                Ok(kind)
+                    if kind.is_symlink() && path.canonicalize().is_ok_and(|real| denied(&real)) =>
+                {
+                    return Some(found);
                 }
                 _ => {}
             }

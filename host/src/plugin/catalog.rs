@@ -14,8 +14,8 @@ use crate::grants::secrets::SecretError;
 use crate::grants::{
     Access, ConsentedFolders, GrantError, Grants, OwnFolders, PrepareError, SecretValues,
 };
-use crate::hooks::Subscription;
 use crate::home::Home;
+use crate::hooks::Subscription;
 use crate::model::valid_tool_name;
 use crate::sandbox::engine::sha256_hex;
 use crate::sandbox::{Limits, LoadError, LoadedComponent, Sandbox};
@@ -220,18 +220,14 @@ impl InstalledPlugin {
             None => {
                 let path = path.to_string();
                 let subscriptions = subscriptions.to_vec();
-                let recorded = Lockfile::complete(
-                    &self.lock_path,
-                    &self.name,
-                    &self.entry.digest,
-                    |entry| {
+                let recorded =
+                    Lockfile::complete(&self.lock_path, &self.name, &self.entry.digest, |entry| {
                         for component in &mut entry.components {
                             if component.path == path && component.subscriptions.is_none() {
                                 component.subscriptions = Some(subscriptions.clone());
                             }
                         }
-                    },
-                );
+                    });
                 if matches!(recorded, Ok(true)) {
                     AuditLog::record_change(
                         &self.audit_log,

@@ -951,12 +951,13 @@ impl<'a> Installer<'a> {
         if !consent(&request) {
             return Err(InstallError::ConsentRefused { name: name.clone() });
         }
-        let folders = crate::grants::fs::consented_folders(&prepared.folders).map_err(|source| {
-            InstallError::Folder {
-                name: name.clone(),
-                source,
-            }
-        })?;
+        let folders =
+            crate::grants::fs::consented_folders(&prepared.folders).map_err(|source| {
+                InstallError::Folder {
+                    name: name.clone(),
+                    source,
+                }
+            })?;
         let recorded = Lockfile::complete(&self.store.lock_path(), name, &entry.digest, |e| {
             e.folders = folders;
         })?;
@@ -1028,12 +1029,13 @@ impl<'a> Installer<'a> {
         } else {
             self.hook_secrets.clone()
         };
-        let folders = crate::grants::fs::consented_folders(&prepared.folders).map_err(|source| {
-            InstallError::Folder {
-                name: manifest.name.clone(),
-                source,
-            }
-        })?;
+        let folders =
+            crate::grants::fs::consented_folders(&prepared.folders).map_err(|source| {
+                InstallError::Folder {
+                    name: manifest.name.clone(),
+                    source,
+                }
+            })?;
         let entry = LockEntry {
             hook_secrets,
             folders,

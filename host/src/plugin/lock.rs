@@ -595,7 +595,10 @@ timeout = "1500ms"
             .unwrap()
         );
         assert!(!Lockfile::complete(&path, "old", "other-digest", |_| {}).unwrap());
-        assert_eq!(Lockfile::load(&path).unwrap().plugins["old"].folders["/a"], "/b");
+        assert_eq!(
+            Lockfile::load(&path).unwrap().plugins["old"].folders["/a"],
+            "/b"
+        );
     }
 
     #[test]

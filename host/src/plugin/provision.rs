@@ -48,7 +48,7 @@ pub enum ProvisionError {
         /// The plugin.
         plugin: String,
         /// Why.
-        source: PrepareError,
+        source: Box<PrepareError>,
         /// What to do, when there is something particular: `; ...`.
         fix: String,
     },
@@ -162,7 +162,7 @@ impl Provision {
                         }
                         _ => String::new(),
                     },
-                    source,
+                    source: Box::new(source),
                 })
         };
         let read = grant(false)?;
