@@ -875,31 +875,37 @@ fn an_installed_hook_whose_files_changed_or_whose_audit_log_fails_does_not_run()
     assert!(!echoes(&output).is_empty(), "{}", stderr(&output));
 
     // Its manifest changed in the store (not its component): every stored
-    // file is checked, so the plugin is refused and its code never runs.
+    // file is checked, so the plugin is refused and its code never runs;
+    // its hooks guard tool calls and prompts, so the session does not
+    // start without them.
     let manifest = echo_store(&env).join("plugin.toml");
     let original = std::fs::read_to_string(&manifest).unwrap();
     std::fs::write(&manifest, format!("{original}\n# changed\n")).unwrap();
-    let output = session(&env, &mock(), "r", &[]);
-    assert_exit(&output, 0);
+    let model = mock();
+    let output = session(&env, &model, "r", &[]);
+    assert_exit(&output, 10);
     assert!(echoes(&output).is_empty(), "{}", stderr(&output));
+    assert!(model.received().is_empty());
     let err = stderr(&output);
     assert!(
-        err.contains("plugin hook-echo is unavailable") && err.contains("plugin.toml"),
+        err.contains("the guard hook plugin hook-echo cannot run") && err.contains("plugin.toml"),
         "{err}"
     );
     std::fs::write(&manifest, original).unwrap();
 
     // Its audit log cannot be opened: its hooks would make decisions nobody
-    // could trace, so they do not run either.
+    // could trace, so they do not run either, nor does the session.
     let log = env.home.path().join("audit/audit.jsonl");
     let _ = std::fs::remove_file(&log);
     std::fs::create_dir_all(&log).unwrap();
-    let output = session(&env, &mock(), "r", &[]);
-    assert_exit(&output, 0);
+    let model = mock();
+    let output = session(&env, &model, "r", &[]);
+    assert_exit(&output, 10);
     assert!(echoes(&output).is_empty(), "{}", stderr(&output));
+    assert!(model.received().is_empty());
     let err = stderr(&output);
     assert!(
-        err.contains("plugin hook-echo is unavailable") && err.contains("audit log"),
+        err.contains("the guard hook plugin hook-echo cannot run") && err.contains("audit log"),
         "{err}"
     );
 }

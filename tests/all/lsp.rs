@@ -227,34 +227,103 @@ fn results_in_files_a_read_rule_denies_are_counted_never_shown() {
         "1 definition in 1 file:\nsecrets/key.fk:1:5: def hidden():"
     );
 
-    // With Claude Code's `Read` deny rule, they are left out and counted.
+    // With Claude Code's `Read` deny rule, the server could quote the file
+    // in any answer, so no server runs over this workspace and nothing of
+    // the file reaches the model.
     let mock = script(&[calls]);
     let out = session_with(&env, &mock, &["--deny", "Read(secrets/**)"]);
     assert_exit(&out, 0);
-    let refs = mock.result_of("refs");
-    assert!(refs.starts_with("3 references in 1 file:"), "{refs}");
-    assert!(
-        refs.ends_with("\n1 result in a file you may not read was left out."),
-        "{refs}"
-    );
-    assert_eq!(
-        mock.result_of("def"),
-        "No definition found in files you may read.\n1 result in a file you may not read was left out."
-    );
-    assert_eq!(
-        mock.result_of("search"),
-        "No symbols found.\n1 result in a file you may not read was left out."
-    );
-    let (direct, is_error) = mock.tool_result("direct");
-    assert!(is_error && direct.contains("Read(secrets/**)"), "{direct}");
     for id in ["refs", "def", "search"] {
-        let text = mock.result_of(id);
+        let (text, is_error) = mock.tool_result(id);
         assert!(
-            !text.contains("SECRET_LINE") && !text.contains("key.fk"),
+            is_error && text.contains("language servers are off"),
             "{id}: {text}"
         );
     }
-    assert!(!direct.contains("SECRET_LINE"), "{direct}");
+    let (direct, is_error) = mock.tool_result("direct");
+    assert!(is_error && direct.contains("Read(secrets/**)"), "{direct}");
+    for request in mock.received() {
+        let body = request.body.to_string();
+        assert!(!body.contains("SECRET_LINE"), "{body}");
+    }
+}
+
+/// A server that quotes a file the rules deny reading — in its hover text
+/// and in its diagnostics, under another file's location — never gets the
+/// chance: no server runs over a workspace holding such a file, and the
+/// model receives nothing of it.
+#[test]
+fn a_server_quoting_a_read_denied_file_never_reaches_the_model() {
+    const SECRET: &str = "hunter2-sekrit-7f3a";
+    let env = Env::new();
+    install_fake(&env);
+    let ws = env.ws_path();
+    env.write(".env", format!("DB_PASSWORD={SECRET}\n"));
+    let dotenv = ws.join(".env");
+    env.write(
+        "app.fk",
+        format!(
+            "{APP}# probe: {}\n# lint: {}\n",
+            dotenv.display(),
+            dotenv.display()
+        ),
+    );
+    let turns: &[&[(&str, &str, Value)]] = &[
+        &[("hover", "lsp", lsp("hover", "app.fk", 1, 5))],
+        &[(
+            "edit",
+            "fs__edit",
+            json!({"path": "app.fk", "old": "return name", "new": "return name  # edited"}),
+        )],
+    ];
+
+    // Without a rule the attack works: the server reads .env and quotes
+    // it, in a hover of app.fk and in app.fk's diagnostics.
+    let mock = script(turns);
+    assert_exit(&session(&env, &mock), 0);
+    assert!(mock.result_of("hover").contains(SECRET));
+    assert!(mock.result_of("edit").contains(SECRET));
+
+    // With `Read(.env)` denied, nothing of it reaches the model: no
+    // request it receives holds the secret, the lsp tool says why, and
+    // the server never started.
+    env.write(
+        "app.fk",
+        format!(
+            "{APP}# probe: {}\n# lint: {}\n",
+            dotenv.display(),
+            dotenv.display()
+        ),
+    );
+    let before = support::audit_records(&env).len();
+    let mock = script(turns);
+    let out = session_with(&env, &mock, &["--deny", "Read(.env)"]);
+    assert_exit(&out, 0);
+    let received = mock.received();
+    assert_eq!(received.len(), 3, "{received:?}");
+    for request in &received {
+        let body = request.body.to_string();
+        assert!(!body.contains(SECRET), "the model received it: {body}");
+    }
+    let (hover, is_error) = mock.tool_result("hover");
+    assert!(
+        is_error && hover.contains("language servers are off") && hover.contains("deny reading"),
+        "{hover}"
+    );
+    let edit = mock.result_of("edit");
+    assert!(!edit.contains("Diagnostics from"), "{edit}");
+    let runs = support::audit_records(&env)
+        .into_iter()
+        .skip(before)
+        .filter(|r| r["kind"] == "command_run" && r["plugin"] == "lsp__fake-lsp-fake")
+        .count();
+    assert_eq!(runs, 0, "a server ran over the denied file");
+    // The edit itself went through.
+    assert!(
+        std::fs::read_to_string(ws.join("app.fk"))
+            .unwrap()
+            .contains("# edited")
+    );
 }
 
 #[test]

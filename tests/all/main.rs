@@ -24,6 +24,7 @@ mod claude_plugins;
 mod claude_remote;
 mod claude_skills;
 mod cli;
+mod consent_drift;
 mod conversation_rules;
 mod doctor;
 mod escapes;

@@ -7,7 +7,9 @@
 //! scheduler and the policy), and each request is an `lsp_request` audit
 //! record. Results in files the session's rules deny reading (`Read(…)`,
 //! `fs.read(…)` or `lsp(…)` deny rules) are left out and counted, as the
-//! `fs` tools would refuse to read those files.
+//! `fs` tools would refuse to read those files; and no server runs, nor
+//! does any answer of one reach the model, while the workspace holds such
+//! a file, since a server's text could quote it ([`crate::lsp::servers`]).
 //!
 //! It is also the session's [`FileWatch`]: a file a tool reads is opened
 //! on its server in the background, and after a tool changes one the
@@ -170,6 +172,7 @@ impl LspTool {
         };
         let shown = self.servers.display(&path);
         let started = Instant::now();
+        self.servers.screen().map_err(CallError::Denied)?;
         let opened = self
             .servers
             .open(&path, false)
@@ -251,6 +254,9 @@ impl LspTool {
         let answer = answer.map_err(|why| {
             CallError::Failed(format!("language server {}: {why}", opened.server))
         })?;
+        // Nothing of a server's answer is passed on once the workspace
+        // holds a file the rules deny reading (see `crate::lsp::servers`).
+        self.servers.screen().map_err(CallError::Denied)?;
         let Some(answer) = answer else {
             return Ok("No callable item (function or method) at this position.".to_string());
         };

@@ -31,7 +31,8 @@ pub enum Exit {
     /// (no terminal and no `--yes`).
     Refused = 9,
     /// An installed plugin failed its integrity check (a file changed or is
-    /// missing), or its manifest asks for more than the user agreed to.
+    /// missing), or its manifest asks for more than the user agreed to; or
+    /// a session did not start because a guard hook plugin cannot run.
     Integrity = 10,
     /// `capstan audit verify` found the audit log edited or truncated.
     AuditDamaged = 11,

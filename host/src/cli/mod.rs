@@ -17,6 +17,7 @@ mod markdown;
 mod mcp;
 mod mcp_servers;
 mod mention;
+mod missing_guards;
 mod new;
 mod partial_messages;
 mod plugin;

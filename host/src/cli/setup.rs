@@ -383,15 +383,16 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
     let mcp_audit = session_audit.as_ref().ok().cloned();
     toolbox.add_source(std::sync::Arc::new(mcp.tool_source(mcp_audit)));
 
+    let policy = build_policy(&settings, args);
     notices.extend(start_language_servers(
         &mut toolbox,
         &home,
         &workspace,
         &extension_grants,
         &settings.lsp,
+        &policy,
     ));
 
-    let policy = build_policy(&settings, args);
     let offered: Vec<&str> = toolbox.tools().iter().map(|t| t.name.as_str()).collect();
     // MCP servers' tools appear once each server is ready: rules naming
     // them are not reported as matching nothing.
@@ -550,6 +551,11 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
     )
     .await
     .map_err(|e| Failure::new(Exit::Error, e))?;
+    super::missing_guards::start_without(
+        &crate::plugin::missing_guards(&catalog),
+        args,
+        &mut notices,
+    )?;
     let mut hooks = hooks;
     let hook_context = crate::plugin::command_hooks::HookContext {
         grants: &extension_grants,
@@ -748,6 +754,7 @@ fn start_language_servers(
     workspace: &std::path::Path,
     grants: &Result<crate::exec::ExecGrants, String>,
     settings: &crate::config::LspSettings,
+    policy: &Policy,
 ) -> Vec<String> {
     let (specs, mut notices) = crate::plugin::claude_lsp::installed(home);
     if specs.is_empty() {
@@ -761,6 +768,18 @@ fn start_language_servers(
     let mut servers = crate::lsp::LspServers::new(specs, workspace, grants.clone());
     if let Some(wait) = settings.diagnostics_wait {
         servers = servers.with_diagnostics_wait(wait.0);
+    }
+    // No server runs over files the session's rules deny reading: its text
+    // could quote them (see `crate::lsp::servers`).
+    if policy.denies_any_reading() {
+        let policy = policy.clone();
+        let workspace = workspace.to_path_buf();
+        let real = workspace
+            .canonicalize()
+            .unwrap_or_else(|_| workspace.clone());
+        servers = servers.with_read_denials(std::sync::Arc::new(move |file: &std::path::Path| {
+            policy.denies_reading(file, &workspace) || policy.denies_reading(file, &real)
+        }));
     }
     let servers = std::sync::Arc::new(servers);
     let tool = crate::agent::lsp_tool::LspTool::new(servers.clone());

@@ -22,6 +22,13 @@
 //! leave a sub-folder out, so granting `~` would hand the plugin capstan's
 //! lockfile and compiled components. The plugin's own data folder, inside
 //! capstan's, is the one exception.
+//!
+//! An absolute folder is shown at consent as the folder it resolves to,
+//! and the lockfile records that folder ([`ConsentedFolders`]): at each
+//! use the path is resolved again, and a path that now resolves elsewhere
+//! (a symbolic link on its way was changed) is refused
+//! ([`GrantError::Moved`]) rather than followed. The folder is opened by
+//! its resolved path, checked once more right before it is opened.
 
 use std::path::{Path, PathBuf};
 
@@ -268,6 +275,23 @@ pub fn resolved_note_for_consent(request: &FsRequest, resolved: &[(String, PathB
     }
 }
 
+/// Each absolute folder a plugin was granted, as written, and the folder
+/// it resolved to when the user agreed (the lockfile's `folders`).
+pub type ConsentedFolders = std::collections::BTreeMap<String, String>;
+
+/// Folders resolved for consent (see `Capabilities::resolve_folders`: each
+/// path as written with the folder it is) as the lockfile records them.
+pub fn consented_folders(resolved: &[(String, PathBuf)]) -> Result<ConsentedFolders, GrantError> {
+    resolved
+        .iter()
+        .map(|(path, real)| {
+            real.to_str()
+                .map(|real| (path.clone(), real.to_string()))
+                .ok_or_else(|| GrantError::NotUtf8 { path: real.clone() })
+        })
+        .collect()
+}
+
 /// One folder a plugin may see.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FsGrant {
@@ -358,6 +382,29 @@ pub enum GrantError {
         own: PathBuf,
         /// What that folder is.
         what: &'static str,
+    },
+    /// The folder resolves to another folder than the one the user agreed
+    /// to: a symbolic link on its way was changed since.
+    #[error(
+        "cannot grant access to {path}: it now resolves to {}, but you agreed to {} (a symbolic link on its way was changed since), so it is not given to the plugin",
+        now.display(),
+        consented.display()
+    )]
+    Moved {
+        /// The path as the manifest writes it.
+        path: String,
+        /// The folder it resolved to when the user agreed.
+        consented: PathBuf,
+        /// The folder it resolves to now.
+        now: PathBuf,
+    },
+    /// An absolute folder has no recorded resolution to hold it to.
+    #[error(
+        "cannot grant access to {path}: the lockfile does not record which folder you agreed to"
+    )]
+    NotConsented {
+        /// The path as the manifest writes it.
+        path: String,
     },
     /// The sandbox could not open the folder.
     #[error("cannot open {} for the sandbox: {reason}", path.display())]
@@ -545,6 +592,36 @@ impl FsRequest {
         }
     }
 
+    /// [`FsRequest::resolve`], holding an absolute folder to the folder it
+    /// resolved to when the user agreed (`consented`, by the path as
+    /// written): one that resolves elsewhere now is refused
+    /// ([`GrantError::Moved`]), and one with no recorded folder too.
+    pub fn resolve_as_consented(
+        &self,
+        workspace: &Path,
+        plugin_data: &Path,
+        own: &OwnFolders,
+        consented: &ConsentedFolders,
+    ) -> Result<FsGrant, GrantError> {
+        let grant = self.resolve(workspace, plugin_data, own)?;
+        if self.path.starts_with('$') {
+            return Ok(grant);
+        }
+        let Some(agreed) = consented.get(&self.path) else {
+            return Err(GrantError::NotConsented {
+                path: self.path.clone(),
+            });
+        };
+        if grant.host_path != Path::new(agreed) {
+            return Err(GrantError::Moved {
+                path: self.path.clone(),
+                consented: PathBuf::from(agreed),
+                now: grant.host_path,
+            });
+        }
+        Ok(grant)
+    }
+
     /// The folder an absolute path resolves to now (symbolic links and
     /// `/proc` magic links followed), checked against the same refusals as
     /// a grant: for the consent text, so the user agrees to the folder
@@ -681,8 +758,26 @@ impl FsGrant {
         inside && (access == Access::Read || self.access == Access::ReadWrite)
     }
 
-    /// Adds the folder to a WASI context as a preopen.
+    /// Adds the folder to a WASI context as a preopen. The folder is opened
+    /// by its resolved path, which must still be itself: a link put in its
+    /// place since it was resolved is refused, not followed.
     pub fn apply(&self, wasi: &mut WasiCtxBuilder) -> Result<(), GrantError> {
+        match self.host_path.canonicalize() {
+            Ok(now) if now == self.host_path => {}
+            Ok(now) => {
+                return Err(GrantError::Moved {
+                    path: self.host_path.display().to_string(),
+                    consented: self.host_path.clone(),
+                    now,
+                });
+            }
+            Err(source) => {
+                return Err(GrantError::Unresolvable {
+                    path: self.host_path.clone(),
+                    source,
+                });
+            }
+        }
         let perms = match self.access {
             Access::Read => FsPerms::ReadOnly,
             Access::ReadWrite => FsPerms::ReadWrite,
@@ -957,6 +1052,65 @@ mod tests {
             request.resolve_for_consent(&OwnFolders::default()).unwrap(),
             Some(real.canonicalize().unwrap())
         );
+    }
+
+    #[test]
+    fn a_folder_is_held_to_what_it_resolved_to_at_consent() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for name in ["agreed", "other"] {
+            std::fs::create_dir(root.join(name)).unwrap();
+        }
+        let link = root.join("link");
+        std::os::unix::fs::symlink(root.join("agreed"), &link).unwrap();
+        let request = FsRequest::parse(link.to_str().unwrap(), Access::Read).unwrap();
+        let own = OwnFolders::default();
+        let resolved = vec![(
+            request.path.clone(),
+            request.resolve_for_consent(&own).unwrap().unwrap(),
+        )];
+        let consented = consented_folders(&resolved).unwrap();
+        let grant = request
+            .resolve_as_consented(&root, &root.join("data"), &own, &consented)
+            .unwrap();
+        assert_eq!(grant.host_path(), root.join("agreed"));
+
+        std::fs::remove_file(&link).unwrap();
+        std::os::unix::fs::symlink(root.join("other"), &link).unwrap();
+        let err = request
+            .resolve_as_consented(&root, &root.join("data"), &own, &consented)
+            .unwrap_err();
+        assert!(matches!(err, GrantError::Moved { .. }), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.contains(&format!("now resolves to {}", root.join("other").display()))
+                && text.contains(&format!("you agreed to {}", root.join("agreed").display())),
+            "{text}"
+        );
+        // No recorded folder: refused, never followed.
+        let err = request
+            .resolve_as_consented(&root, &root.join("data"), &own, &ConsentedFolders::new())
+            .unwrap_err();
+        assert!(matches!(err, GrantError::NotConsented { .. }), "{err}");
+        // `$WORKSPACE` is the call's, whatever the lock holds.
+        let ws = FsRequest::parse(WORKSPACE, Access::Read).unwrap();
+        assert!(
+            ws.resolve_as_consented(&root, &root.join("data"), &own, &ConsentedFolders::new())
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_folder_replaced_by_a_link_after_it_was_resolved_is_not_opened() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("real")).unwrap();
+        std::fs::create_dir(root.join("elsewhere")).unwrap();
+        let grant = FsGrant::new(&root.join("real"), Access::Read, &OwnFolders::default()).unwrap();
+        std::fs::rename(root.join("real"), root.join("moved")).unwrap();
+        std::os::unix::fs::symlink(root.join("elsewhere"), root.join("real")).unwrap();
+        let err = grant.apply(&mut WasiCtxBuilder::new()).unwrap_err();
+        assert!(matches!(err, GrantError::Moved { .. }), "{err}");
     }
 
     #[test]

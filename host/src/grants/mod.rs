@@ -35,7 +35,7 @@ use wasmtime_wasi::filesystem::WasiFilesystemCtx;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder};
 
 pub use env::{EnvError, EnvGrant};
-pub use fs::{Access, FsGrant, FsRequest, GrantError, OwnFolders};
+pub use fs::{Access, ConsentedFolders, FsGrant, FsRequest, GrantError, OwnFolders};
 pub use net::NetGrant;
 pub use secrets::{ResolvedSecret, SecretError, SecretGrant, SecretValues};
 
@@ -146,20 +146,22 @@ impl Grants {
     /// created if needed), and secrets get their values from the host's
     /// environment or `secret_values`. Environment values are read later,
     /// at each call. No folder may reach capstan's folders `own` (the
-    /// plugin's data folder, inside them, excepted).
+    /// plugin's data folder, inside them, excepted), and an absolute folder
+    /// must still resolve to the folder `consented` records for it.
     pub fn for_plugin(
         granted: &Capabilities,
         workspace: &std::path::Path,
         plugin_data: &std::path::Path,
         secret_values: &SecretValues,
         own: &OwnFolders,
+        consented: &ConsentedFolders,
     ) -> Result<Self, PrepareError> {
         let mut grants = Self {
             capabilities: granted.clone(),
             ..Self::default()
         };
         for request in &granted.fs {
-            let grant = request.resolve(workspace, plugin_data, own)?;
+            let grant = request.resolve_as_consented(workspace, plugin_data, own, consented)?;
             if request.path == fs::WORKSPACE {
                 grants.workspace = Some(grant);
             } else {
@@ -944,8 +946,16 @@ mod tests {
         };
         let config = dir.path().join("config.toml");
         let values = SecretValues::from_pairs(&config, [("PLUGIN_TEST_UNSET_SECRET_Q", "v")]);
-        let grants =
-            Grants::for_plugin(&caps, &workspace, &data, &values, &OwnFolders::default()).unwrap();
+        let none = ConsentedFolders::new();
+        let grants = Grants::for_plugin(
+            &caps,
+            &workspace,
+            &data,
+            &values,
+            &OwnFolders::default(),
+            &none,
+        )
+        .unwrap();
         assert_eq!(
             grants.workspace.as_ref().map(FsGrant::access),
             Some(Access::Read)
@@ -957,13 +967,27 @@ mod tests {
         assert_eq!(grants.secrets[0].header_value(), "v");
 
         let empty = SecretValues::from_pairs(&config, []);
-        let err = Grants::for_plugin(&caps, &workspace, &data, &empty, &OwnFolders::default())
-            .unwrap_err();
+        let err = Grants::for_plugin(
+            &caps,
+            &workspace,
+            &data,
+            &empty,
+            &OwnFolders::default(),
+            &none,
+        )
+        .unwrap_err();
         assert!(matches!(err, PrepareError::Secret(_)), "{err}");
         let mut bad = caps.clone();
         bad.fs.push(fs("/nonexistent-capstan-folder", Access::Read));
-        let err = Grants::for_plugin(&bad, &workspace, &data, &values, &OwnFolders::default())
-            .unwrap_err();
+        let err = Grants::for_plugin(
+            &bad,
+            &workspace,
+            &data,
+            &values,
+            &OwnFolders::default(),
+            &none,
+        )
+        .unwrap_err();
         assert!(matches!(err, PrepareError::Fs(_)), "{err}");
     }
 

@@ -164,13 +164,53 @@ impl HookEvent {
 
 /// An event a hook wants, with a matcher for tool events: an exact name
 /// (`fs.write`), a list (`fs.write|fs.edit`) or a regular expression
-/// (`fs\..*`); `None` matches every tool.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// (`fs\..*`); `None` matches every tool. The lockfile records a hook
+/// component's subscriptions in this shape: `{ event = "PreToolUse",
+/// matcher = "fs.write" }`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Subscription {
     /// The event.
     pub event: HookEvent,
     /// Which tools, for tool events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matcher: Option<String>,
+}
+
+/// Whether two lists of subscriptions subscribe to the same events with
+/// the same matchers, in whatever order.
+pub fn same_subscriptions(a: &[Subscription], b: &[Subscription]) -> bool {
+    fn key(list: &[Subscription]) -> Vec<(&'static str, Option<&str>)> {
+        let mut keys: Vec<(&'static str, Option<&str>)> = list
+            .iter()
+            .map(|s| (s.event.name(), s.matcher.as_deref()))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys
+    }
+    key(a) == key(b)
+}
+
+/// How subscriptions `new` differ from `old`, one indented line each:
+/// `+ PreToolUse for every tool: ...` for a new one, `- ...` for one no
+/// longer there.
+pub fn describe_subscription_change(old: &[Subscription], new: &[Subscription]) -> String {
+    let mut text = String::new();
+    for added in new.iter().filter(|s| !old.contains(s)) {
+        text.push_str(&format!("    + {}\n", added.describe()));
+    }
+    for removed in old.iter().filter(|s| !new.contains(s)) {
+        text.push_str(&format!("    - {}\n", removed.describe()));
+    }
+    text
+}
+
+/// Whether a hook with `subscriptions` guards something: it subscribes to
+/// an event whose action it may block ([`HookEvent::is_blocking`]), so a
+/// session without it would run what it exists to stop.
+pub fn guards(subscriptions: &[Subscription]) -> bool {
+    subscriptions.iter().any(|s| s.event.is_blocking())
 }
 
 impl Subscription {
@@ -323,6 +363,34 @@ mod tests {
             matcher: matcher.map(str::to_string),
         }
         .describe()
+    }
+
+    #[test]
+    fn subscriptions_compare_in_any_order_and_guards_are_blocking_ones() {
+        let sub = |event, matcher: Option<&str>| Subscription {
+            event,
+            matcher: matcher.map(str::to_string),
+        };
+        let a = vec![
+            sub(HookEvent::PreToolUse, Some("fs.write")),
+            sub(HookEvent::Stop, None),
+        ];
+        let b = vec![
+            sub(HookEvent::Stop, None),
+            sub(HookEvent::PreToolUse, Some("fs.write")),
+        ];
+        assert!(same_subscriptions(&a, &b));
+        let wider = vec![sub(HookEvent::PreToolUse, None), sub(HookEvent::Stop, None)];
+        assert!(!same_subscriptions(&a, &wider));
+        let change = describe_subscription_change(&a, &wider);
+        assert!(
+            change.contains("    + PreToolUse for every tool"),
+            "{change}"
+        );
+        assert!(change.contains("    - PreToolUse for fs.write"), "{change}");
+        assert!(!change.contains("Stop"), "{change}");
+        assert!(guards(&a));
+        assert!(!guards(&[sub(HookEvent::PostToolUse, None)]));
     }
 
     #[test]

@@ -11,6 +11,21 @@
 //! published diagnostics for the file before, and only the short
 //! `[lsp] diagnostics_wait` ([`DEFAULT_DIAGNOSTICS_WAIT`] unless set) from
 //! one not known to, so a server that never publishes holds up no edit.
+//!
+//! **Files the session's rules deny reading.** A server reads every file of
+//! the workspace it is given, and what it answers — hover text, diagnostic
+//! messages, symbol names — may quote any of them, under any file's
+//! location, in any spelling: filtering its text for a denied file's path
+//! or content cannot be made sound (a server may paraphrase, re-encode or
+//! split what it quotes). So no server runs over a workspace holding a
+//! file the rules deny reading ([`LspServers::with_read_denials`]): before
+//! a server starts, before each document is sent to it, and before any of
+//! its answers is passed on, the workspace is checked ([`LspServers::screen`]);
+//! a denied file found there stops every server for the rest of the
+//! session (one may hold its content already) and nothing more of theirs
+//! reaches the model. A workspace too large to check
+//! ([`MAX_SCREENED_ENTRIES`]) is treated the same way. With no rule that
+//! denies reading, nothing is checked.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -49,6 +64,15 @@ pub enum Diagnosed {
     Failed(String),
 }
 
+/// The most files and folders of the workspace checked for files the
+/// rules deny reading; past it, servers do not run (see the [module
+/// documentation](self)).
+pub const MAX_SCREENED_ENTRIES: usize = 200_000;
+
+/// Whether the session's rules deny the model reading a file (given as
+/// its path on disk).
+pub type ReadDenial = Arc<dyn Fn(&Path) -> bool + Send + Sync>;
+
 /// The first wait before a crashed server is started again (doubled at
 /// each further crash); its first restart is immediate.
 const BACKOFF: Duration = Duration::from_secs(1);
@@ -62,6 +86,12 @@ pub struct LspServers {
     slots: Vec<Slot>,
     /// How long an edit waits for a server not known to publish.
     diagnostics_wait: Duration,
+    /// Whether a file is one the rules deny reading; `None` when no rule
+    /// denies reading anything.
+    read_denied: Option<ReadDenial>,
+    /// Why no server may run, nor any answer of theirs reach the model, for
+    /// the rest of the session; once set, it stays.
+    stopped: std::sync::Mutex<Option<String>>,
 }
 
 struct Slot {
@@ -112,7 +142,41 @@ impl LspServers {
                 })
                 .collect(),
             diagnostics_wait: DEFAULT_DIAGNOSTICS_WAIT,
+            read_denied: None,
+            stopped: std::sync::Mutex::new(None),
         }
+    }
+
+    /// The same, running no server over a workspace that holds a file
+    /// `denied` says the rules deny reading (see the [module
+    /// documentation](self)).
+    pub fn with_read_denials(mut self, denied: ReadDenial) -> Self {
+        self.read_denied = Some(denied);
+        self
+    }
+
+    /// Checks that servers may run and their answers reach the model: the
+    /// workspace holds no file the rules deny reading. When it does, every
+    /// server is stopped and stays stopped for the session; the error says
+    /// why, without naming the file.
+    pub fn screen(&self) -> Result<(), String> {
+        let mut stopped = self
+            .stopped
+            .lock()
+            .map_err(|_| "the language servers' state was lost".to_string())?;
+        if let Some(why) = &*stopped {
+            return Err(why.clone());
+        }
+        let Some(denied) = &self.read_denied else {
+            return Ok(());
+        };
+        let Some(why) = denied_file_in(&self.workspace, denied.as_ref()) else {
+            return Ok(());
+        };
+        *stopped = Some(why.clone());
+        drop(stopped);
+        self.stop_running();
+        Err(why)
     }
 
     /// The same, waiting `wait` after an edit for the diagnostics of a
@@ -176,6 +240,7 @@ impl LspServers {
                 known.join(", ")
             )
         })?;
+        self.screen()?;
         let mut state = slot.state.lock().await;
         let connection = self.running(slot, &mut state).await?;
         let text = read_document(path)?;
@@ -248,6 +313,7 @@ impl LspServers {
                     long,
                 )
                 .await;
+            self.screen()?;
             let diagnosed = match asked {
                 Ok(report) => Diagnosed::Published(Published::of_report(&report)),
                 Err(why) => Diagnosed::Failed(why),
@@ -259,6 +325,7 @@ impl LspServers {
         let came = connection
             .wait_for_diagnostics(&opened.uri, after, wait)
             .await;
+        self.screen()?;
         let diagnosed = connection
             .diagnostics(&opened.uri)
             .filter(|_| came)
@@ -367,6 +434,18 @@ impl LspServers {
     /// its process tree once [`STOP_GRACE`] has passed — and waits (that
     /// long at most) until they have ended.
     pub fn shutdown(&self) {
+        let stopping = self.stop_running();
+        let deadline = Instant::now() + STOP_GRACE + Duration::from_millis(200);
+        while stopping.iter().any(|c| c.closed().is_none()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl LspServers {
+    /// Asks every running server to stop (see [`LspServers::shutdown`])
+    /// without waiting; returns them.
+    fn stop_running(&self) -> Vec<Arc<Connection>> {
         let mut stopping = Vec::new();
         for slot in &self.slots {
             if let Ok(mut state) = slot.state.try_lock()
@@ -376,10 +455,7 @@ impl LspServers {
                 stopping.push(connection);
             }
         }
-        let deadline = Instant::now() + STOP_GRACE + Duration::from_millis(200);
-        while stopping.iter().any(|c| c.closed().is_none()) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        stopping
     }
 }
 
@@ -409,6 +485,47 @@ fn server_grants(spec: &LspServerSpec, mut grants: ExecGrants) -> ExecGrants {
         );
     }
     grants
+}
+
+/// Why no server may run over `workspace`, if a file or folder in it is
+/// one `denied` says the rules deny reading (its path, or for a symbolic
+/// link the path it leads to), or if it holds more than
+/// [`MAX_SCREENED_ENTRIES`] to check. Links are not followed into folders:
+/// what they lead to inside the workspace is checked where it is.
+fn denied_file_in(
+    workspace: &Path,
+    denied: &(dyn Fn(&Path) -> bool + Send + Sync),
+) -> Option<String> {
+    let found = "language servers are off for the rest of this session: the workspace holds a file your rules deny reading, and a language server reads every file of the workspace, so its answers (hover text, diagnostics, symbols) could quote it; move that file out of the workspace, or drop the rule, and start a new session".to_string();
+    let mut seen = 0usize;
+    let mut folders = vec![workspace.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > MAX_SCREENED_ENTRIES {
+                return Some(format!(
+                    "language servers are off for this session: your rules deny reading some files, and the workspace holds more than {MAX_SCREENED_ENTRIES} files and folders, too many to check that none of them is one a language server (which reads every file) could quote"
+                ));
+            }
+            let path = entry.path();
+            if denied(&path) {
+                return Some(found);
+            }
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() => folders.push(path),
+                Ok(kind)
+                    if kind.is_symlink() && path.canonicalize().is_ok_and(|real| denied(&real)) =>
+                {
+                    return Some(found);
+                }
+                _ => {}
+            }
+        }
+    }
+    None
 }
 
 /// The text of `path`, capped.

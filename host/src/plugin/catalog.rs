@@ -11,8 +11,11 @@ use super::readable::ReadablePluginFiles;
 use super::store::PluginStore;
 use crate::audit::{AuditError, AuditLog};
 use crate::grants::secrets::SecretError;
-use crate::grants::{Access, Grants, OwnFolders, PrepareError, SecretValues};
+use crate::grants::{
+    Access, ConsentedFolders, GrantError, Grants, OwnFolders, PrepareError, SecretValues,
+};
 use crate::home::Home;
+use crate::hooks::Subscription;
 use crate::model::valid_tool_name;
 use crate::sandbox::engine::sha256_hex;
 use crate::sandbox::{Limits, LoadError, LoadedComponent, Sandbox};
@@ -89,9 +92,14 @@ pub struct InstalledPlugin {
     pub audit_log: PathBuf,
     /// The user config, where secret values may be kept.
     pub config_file: PathBuf,
+    /// The lockfile, where what an older capstan did not record is
+    /// completed at first use.
+    lock_path: PathBuf,
     /// The verified components' bytes by path, or why the plugin was
     /// refused; checked once per process.
     checked: OnceLock<Result<Arc<ComponentBytes>, Refusal>>,
+    /// The folders the user agreed to, completed once per process.
+    folders: OnceLock<ConsentedFolders>,
 }
 
 /// The bytes of an installed plugin's components, by relative path.
@@ -122,10 +130,127 @@ impl InstalledPlugin {
             data_dir: store.data_dir(name),
             audit_log: home.audit_log(),
             config_file: home.config_file(),
+            lock_path: store.lock_path(),
             name: name.to_string(),
             entry,
             checked: OnceLock::new(),
+            folders: OnceLock::new(),
         }
+    }
+
+    /// The folder each absolute path granted resolved to when the user
+    /// agreed, as the lock records it. An entry written before capstan
+    /// recorded them is completed with what they resolve to now, once, and
+    /// the lockfile and the audit log say so: the user agreed to them as
+    /// they were, and from then on they are held there.
+    fn consented_folders(&self, own: &OwnFolders) -> ConsentedFolders {
+        self.folders
+            .get_or_init(|| {
+                let mut folders = self.entry.folders.clone();
+                let mut added = ConsentedFolders::new();
+                for request in &self.entry.consented.fs {
+                    if request.path.starts_with('$') || folders.contains_key(&request.path) {
+                        continue;
+                    }
+                    if let Ok(Some(real)) = request.resolve_for_consent(own)
+                        && let Some(real) = real.to_str()
+                    {
+                        added.insert(request.path.clone(), real.to_string());
+                    }
+                }
+                if added.is_empty() {
+                    return folders;
+                }
+                let recorded = Lockfile::complete(
+                    &self.lock_path,
+                    &self.name,
+                    &self.entry.digest,
+                    |entry| entry.folders.extend(added.clone()),
+                );
+                if matches!(recorded, Ok(true)) {
+                    let list: Vec<String> = added
+                        .iter()
+                        .map(|(path, real)| format!("{path} is {real}"))
+                        .collect();
+                    AuditLog::record_change(
+                        &self.audit_log,
+                        &self.name,
+                        "load",
+                        &format!(
+                            "recorded the folders its grants resolve to, which the lockfile did not hold yet: {}",
+                            list.join(", ")
+                        ),
+                        &self.entry.source,
+                    );
+                }
+                folders.extend(added);
+                folders
+            })
+            .clone()
+    }
+
+    /// Checks that hook component `path` subscribes to what the user
+    /// agreed to (`subscriptions`, asked of it now), as the lock records
+    /// it; an entry written before capstan recorded them is completed with
+    /// these (see [`InstalledPlugin::consented_folders`] for why).
+    pub fn check_subscriptions(
+        &self,
+        path: &str,
+        subscriptions: &[Subscription],
+    ) -> Result<(), CatalogError> {
+        let Some(component) = self.entry.components.iter().find(|c| c.path == path) else {
+            return Err(CatalogError::Integrity(format!(
+                "refusing to load plugin {}: the lockfile names no component {path}; {}",
+                self.name,
+                self.fix()
+            )));
+        };
+        match &component.subscriptions {
+            Some(agreed) if crate::hooks::same_subscriptions(agreed, subscriptions) => Ok(()),
+            Some(agreed) => {
+                let reason = format!(
+                    "refusing to run the hooks of plugin {}: its component {path} now subscribes to other events than you agreed to:\n{}review and agree with `capstan plugin update {}`",
+                    self.name,
+                    crate::hooks::describe_subscription_change(agreed, subscriptions),
+                    self.entry.source
+                );
+                AuditLog::record_refusal(&self.audit_log, &self.name, "load", &reason);
+                Err(CatalogError::NeedsConsent(reason))
+            }
+            None => {
+                let path = path.to_string();
+                let subscriptions = subscriptions.to_vec();
+                let recorded =
+                    Lockfile::complete(&self.lock_path, &self.name, &self.entry.digest, |entry| {
+                        for component in &mut entry.components {
+                            if component.path == path && component.subscriptions.is_none() {
+                                component.subscriptions = Some(subscriptions.clone());
+                            }
+                        }
+                    });
+                if matches!(recorded, Ok(true)) {
+                    AuditLog::record_change(
+                        &self.audit_log,
+                        &self.name,
+                        "load",
+                        &format!(
+                            "recorded the events its hook component {path} subscribes to, which the lockfile did not hold yet"
+                        ),
+                        &self.entry.source,
+                    );
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether its hooks guard something (see [`crate::hooks::guards`]),
+    /// as the lock records its subscriptions; a hook component whose
+    /// subscriptions the lock does not hold counts as a guard.
+    pub fn has_guard_hooks(&self) -> bool {
+        self.entry
+            .hook_components()
+            .any(|c| c.subscriptions.as_deref().is_none_or(crate::hooks::guards))
     }
 
     /// Checks, once per process, that every file is as installed and that
@@ -225,6 +350,14 @@ impl InstalledPlugin {
                 format!("or let it run without: `capstan plugin revoke {name} secret {secret}`")
             }
             PrepareError::Secret(_) => self.fix(),
+            PrepareError::Fs(GrantError::Moved { path, .. }) => format!(
+                "put the link back, or review and agree to the folder it is now with `capstan plugin update {}` (it asks again), or let it run without: `capstan plugin revoke {name} fs '{path}'`",
+                self.entry.source
+            ),
+            PrepareError::Fs(GrantError::NotConsented { path }) => format!(
+                "review and agree to it with `capstan plugin update {}`, or let it run without: `capstan plugin revoke {name} fs '{path}'`",
+                self.entry.source
+            ),
             PrepareError::Fs(_) => {
                 let gone = self
                     .entry
@@ -308,7 +441,15 @@ impl InstalledPlugin {
             }
         }
         let secret_values = SecretValues::load(&self.config_file)?;
-        Grants::for_plugin(&granted, workspace, &self.data_dir, &secret_values, own)
+        let consented = self.consented_folders(own);
+        Grants::for_plugin(
+            &granted,
+            workspace,
+            &self.data_dir,
+            &secret_values,
+            own,
+            &consented,
+        )
     }
 }
 

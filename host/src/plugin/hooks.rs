@@ -40,7 +40,9 @@ pub enum HookLoadError {
 /// nothing else. What a hook reports while it runs (log lines, progress)
 /// goes to `events`.
 /// An installed plugin whose hooks cannot be used is left out and marked
-/// unavailable in `catalog`.
+/// unavailable in `catalog`; one whose hook component subscribes to other
+/// events than its lock entry records is refused. Whether the session may
+/// start without them is the caller's to decide ([`missing_guards`]).
 pub async fn load_hooks(
     sandbox: &Arc<Sandbox>,
     catalog: &Catalog,
@@ -78,14 +80,29 @@ pub async fn load_hooks(
             continue;
         };
         let options = provision.options(false, session_id, None, session_audit);
+        // An installed plugin's components, as its lock entry lists them.
+        let locked: Vec<String> = catalog
+            .installed(plugin)
+            .map(|p| p.entry.hook_components().map(|c| c.path.clone()).collect())
+            .unwrap_or_default();
         let mut loaded = Vec::new();
-        for component in components {
+        for (index, component) in components.into_iter().enumerate() {
             let hook = HookComponent::load(sandbox.clone(), component, options.clone())
                 .await
                 .map(|hook| hook.with_events(events.clone()))
                 .map_err(|source| HookLoadError::Subscriptions {
                     plugin: plugin.to_string(),
                     source,
+                })
+                .and_then(|hook| {
+                    // What it subscribes to must be what the user agreed to.
+                    match (catalog.installed(plugin), locked.get(index)) {
+                        (Some(installed), Some(path)) => installed
+                            .check_subscriptions(path, crate::hooks::Hook::subscriptions(&hook))
+                            .map(|()| hook)
+                            .map_err(HookLoadError::from),
+                        _ => Ok(hook),
+                    }
                 });
             match catalog.unless_unavailable(plugin, hook)? {
                 Some(hook) => loaded.push(Arc::new(hook) as Arc<dyn Hook>),
@@ -100,4 +117,20 @@ pub async fn load_hooks(
         hooks.extend(loaded);
     }
     Ok(hooks)
+}
+
+/// The installed plugins whose hooks guard something (see
+/// [`crate::hooks::guards`]) but cannot run in this session, each with
+/// why: a session must not start without them unless the user says so,
+/// since it would run what they exist to stop.
+pub fn missing_guards(catalog: &Catalog) -> Vec<crate::plugin::Unavailable> {
+    catalog
+        .names()
+        .filter(|name| {
+            catalog
+                .installed(name)
+                .is_some_and(|plugin| plugin.has_guard_hooks())
+        })
+        .filter_map(|name| catalog.unavailable().get(name))
+        .collect()
 }

@@ -486,6 +486,9 @@ impl<'a> Installer<'a> {
         let prepared = self.prepare(source)?;
         let name = prepared.manifest.name.clone();
         if let Some(entry) = self.lockfile()?.plugins.get(&name) {
+            if entry.digest == prepared.digest {
+                self.agree_to_moved_folders(&prepared, entry, consent)?;
+            }
             return self.already_installed(&prepared, entry, source);
         }
         let hooks = self.hook_subscriptions(&prepared).await?;
@@ -513,8 +516,9 @@ impl<'a> Installer<'a> {
         if !consent(&request) {
             return Err(InstallError::ConsentRefused { name });
         }
-        let components = self.compile(&prepared)?;
+        let mut components = self.compile(&prepared)?;
         undeclared_hook(&components, &hooks)?;
+        hooks.record_in(&mut components);
         let mut locked = Lockfile::modify(&self.store.lock_path())?;
         // Another capstan may have installed it while this one compiled.
         if let Some(entry) = locked.lock.plugins.get(&name).cloned() {
@@ -625,12 +629,27 @@ impl<'a> Installer<'a> {
             });
         };
         if old.digest == prepared.digest {
+            self.agree_to_moved_folders(&prepared, &old, consent)?;
             return self.unchanged(&prepared);
         }
         let requested = prepared.manifest.capabilities.clone();
         let changes = old.consented.diff(&requested);
         let hooks = self.hook_subscriptions(&prepared).await?;
         let gains_hooks = !hooks.components.is_empty() && old.hook_components().next().is_none();
+        // Hooks it had before that now subscribe to other events (or whose
+        // subscriptions an older capstan did not record) ask again too.
+        let old_hooks = old
+            .hook_components()
+            .map(|c| c.subscriptions.clone())
+            .collect::<Option<Vec<_>>>()
+            .map(|lists| lists.concat());
+        let new_hooks = hooks.all();
+        let resubscribes = !gains_hooks
+            && old.hook_components().next().is_some()
+            && old_hooks
+                .as_deref()
+                .is_none_or(|old| !crate::hooks::same_subscriptions(old, &new_hooks));
+        let moved = moved_folders(&old, &prepared);
         // A Claude Code plugin's sub-agents, command hooks, MCP servers and
         // inline commands are not grants, but they act for the user: new
         // ones ask again.
@@ -643,7 +662,11 @@ impl<'a> Installer<'a> {
         } else {
             Vec::new()
         };
-        let widened = !requested.is_within(&old.consented) || gains_hooks || !new_parts.is_empty();
+        let widened = !requested.is_within(&old.consented)
+            || gains_hooks
+            || resubscribes
+            || !moved.is_empty()
+            || !new_parts.is_empty();
         if widened {
             let mut text = format!(
                 "{} {} -> {} ({}) asks for more than you granted:\n{changes}",
@@ -653,6 +676,23 @@ impl<'a> Installer<'a> {
                 text.push_str("  it now has hooks, which it did not have before:\n");
                 text.push_str(&describe_hooks(&hooks));
             }
+            if resubscribes {
+                match &old_hooks {
+                    Some(old_hooks) => {
+                        text.push_str(
+                            "  its hooks now subscribe to other events than you agreed to:\n",
+                        );
+                        text.push_str(&crate::hooks::describe_subscription_change(
+                            old_hooks, &new_hooks,
+                        ));
+                    }
+                    None => text.push_str(
+                        "  its hooks' events were not recorded when you agreed; they are now:\n",
+                    ),
+                }
+                text.push_str(&describe_hooks(&hooks));
+            }
+            text.push_str(&describe_moved_folders(&moved));
             if !new_parts.is_empty() {
                 text.push_str(
                     "  it now has parts that act for you, which it did not have before:\n",
@@ -670,8 +710,9 @@ impl<'a> Installer<'a> {
                 return Err(InstallError::ConsentRefused { name });
             }
         }
-        let components = self.compile(&prepared)?;
+        let mut components = self.compile(&prepared)?;
         undeclared_hook(&components, &hooks)?;
+        hooks.record_in(&mut components);
         let mut locked = Lockfile::modify(&self.store.lock_path())?;
         // What was agreed to must still be what is installed.
         if locked.lock.plugins.get(&name) != Some(&old) {
@@ -882,6 +923,60 @@ impl<'a> Installer<'a> {
         }
     }
 
+    /// The same content is installed, but folders it was granted resolve
+    /// elsewhere now than when the user agreed: the user is asked about the
+    /// folders they are now, and the lock records them if they agree.
+    fn agree_to_moved_folders(
+        &self,
+        prepared: &Prepared,
+        entry: &LockEntry,
+        consent: &mut dyn FnMut(&ConsentRequest) -> bool,
+    ) -> Result<(), InstallError> {
+        let name = &prepared.manifest.name;
+        let moved = moved_folders(entry, prepared);
+        if moved.is_empty() {
+            return Ok(());
+        }
+        let request = ConsentRequest {
+            name: name.clone(),
+            version: prepared.manifest.version.clone(),
+            text: format!(
+                "{} {} ({}) is installed, but folders it was granted resolve elsewhere now than when you agreed:\n{}",
+                name,
+                prepared.manifest.version,
+                prepared.signer,
+                describe_moved_folders(&moved)
+            ),
+        };
+        if !consent(&request) {
+            return Err(InstallError::ConsentRefused { name: name.clone() });
+        }
+        let folders =
+            crate::grants::fs::consented_folders(&prepared.folders).map_err(|source| {
+                InstallError::Folder {
+                    name: name.clone(),
+                    source,
+                }
+            })?;
+        let recorded = Lockfile::complete(&self.store.lock_path(), name, &entry.digest, |e| {
+            e.folders = folders;
+        })?;
+        if !recorded {
+            return Err(InstallError::ChangedMeanwhile { name: name.clone() });
+        }
+        let list: Vec<String> = moved
+            .iter()
+            .map(|(path, was, now)| format!("{path} is now {} (was {was})", now.display()))
+            .collect();
+        self.record_change(
+            name,
+            "update",
+            &format!("agreed to moved folders: {}", list.join(", ")),
+            &prepared.source,
+        );
+        Ok(())
+    }
+
     /// The same content is installed: repair its folder if needed.
     fn unchanged(&self, prepared: &Prepared) -> Result<Outcome, InstallError> {
         let name = &prepared.manifest.name;
@@ -934,8 +1029,16 @@ impl<'a> Installer<'a> {
         } else {
             self.hook_secrets.clone()
         };
+        let folders =
+            crate::grants::fs::consented_folders(&prepared.folders).map_err(|source| {
+                InstallError::Folder {
+                    name: manifest.name.clone(),
+                    source,
+                }
+            })?;
         let entry = LockEntry {
             hook_secrets,
+            folders,
             version: manifest.version.clone(),
             source: prepared.source.clone(),
             installed_at: now_rfc3339(),
@@ -1216,6 +1319,7 @@ impl<'a> Installer<'a> {
                 path: rel,
                 sha256,
                 exports: info.exports.names().into_iter().map(String::from).collect(),
+                subscriptions: None,
             });
         }
         Ok(components)
@@ -1294,6 +1398,53 @@ impl HookReach {
     fn described(&self, path: &str) -> bool {
         self.components.iter().any(|(p, _)| p == path)
     }
+
+    /// Every subscription of every hook component.
+    fn all(&self) -> Vec<Subscription> {
+        self.components
+            .iter()
+            .flat_map(|(_, subscriptions)| subscriptions.iter().cloned())
+            .collect()
+    }
+
+    /// Records in each hook component of `components` what it subscribes
+    /// to, as the user was shown.
+    fn record_in(&self, components: &mut [LockComponent]) {
+        for component in components {
+            if let Some((_, subscriptions)) =
+                self.components.iter().find(|(p, _)| *p == component.path)
+            {
+                component.subscriptions = Some(subscriptions.clone());
+            }
+        }
+    }
+}
+
+/// The absolute folders granted to `entry` whose path, as written, resolves
+/// now (as `prepared` found) to another folder than the lock records:
+/// (path, folder agreed to, folder it is now).
+fn moved_folders(entry: &LockEntry, prepared: &Prepared) -> Vec<(String, String, PathBuf)> {
+    prepared
+        .folders
+        .iter()
+        .filter_map(|(path, now)| {
+            let was = entry.folders.get(path)?;
+            (Path::new(was) != now).then(|| (path.clone(), was.clone(), now.clone()))
+        })
+        .collect()
+}
+
+/// The consent lines about moved folders (see [`moved_folders`]).
+fn describe_moved_folders(moved: &[(String, String, PathBuf)]) -> String {
+    moved
+        .iter()
+        .map(|(path, was, now)| {
+            format!(
+                "  ~ files    {path} is now {}   (when you agreed it was {was})\n",
+                now.display()
+            )
+        })
+        .collect()
 }
 
 /// Refuses components that export hooks the question did not describe.

@@ -21,10 +21,20 @@
 //! "weather.wasm" = "c0de…"
 //! ```
 //!
-//! followed by the plugin's `components` (path, hash, exports), `consented`
-//! (what the manifest requested when the user last agreed), `granted` (what
-//! calls get: the consented capabilities minus those revoked since) and
-//! `limits`.
+//! followed by the plugin's `components` (path, hash, exports, and for a
+//! hook component the events it subscribed to when the user agreed),
+//! `consented` (what the manifest requested when the user last agreed),
+//! `granted` (what calls get: the consented capabilities minus those
+//! revoked since), `folders` (each absolute folder requested, as written,
+//! with the folder it resolved to when the user agreed) and `limits`.
+//!
+//! What the user agreed to stays what runs: a granted folder that resolves
+//! elsewhere later (a symbolic link on its way changed) is not given to the
+//! plugin, and a hook component that subscribes to other events than the
+//! lock records is not run. Entries written before capstan recorded
+//! `folders` and `subscriptions` are completed at their first use, with
+//! what they resolve to and subscribe to then ([`Lockfile::complete`]): the
+//! user agreed to them as they were, and from then on they are held there.
 //!
 //! Every change is a read-modify-write under an exclusive lock on
 //! `capstan.lock.guard` beside it ([`Lockfile::modify`]), held across the
@@ -39,6 +49,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::grants::Capabilities;
+use crate::hooks::Subscription;
 use crate::quantity::{Size, TimeSpan};
 
 /// The lockfile's format version.
@@ -82,6 +93,11 @@ pub struct LockEntry {
     /// What its calls get.
     #[serde(default)]
     pub granted: Capabilities,
+    /// Each absolute folder requested, as written, and the folder it
+    /// resolved to when the user agreed (symbolic links followed): calls
+    /// get the folder only while it still resolves there.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub folders: BTreeMap<String, String>,
     /// Its limits, where the manifest set them.
     #[serde(default)]
     pub limits: LockLimits,
@@ -102,6 +118,10 @@ pub struct LockComponent {
     pub sha256: String,
     /// The plugin interfaces it exports: `tool`, `hook`, `skill`.
     pub exports: Vec<String>,
+    /// For a hook component, the events it subscribed to when the user
+    /// agreed; `None` in entries written before capstan recorded them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscriptions: Option<Vec<Subscription>>,
 }
 
 /// Limits recorded from the manifest, written as the manifest writes them
@@ -302,6 +322,31 @@ impl Lockfile {
     }
 }
 
+impl Lockfile {
+    /// Completes plugin `name`'s entry in the lockfile at `path` with what
+    /// an older capstan did not record (see the [module
+    /// documentation](self)): under the lock, `change` is applied to the
+    /// entry and saved, provided the entry is still the one with `digest`
+    /// (an update meanwhile recorded its own). Returns whether it was.
+    pub fn complete(
+        path: &Path,
+        name: &str,
+        digest: &str,
+        change: impl FnOnce(&mut LockEntry),
+    ) -> Result<bool, LockError> {
+        let mut locked = Self::modify(path)?;
+        let Some(entry) = locked.lock.plugins.get_mut(name) else {
+            return Ok(false);
+        };
+        if entry.digest != digest {
+            return Ok(false);
+        }
+        change(entry);
+        locked.save()?;
+        Ok(true)
+    }
+}
+
 impl LockedLockfile {
     /// Writes the changed lockfile, still holding the lock.
     pub fn save(&self) -> Result<(), LockError> {
@@ -362,9 +407,11 @@ mod tests {
                 path: "demo.wasm".into(),
                 sha256: "22".into(),
                 exports: vec!["tool".into()],
+                subscriptions: None,
             }],
             consented: Capabilities::default(),
             granted: Capabilities::default(),
+            folders: BTreeMap::new(),
             limits: LockLimits {
                 memory: Some(1 << 20),
                 timeout_ms: None,
@@ -469,12 +516,17 @@ timeout = "1500ms"
         // And a call gets each of them.
         let config = dir.path().join("config.toml");
         let values = SecretValues::from_pairs(&config, [("RT_TOKEN", "t0ken")]);
+        let consented = crate::grants::fs::consented_folders(
+            &granted.resolve_folders(&OwnFolders::default()).unwrap(),
+        )
+        .unwrap();
         let grants = Grants::for_plugin(
             granted,
             &workspace,
             &dir.path().join("data"),
             &values,
             &OwnFolders::default(),
+            &consented,
         )
         .unwrap();
         assert_eq!(
@@ -488,6 +540,65 @@ timeout = "1500ms"
         assert_eq!(grants.env, requested.env);
         assert_eq!(grants.secrets.len(), 1);
         assert_eq!(grants.secrets[0].header_value(), "Bearer t0ken");
+    }
+
+    #[test]
+    fn folders_and_subscriptions_round_trip_and_older_entries_still_load() {
+        use crate::hooks::{HookEvent, Subscription};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("capstan.lock");
+        let mut recorded = entry();
+        recorded
+            .folders
+            .insert("/srv/current".into(), "/srv/releases/42".into());
+        recorded.components.push(LockComponent {
+            path: "hook.wasm".into(),
+            sha256: "33".into(),
+            exports: vec!["hook".into()],
+            subscriptions: Some(vec![
+                Subscription {
+                    event: HookEvent::PreToolUse,
+                    matcher: Some("fs.write".into()),
+                },
+                Subscription {
+                    event: HookEvent::Stop,
+                    matcher: None,
+                },
+            ]),
+        });
+        let mut lock = Lockfile::load(&path).unwrap();
+        lock.plugins.insert("demo".into(), recorded);
+        lock.save(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains("\"/srv/current\" = \"/srv/releases/42\""),
+            "{text}"
+        );
+        assert!(text.contains("event = \"PreToolUse\""), "{text}");
+        assert_eq!(Lockfile::load(&path).unwrap(), lock);
+
+        // An entry written before either was recorded.
+        let mut old = entry();
+        old.components[0].exports = vec!["hook".into()];
+        let mut lock = Lockfile::load(&path).unwrap();
+        lock.plugins.insert("old".into(), old);
+        lock.save(&path).unwrap();
+        let back = Lockfile::load(&path).unwrap();
+        assert!(back.plugins["old"].folders.is_empty());
+        assert!(back.plugins["old"].components[0].subscriptions.is_none());
+
+        // Completed under the lock, only while the entry is the same.
+        assert!(
+            Lockfile::complete(&path, "old", "abc", |e| {
+                e.folders.insert("/a".into(), "/b".into());
+            })
+            .unwrap()
+        );
+        assert!(!Lockfile::complete(&path, "old", "other-digest", |_| {}).unwrap());
+        assert_eq!(
+            Lockfile::load(&path).unwrap().plugins["old"].folders["/a"],
+            "/b"
+        );
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub mod web;
 
 pub use availability::{Unavailable, UnavailablePlugins};
 pub use catalog::{Catalog, CatalogError, PluginSource};
-pub use hooks::{HookLoadError, load_hooks};
+pub use hooks::{HookLoadError, load_hooks, missing_guards};
 pub use provision::{Provision, ProvisionError, Writes};
 
 /// A tool addressed as `PLUGIN.TOOL`.

@@ -43,12 +43,14 @@ pub enum ProvisionError {
     #[error(transparent)]
     Workspace(#[from] GrantError),
     /// An installed plugin's grants cannot be made.
-    #[error("plugin {plugin} cannot be given what it was granted: {source}")]
+    #[error("plugin {plugin} cannot be given what it was granted: {source}{fix}")]
     Grant {
         /// The plugin.
         plugin: String,
         /// Why.
-        source: PrepareError,
+        source: Box<PrepareError>,
+        /// What to do, when there is something particular: `; ...`.
+        fix: String,
     },
     /// An installed plugin's audit log cannot be opened.
     #[error(transparent)]
@@ -151,7 +153,16 @@ impl Provision {
                 .grants(workspace, writable, own)
                 .map_err(|source| ProvisionError::Grant {
                     plugin: installed.name.clone(),
-                    source,
+                    fix: match &source {
+                        PrepareError::Fs(GrantError::Moved { .. } | GrantError::NotConsented { .. }) => {
+                            format!(
+                                "; put the link back, or review and agree to the folder it is now with `capstan plugin update {}` (it asks again)",
+                                installed.entry.source
+                            )
+                        }
+                        _ => String::new(),
+                    },
+                    source: Box::new(source),
                 })
         };
         let read = grant(false)?;

@@ -237,6 +237,14 @@ impl Policy {
         })
     }
 
+    /// Whether some deny rule may keep the model from reading some file
+    /// (see [`Policy::denies_reading`]).
+    pub fn denies_any_reading(&self) -> bool {
+        self.rules.iter().any(|(kind, rule, _)| {
+            *kind == RuleKind::Deny && (rule.names_tool("fs.read") || rule.names_tool("lsp"))
+        })
+    }
+
     /// A warning for each rule that can never match a tool of this session
     /// (`offered` holds their names), suggesting the closest tool name. A
     /// rule for `exec.run` (Claude Code's `Bash`) gets a note instead: it is
