@@ -228,6 +228,17 @@ fn plants_at_depth_are_inert(namespaces: bool) {
         assert!(stderr(&out).contains(&setup.ws().join(created).display().to_string()));
     }
     assert!(stderr(&out).contains("renamed it to"), "{text}");
+    // The audit log's record of the run names what was put aside.
+    let run = support::audit_records(&setup.env)
+        .into_iter()
+        .rev()
+        .find(|r| r["kind"] == "command_run")
+        .expect("a command_run record");
+    let refused = run["refused"].to_string();
+    assert!(
+        refused.contains("work/fresh/.git") && refused.contains("renamed it to"),
+        "{run}"
+    );
 
     // The user's next git commands in each repository run no planted code.
     for repo in ["sub", "a/b/c", "work/fresh", "work/x/y/z"] {

@@ -61,9 +61,9 @@ pub use config::{
 };
 #[cfg(target_os = "linux")]
 pub use jobs::{JobId, JobOutput, JobTable};
-pub use protected::Quarantined;
 pub use missing::MissingCapability;
 pub use output::CappedOutput;
+pub use protected::Quarantined;
 #[cfg(target_os = "linux")]
 pub use support::{KernelSupport, kernel_support};
 

@@ -520,7 +520,11 @@ impl RunningCommand {
                     _ => None,
                 },
                 duration_ms: u64::try_from(duration.as_millis()).unwrap_or(u64::MAX),
-                refused: needs.iter().map(ToString::to_string).collect(),
+                refused: needs
+                    .iter()
+                    .map(ToString::to_string)
+                    .chain(quarantined.iter().map(|entry| entry.describe()))
+                    .collect(),
             });
             audit_failure = audit.close().err().map(|error| error.to_string());
         }

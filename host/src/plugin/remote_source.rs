@@ -293,6 +293,9 @@ fn run_git(
         net,
         separate_errors: true,
         call_id: "fetch".to_string(),
+        // The clone's own repository, in a folder of capstan's that only
+        // these git commands use (its hooks are off): not a plant.
+        writable_protected: vec!["repo/.git".to_string()],
         ..ExecRequest::new(CommandLine::Argv(argv))
     };
     let outcome = crate::exec::run(&request, grants, &Cancel::new(), &mut |_| {})
