@@ -80,17 +80,7 @@ impl Sessions {
                 }
             }
         };
-        self.start(
-            TranscriptWriter {
-                id,
-                path,
-                file,
-                cut_at: None,
-                disk_full_marked: false,
-            },
-            model,
-            provider,
-        )
+        self.start(TranscriptWriter::fresh(id, path, file), model, provider)
     }
 
     /// Starts a new session with the id the user chose (`--session-id`): a
@@ -131,17 +121,7 @@ impl Sessions {
                 });
             }
         };
-        self.start(
-            TranscriptWriter {
-                id,
-                path,
-                file,
-                cut_at: None,
-                disk_full_marked: false,
-            },
-            model,
-            provider,
-        )
+        self.start(TranscriptWriter::fresh(id, path, file), model, provider)
     }
 
     /// Writes a new transcript's start record.
@@ -185,6 +165,19 @@ impl Sessions {
     /// (after a rewind rewrote the file), without recording a resume.
     pub fn reopen(&self, id: &str) -> Result<(TranscriptWriter, LoadedSession), SessionError> {
         TranscriptWriter::reopen(&self.transcript_path(id))
+    }
+}
+
+impl TranscriptWriter {
+    /// The writer of a transcript just created, empty.
+    fn fresh(id: String, path: PathBuf, file: File) -> Self {
+        TranscriptWriter {
+            id,
+            path,
+            file,
+            cut_at: None,
+            disk_full_marked: false,
+        }
     }
 }
 
