@@ -590,6 +590,7 @@ impl AuditLog {
             .map_err(io)?;
         let head_path = head_path(path);
         file.lock().map_err(io)?;
+        remove_orphaned_heads(&head_path);
         let continued = continue_chain(&mut file)
             .and_then(|(end, tip)| Ok((end, head_disagrees(&head_path, &tip)?, tip)));
         let _ = file.unlock();
@@ -871,6 +872,39 @@ fn head_disagrees(head: &Path, tip: &Tip) -> std::io::Result<bool> {
         Some(Err(_)) => true,
         Some(Ok(head)) => head.seq > tip.seq || (head.seq == tip.seq && head.hash != tip.hash),
     })
+}
+
+/// Removes the temporary head files (`<head>.tmp-PID`) of processes that
+/// ended between writing one and renaming it into place (a process ends
+/// while another thread of it closes its log). Called with the log locked;
+/// a file of a live process, this one included, is left alone.
+fn remove_orphaned_heads(head: &Path) {
+    let (Some(dir), Some(name)) = (head.parent(), head.file_name()) else {
+        return;
+    };
+    // Without /proc nothing tells a live process from a dead one.
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let mut prefix = name.to_os_string();
+    prefix.push(".tmp-");
+    let prefix = prefix.to_string_lossy().into_owned();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let Some(pid) = file_name
+            .to_str()
+            .and_then(|n| n.strip_prefix(&prefix))
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Records the chain's tip beside the log, atomically.
@@ -1361,6 +1395,31 @@ mod tests {
         let report = verify(&path).unwrap();
         assert_eq!(report.records, 10);
         assert!(report.is_intact(), "{report:?}");
+    }
+
+    #[test]
+    fn a_head_left_half_written_by_an_ended_process_is_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
+        drop(AuditLog::open(&path).unwrap());
+        let head = head_path(&path);
+        let temp = |pid: u32| {
+            let mut name = head.as_os_str().to_os_string();
+            name.push(format!(".tmp-{pid}"));
+            PathBuf::from(name)
+        };
+        // A process id above any the kernel hands out (pid_max ≤ 2^22).
+        let ended = temp(4_194_305);
+        // Process 1 is always alive.
+        let live = temp(1);
+        std::fs::write(&ended, "{").unwrap();
+        std::fs::write(&live, "{").unwrap();
+        let log = AuditLog::open(&path).unwrap();
+        scope(&log, "a", "call-1").record(opened("x"));
+        drop(log);
+        assert!(!ended.exists(), "the ended process's file is removed");
+        assert!(live.exists(), "a live process's file is left to it");
+        assert!(verify(&path).unwrap().is_intact());
     }
 
     #[test]
