@@ -68,7 +68,7 @@ fn run(args: ExecArgs) -> anyhow::Result<u8> {
     let current = std::env::current_dir().context("cannot tell the current folder")?;
     let workspace = args.workspace.clone().unwrap_or_else(|| current.clone());
     let home = Home::from_env()?;
-    let settings = crate::config::load(&home, &workspace)?;
+    let settings = crate::startup::time("config", || crate::config::load(&home, &workspace))?;
     for warning in &settings.warnings {
         eprintln!("warning: {warning}");
     }
@@ -82,6 +82,7 @@ fn run(args: ExecArgs) -> anyhow::Result<u8> {
     let user_home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from);
+    let resolving = std::time::Instant::now();
     let mut grants = ExecGrants::resolve(
         &settings.exec,
         &workspace,
@@ -96,7 +97,8 @@ fn run(args: ExecArgs) -> anyhow::Result<u8> {
     if let Some(warning) = crate::exec::credentials::grants_warning(&grants) {
         eprintln!("{warning}");
     }
-    let log = AuditLog::open(&home.audit_log())?;
+    crate::startup::record("grants", "", resolving);
+    let log = crate::startup::time("audit log", || AuditLog::open(&home.audit_log()))?;
     grants.audit = Some(AuditScope::new(log, "exec", "exec", None));
     let mut net = Vec::new();
     for origin in &args.allow_net {

@@ -135,30 +135,38 @@ static PROCESS_START: OnceLock<Instant> = OnceLock::new();
 pub fn main() -> ExitCode {
     PROCESS_START.get_or_init(Instant::now);
     end_quietly_on_closed_output();
-    let cli =
-        match Cli::try_parse_from(global_flags_after_subcommand(std::env::args_os().collect())) {
-            Ok(cli) => cli,
-            Err(err) => {
-                let _ = err.print();
-                return match err.kind() {
-                    clap::error::ErrorKind::DisplayHelp
-                    | clap::error::ErrorKind::DisplayVersion => Exit::Success,
-                    _ => Exit::Usage,
+    let parsing = Instant::now();
+    let parsed = Cli::try_parse_from(global_flags_after_subcommand(std::env::args_os().collect()));
+    crate::startup::record("arguments", "", parsing);
+    let cli = match parsed {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return match err.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    Exit::Success
                 }
-                .into();
+                _ => Exit::Usage,
             }
-        };
+            .into();
+        }
+    };
     // A command in the OS sandbox runs on this thread: the sandbox ties
     // the command's life to the thread that starts it. It writes no log.
     termination::watch_signals();
+    let breakdown = cli.verbose > 1;
     let cli = match cli.command {
         Some(Command::Exec(args)) => {
             let exit = exec::main(args);
             termination::remove_temporary_area();
+            if breakdown {
+                print_breakdown();
+            }
             return exit;
         }
         _ => cli,
     };
+    let building = Instant::now();
     // Whatever runs plugins gets two worker threads: each call runs on a
     // task of its own, and one stuck in a blocking file operation holds a
     // thread while the other ends the call at its deadline (and notices
@@ -174,6 +182,7 @@ pub fn main() -> ExitCode {
             .enable_all()
             .build(),
     };
+    crate::startup::record("async runtime", "", building);
     let runtime = match runtime {
         Ok(rt) => rt,
         Err(err) => {
@@ -186,6 +195,7 @@ pub fn main() -> ExitCode {
         && cli.session.input_format == setup::InputFormat::Text
         && std::io::stdin().is_terminal()
         && std::io::stderr().is_terminal();
+    let logging = Instant::now();
     let log = crate::logging::init(&crate::logging::LogOptions {
         verbosity: cli.verbose,
         // The interactive session's screen is stderr: its log goes to the
@@ -193,6 +203,7 @@ pub fn main() -> ExitCode {
         stderr: cli.verbose > 0 && !interactive,
         file: log_file(&cli.command),
     });
+    crate::startup::record("logging", "", logging);
     tracing::debug!(
         version = env!("CARGO_PKG_VERSION"),
         args = std::env::args().count(),
@@ -230,7 +241,17 @@ pub fn main() -> ExitCode {
     runtime.shutdown_background();
     drop(log);
     termination::remove_temporary_area();
+    // The interactive session's screen is gone by now; its breakdown is in
+    // its log (each phase at debug level).
+    if breakdown && !interactive {
+        print_breakdown();
+    }
     exit.into()
+}
+
+/// Prints how long each start-up phase took (`-vv`), on stderr.
+fn print_breakdown() {
+    eprint!("{}", crate::startup::report(since_start()));
 }
 
 /// The log file of a command: a session's own, or one per command.
