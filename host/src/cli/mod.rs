@@ -152,9 +152,12 @@ pub fn main() -> ExitCode {
         }
     };
     // A command in the OS sandbox runs on this thread: the sandbox ties
-    // the command's life to the thread that starts it. It writes no log.
-    termination::watch_signals();
+    // the command's life to the thread that starts it. It writes no log,
+    // and watches the signals itself (Ctrl-C too).
     let breakdown = cli.verbose > 1;
+    if !matches!(cli.command, Some(Command::Exec(_))) {
+        termination::watch_signals();
+    }
     let cli = match cli.command {
         Some(Command::Exec(args)) => {
             let exit = exec::main(args);

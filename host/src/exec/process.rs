@@ -678,8 +678,8 @@ fn without_namespaces(grants: &ExecGrants) -> Option<String> {
             "`[exec] namespaces = \"off\"` runs commands without namespaces, {CONSEQUENCE}"
         ));
     }
-    match spawn::shared_net() {
-        Ok(_) => None,
+    match spawn::user_namespaces() {
+        Ok(()) => None,
         Err(code) => Some(format!(
             "this system does not let capstan create user namespaces ({}; see sysctl user.max_user_namespaces and kernel.apparmor_restrict_unprivileged_userns), {CONSEQUENCE}",
             std::io::Error::from_raw_os_error(code)
@@ -835,10 +835,7 @@ fn sandbox_setup(
     // Every command with namespaces gets the proxy, granted origins or
     // none, so that a refusal is seen and named however quiet the command
     // is; the proxy listens in a network namespace of the command's own.
-    // The empty namespace commands could share (`spawn::shared_net`) has
-    // no proxy, so no command joins it.
     let proxy = namespaces;
-    let shared_net = None;
     let limits = grants.limits;
     // A PID namespace's pid_max may not be set below the kernel's minimum.
     let pid_max = (u64::from(limits.processes) + 1).max(301);
@@ -870,7 +867,6 @@ fn sandbox_setup(
         memory: limits.memory,
         file_size: limits.file_size,
         proxy,
-        shared_net,
         namespaces,
     };
     Ok((setup, watch))
