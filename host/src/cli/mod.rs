@@ -293,11 +293,16 @@ fn global_flags_after_subcommand(mut args: Vec<OsString>) -> Vec<OsString> {
                     .is_some_and(|vs| !vs.is_empty() && vs.bytes().all(|b| b == b'v'))
         })
         .count();
+    // Building clap's whole command tree costs a fraction of a
+    // millisecond: only when there are flags to move.
+    if leading == 0 {
+        return args;
+    }
     let names_subcommand = args
         .get(1 + leading)
         .and_then(|arg| arg.to_str())
         .is_some_and(|name| Cli::command().find_subcommand(name).is_some());
-    if leading > 0 && names_subcommand {
+    if names_subcommand {
         args[1..=1 + leading].rotate_left(leading);
     }
     args

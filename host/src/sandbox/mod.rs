@@ -329,7 +329,8 @@ impl Sandbox {
         self.rest.park_idle(std::time::Duration::ZERO)
     }
 
-    /// Asks a component which tools it offers. Runs with no grants.
+    /// Asks a component which tools it offers. Runs with no grants, and
+    /// makes no instance ahead.
     pub async fn describe(&self, component: &LoadedComponent) -> Result<Vec<ToolSpec>, CallError> {
         let options = CallOptions::listing();
         let _in_use = component.resident.in_use();
@@ -348,7 +349,9 @@ impl Sandbox {
                 }),
             )
             .await;
-        self.make_tool_ahead(component, &linked);
+        // No instance is made ahead for a plugin only described: a plugin
+        // the session never calls holds no pool slot for it. Its first call
+        // makes one ahead for the next.
         let specs = specs?;
         specs
             .into_iter()
