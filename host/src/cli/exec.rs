@@ -69,9 +69,7 @@ fn run(args: ExecArgs) -> anyhow::Result<u8> {
     // thread); Ctrl-C kills the command, which is then recorded.
     let cancel = Cancel::new();
     let interrupted = cancel.clone();
-    super::termination::watch_signals_and_interrupts(Some(Box::new(move || {
-        interrupted.cancel()
-    })));
+    super::termination::watch_signals_and_interrupts(Some(Box::new(move || interrupted.cancel())));
     let current = std::env::current_dir().context("cannot tell the current folder")?;
     let workspace = args.workspace.clone().unwrap_or_else(|| current.clone());
     let home = Home::from_env()?;
