@@ -23,7 +23,8 @@
 //!   steps on a terminal; [`quantity`]: sizes and durations, spelt one way
 //!   everywhere; [`timestamp`]: RFC 3339 times; [`untrusted_folder`]: files capstan itself reads
 //!   from folders others control (the workspace, a package), confined
-//!   beneath them and capped;
+//!   beneath them and capped; [`startup`]: how long each start-up phase
+//!   took, for `-vv`;
 //! - [`cli`]: the command line; [`fuzz`]: the bodies of the fuzz targets,
 //!   one per parser of untrusted bytes.
 
@@ -50,5 +51,6 @@ pub mod sandbox;
 pub mod scaffold;
 pub mod session;
 pub mod skills;
+pub mod startup;
 pub mod timestamp;
 pub mod untrusted_folder;

@@ -121,6 +121,55 @@ fn verbose_works_before_or_after_the_subcommand() {
 }
 
 #[test]
+fn double_verbose_prints_the_start_up_breakdown_of_only_what_ran() {
+    let env = Env::new();
+    env.write("a.txt", "hello\n");
+    let out = capstan(
+        &env,
+        &["-vv", "tool", "call", "fs.read", r#"{"path":"a.txt"}"#],
+    );
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    assert!(err.contains("capstan: start-up breakdown ("), "{err}");
+    for phase in [
+        "arguments",
+        "sandbox set-up",
+        "component load (fs)",
+        "describe (fs)",
+        "tool call (fs.read)",
+    ] {
+        assert!(err.contains(phase), "no `{phase}` in:\n{err}");
+    }
+    // A call of fs loads no other plugin and starts nothing else.
+    for other in ["(web)", "proxy", "MCP", "language servers"] {
+        assert!(!err.contains(other), "`{other}` in:\n{err}");
+    }
+    let once = capstan(
+        &env,
+        &["-v", "tool", "call", "fs.read", r#"{"path":"a.txt"}"#],
+    );
+    assert_exit(&once, 0);
+    assert!(
+        !stderr(&once).contains("start-up breakdown"),
+        "{}",
+        stderr(&once)
+    );
+
+    let out = capstan(&env, &["-vv", "exec", "--", "true"]);
+    assert_exit(&out, 0);
+    let err = stderr(&out);
+    for phase in [
+        "config",
+        "grants",
+        "command set-up",
+        "sandbox spawn",
+        "command ran",
+    ] {
+        assert!(err.contains(phase), "no `{phase}` in:\n{err}");
+    }
+    assert!(!err.contains("component load"), "{err}");
+}
+#[test]
 fn without_a_terminal_or_a_prompt_it_says_what_to_do() {
     let env = Env::new();
     let out = env

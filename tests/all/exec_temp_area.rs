@@ -213,3 +213,61 @@ fn dead_pid() -> u32 {
     child.wait().unwrap();
     pid
 }
+
+/// `capstan exec` of a shell command that marks in the workspace that it
+/// started, then, two seconds later, that it was left running; `tmp` is
+/// its `TMPDIR`. Returns once the command has started.
+fn exec_left_running(env: &Env, tmp: &Path) -> Running {
+    let mut cmd = env.capstan_std();
+    cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("TMPDIR", tmp)
+        .args(["exec", "--allow-write", "--", "sh", "-c"])
+        .arg("echo started > started.txt; sleep 2; echo late > late.txt; sleep 60");
+    let running = Running::spawn(cmd);
+    let started = env.ws.path().join("started.txt");
+    for _ in 0..500 {
+        if started.exists() {
+            return running;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("the command never started");
+}
+
+/// Whether the command, left running, went on after capstan ended.
+fn went_on(env: &Env) -> bool {
+    std::thread::sleep(Duration::from_secs(3));
+    env.ws.path().join("late.txt").exists()
+}
+
+#[test]
+fn ctrl_c_kills_capstan_execs_command_and_records_it() {
+    let env = Env::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let running = exec_left_running(&env, tmp.path());
+    running.signal("INT");
+    let (status, _, err) = running.wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(130), "{status:?}\n{err}");
+    assert!(!went_on(&env), "the command went on after Ctrl-C");
+    assert!(entries(tmp.path()).is_empty(), "{:?}", entries(tmp.path()));
+    let audit = std::fs::read_to_string(env.home.path().join("audit/audit.jsonl")).unwrap();
+    let run: Vec<serde_json::Value> = audit
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|record| record["kind"] == "command_run")
+        .collect();
+    assert_eq!(run.len(), 1, "{audit}");
+    assert_eq!(run[0]["ending"], "cancelled", "{audit}");
+}
+
+#[test]
+fn sigterm_ends_capstan_exec_and_its_command() {
+    let env = Env::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let running = exec_left_running(&env, tmp.path());
+    running.signal("TERM");
+    let (status, _, err) = running.wait(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(143), "{status:?}\n{err}");
+    assert!(!went_on(&env), "the command went on after SIGTERM");
+    assert!(entries(tmp.path()).is_empty(), "{:?}", entries(tmp.path()));
+}

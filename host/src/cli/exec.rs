@@ -65,10 +65,15 @@ pub fn main(args: ExecArgs) -> ExitCode {
 }
 
 fn run(args: ExecArgs) -> anyhow::Result<u8> {
+    // SIGTERM and SIGHUP end capstan (and so the command, tied to this
+    // thread); Ctrl-C kills the command, which is then recorded.
+    let cancel = Cancel::new();
+    let interrupted = cancel.clone();
+    super::termination::watch_signals_and_interrupts(Some(Box::new(move || interrupted.cancel())));
     let current = std::env::current_dir().context("cannot tell the current folder")?;
     let workspace = args.workspace.clone().unwrap_or_else(|| current.clone());
     let home = Home::from_env()?;
-    let settings = crate::config::load(&home, &workspace)?;
+    let settings = crate::startup::time("config", || crate::config::load(&home, &workspace))?;
     for warning in &settings.warnings {
         eprintln!("warning: {warning}");
     }
@@ -82,6 +87,7 @@ fn run(args: ExecArgs) -> anyhow::Result<u8> {
     let user_home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .map(PathBuf::from);
+    let resolving = std::time::Instant::now();
     let mut grants = ExecGrants::resolve(
         &settings.exec,
         &workspace,
@@ -96,7 +102,8 @@ fn run(args: ExecArgs) -> anyhow::Result<u8> {
     if let Some(warning) = crate::exec::credentials::grants_warning(&grants) {
         eprintln!("{warning}");
     }
-    let log = AuditLog::open(&home.audit_log())?;
+    crate::startup::record("grants", "", resolving);
+    let log = crate::startup::time("audit log", || AuditLog::open(&home.audit_log()))?;
     grants.audit = Some(AuditScope::new(log, "exec", "exec", None));
     let mut net = Vec::new();
     for origin in &args.allow_net {
@@ -122,8 +129,6 @@ fn run(args: ExecArgs) -> anyhow::Result<u8> {
         inherit_stdin: true,
         ..ExecRequest::new(CommandLine::Argv(args.command.clone()))
     };
-    let cancel = Cancel::new();
-    watch_ctrl_c(cancel.clone());
     let json = args.json;
     let mut stdout = std::io::stdout();
     let mut stream = |chunk: &[u8]| {
@@ -140,25 +145,6 @@ fn run(args: ExecArgs) -> anyhow::Result<u8> {
         );
     }
     Ok(u8::try_from(outcome.exit_code().clamp(0, 255)).unwrap_or(1))
-}
-
-/// Raises `cancel` on Ctrl-C (the command is killed and recorded).
-fn watch_ctrl_c(cancel: Cancel) {
-    let _ = std::thread::Builder::new()
-        .name("capstan-exec-ctrl-c".into())
-        .spawn(move || {
-            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            runtime.block_on(async {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    cancel.cancel();
-                }
-            });
-        });
 }
 
 /// Tells the user how the command ended, when it did not simply exit; with

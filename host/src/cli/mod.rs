@@ -135,30 +135,41 @@ static PROCESS_START: OnceLock<Instant> = OnceLock::new();
 pub fn main() -> ExitCode {
     PROCESS_START.get_or_init(Instant::now);
     end_quietly_on_closed_output();
-    let cli =
-        match Cli::try_parse_from(global_flags_after_subcommand(std::env::args_os().collect())) {
-            Ok(cli) => cli,
-            Err(err) => {
-                let _ = err.print();
-                return match err.kind() {
-                    clap::error::ErrorKind::DisplayHelp
-                    | clap::error::ErrorKind::DisplayVersion => Exit::Success,
-                    _ => Exit::Usage,
+    let parsing = Instant::now();
+    let parsed = Cli::try_parse_from(global_flags_after_subcommand(std::env::args_os().collect()));
+    crate::startup::record("arguments", "", parsing);
+    let cli = match parsed {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return match err.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    Exit::Success
                 }
-                .into();
+                _ => Exit::Usage,
             }
-        };
+            .into();
+        }
+    };
     // A command in the OS sandbox runs on this thread: the sandbox ties
-    // the command's life to the thread that starts it. It writes no log.
-    termination::watch_signals();
+    // the command's life to the thread that starts it. It writes no log,
+    // and watches the signals itself (Ctrl-C too).
+    let breakdown = cli.verbose > 1;
+    if !matches!(cli.command, Some(Command::Exec(_))) {
+        termination::watch_signals();
+    }
     let cli = match cli.command {
         Some(Command::Exec(args)) => {
             let exit = exec::main(args);
             termination::remove_temporary_area();
+            if breakdown {
+                print_breakdown();
+            }
             return exit;
         }
         _ => cli,
     };
+    let building = Instant::now();
     // Whatever runs plugins gets two worker threads: each call runs on a
     // task of its own, and one stuck in a blocking file operation holds a
     // thread while the other ends the call at its deadline (and notices
@@ -174,6 +185,7 @@ pub fn main() -> ExitCode {
             .enable_all()
             .build(),
     };
+    crate::startup::record("async runtime", "", building);
     let runtime = match runtime {
         Ok(rt) => rt,
         Err(err) => {
@@ -186,6 +198,7 @@ pub fn main() -> ExitCode {
         && cli.session.input_format == setup::InputFormat::Text
         && std::io::stdin().is_terminal()
         && std::io::stderr().is_terminal();
+    let logging = Instant::now();
     let log = crate::logging::init(&crate::logging::LogOptions {
         verbosity: cli.verbose,
         // The interactive session's screen is stderr: its log goes to the
@@ -193,6 +206,7 @@ pub fn main() -> ExitCode {
         stderr: cli.verbose > 0 && !interactive,
         file: log_file(&cli.command),
     });
+    crate::startup::record("logging", "", logging);
     tracing::debug!(
         version = env!("CARGO_PKG_VERSION"),
         args = std::env::args().count(),
@@ -230,7 +244,17 @@ pub fn main() -> ExitCode {
     runtime.shutdown_background();
     drop(log);
     termination::remove_temporary_area();
+    // The interactive session's screen is gone by now; its breakdown is in
+    // its log (each phase at debug level).
+    if breakdown && !interactive {
+        print_breakdown();
+    }
     exit.into()
+}
+
+/// Prints how long each start-up phase took (`-vv`), on stderr.
+fn print_breakdown() {
+    eprint!("{}", crate::startup::report(since_start()));
 }
 
 /// The log file of a command: a session's own, or one per command.
@@ -269,11 +293,16 @@ fn global_flags_after_subcommand(mut args: Vec<OsString>) -> Vec<OsString> {
                     .is_some_and(|vs| !vs.is_empty() && vs.bytes().all(|b| b == b'v'))
         })
         .count();
+    // Building clap's whole command tree costs a fraction of a
+    // millisecond: only when there are flags to move.
+    if leading == 0 {
+        return args;
+    }
     let names_subcommand = args
         .get(1 + leading)
         .and_then(|arg| arg.to_str())
         .is_some_and(|name| Cli::command().find_subcommand(name).is_some());
-    if leading > 0 && names_subcommand {
+    if names_subcommand {
         args[1..=1 + leading].rotate_left(leading);
     }
     args

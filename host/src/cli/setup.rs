@@ -251,6 +251,8 @@ pub struct Session {
 
 /// Builds the session for `args`.
 pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
+    let mut clock = std::time::Instant::now();
+    let lap = crate::startup::lap;
     let workspace = match &args.workspace {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().map_err(|e| {
@@ -272,13 +274,16 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
     let home = Home::from_env().map_err(|e| Failure::new(Exit::Error, e))?;
     let mut settings = config::load(&home, &workspace).map_err(|e| Failure::new(Exit::Usage, e))?;
     let mut notices = std::mem::take(&mut settings.warnings);
+    lap("config", &mut clock);
 
     let choice = provider::choose(&args.model, &settings.model)
         .map_err(|message| Failure::new(Exit::Usage, message))?;
+    lap("model provider", &mut clock);
     let offline_model = choice.model == "scripted";
     let api_key_source = choice.key_source.clone();
 
     let sandbox = Sandbox::new(&home).map_err(|e| Failure::new(Exit::Error, e))?;
+    lap("sandbox set-up", &mut clock);
     let mut catalog = Catalog::builtin();
     catalog
         .add_installed(&home)
@@ -288,9 +293,11 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
             .add_file(spec)
             .map_err(|e| Failure::new(Exit::Usage, e))?;
     }
+    lap("plugin catalog", &mut clock);
     let mut toolbox = Toolbox::load(sandbox, &catalog, &workspace, Limits::default())
         .await
         .map_err(|e| Failure::new(Exit::Error, e))?;
+    lap("plugins' tools", &mut clock);
     // Calls of plugins with no audit log of their own (built-in plugins,
     // `--plugin` files) and their hooks are recorded in the home's.
     let session_audit = crate::audit::AuditLog::open(&home.audit_log());
@@ -300,6 +307,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
             "warning: calls of built-in plugins and plugin files are not audited in this session: {error}"
         )),
     }
+    lap("audit log", &mut clock);
     let mut found_skills =
         Skills::discover(toolbox.sandbox(), &home, &workspace, Limits::default()).await;
     let extension_grants = extension_grants(&settings, &workspace, &home);
@@ -330,6 +338,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         ));
     }
     toolbox.set_skills(found_skills);
+    lap("skills", &mut clock);
     let custom_agents = crate::agent::custom_agents::CustomAgents::discover(
         &home,
         &workspace,
@@ -357,6 +366,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
             custom_agents,
         )))
         .map_err(|e| Failure::new(Exit::Error, e))?;
+    lap("agents and output styles", &mut clock);
     let call_events = super::live::EventRoute::new();
     toolbox.set_events(call_events.sink());
     let exec_tools = crate::agent::exec_tool::for_session(&settings, &workspace, &home);
@@ -367,6 +377,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
             .map_err(|e| Failure::new(Exit::Error, e))?;
     }
 
+    lap("exec tools", &mut clock);
     let command_line_servers = crate::mcp::client::command_line::CommandLineServers::read(
         &args.mcp_config,
         args.strict_mcp_config,
@@ -382,6 +393,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
     notices.extend(mcp.notices.iter().cloned());
     let mcp_audit = session_audit.as_ref().ok().cloned();
     toolbox.add_source(std::sync::Arc::new(mcp.tool_source(mcp_audit)));
+    lap("MCP servers", &mut clock);
 
     let policy = build_policy(&settings, args);
     notices.extend(start_language_servers(
@@ -393,6 +405,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         &policy,
     ));
 
+    lap("policy and language servers", &mut clock);
     let offered: Vec<&str> = toolbox.tools().iter().map(|t| t.name.as_str()).collect();
     // MCP servers' tools appear once each server is ready: rules naming
     // them are not reported as matching nothing.
@@ -427,6 +440,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         system.push_str(extra);
     }
 
+    lap("instructions and system prompt", &mut clock);
     let mut config = AgentConfig::new(choice.model.clone(), system);
     config.max_tokens = choice.max_tokens;
     if args.fallback_model.as_deref() == Some(choice.model.as_str()) {
@@ -529,6 +543,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
     if let Some(id) = agent.session_id() {
         crate::logging::name_session(id);
     }
+    lap("transcript", &mut clock);
     tracing::info!(
         session = agent.session_id().unwrap_or_default(),
         resumed,
@@ -594,6 +609,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         )
     };
     agent.set_hooks(hooks, hook_audit);
+    lap("hooks", &mut clock);
     for unavailable in catalog.unavailable().all() {
         notices.push(format!(
             "warning: {unavailable}; its tools and hooks are left out of this session"

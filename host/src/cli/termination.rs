@@ -22,9 +22,15 @@ pub fn remove_temporary_area() {
 /// process: either ends it through [`exit_now`] with the shell's code for
 /// the signal (143, 129).
 pub fn watch_signals() {
+    watch_signals_and_interrupts(None);
+}
+
+/// [`watch_signals`], and on the same thread calls `on_interrupt` at each
+/// SIGINT (Ctrl-C) when given: one thread for all of a command's signals.
+pub fn watch_signals_and_interrupts(on_interrupt: Option<Box<dyn Fn() + Send>>) {
     let _ = std::thread::Builder::new()
         .name("capstan-signals".into())
-        .spawn(|| {
+        .spawn(move || {
             use tokio::signal::unix::{SignalKind, signal};
             let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -39,10 +45,26 @@ pub fn watch_signals() {
                 ) else {
                     return;
                 };
+                let mut interrupts = match &on_interrupt {
+                    Some(_) => signal(SignalKind::interrupt()).ok(),
+                    None => None,
+                };
                 // 128 + the signal's number, as a shell reports it.
-                let code = tokio::select! {
-                    _ = term.recv() => 128 + 15,
-                    _ = hup.recv() => 128 + 1,
+                let code = loop {
+                    tokio::select! {
+                        _ = term.recv() => break 128 + 15,
+                        _ = hup.recv() => break 128 + 1,
+                        Some(()) = async {
+                            match interrupts.as_mut() {
+                                Some(interrupts) => interrupts.recv().await,
+                                None => std::future::pending().await,
+                            }
+                        } => {
+                            if let Some(on_interrupt) = &on_interrupt {
+                                on_interrupt();
+                            }
+                        }
+                    }
                 };
                 exit_now(code);
             });

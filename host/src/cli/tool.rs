@@ -149,11 +149,19 @@ struct Setup {
 impl Setup {
     fn new(plugins: &PluginArgs, verbose: bool) -> Result<Self, Failure> {
         let home = Home::from_env().map_err(|e| Failure::new(Exit::Error, e))?;
-        let sandbox = Arc::new(Sandbox::new(&home).map_err(|e| Failure::new(Exit::Error, e))?);
+        let sandbox = crate::startup::time("sandbox set-up", || Sandbox::new(&home))
+            .map_err(|e| Failure::new(Exit::Error, e))?;
+        // `tool list` and `tool call` describe each plugin once and make
+        // at most one call: an instance made ahead would go unused.
+        let mut sandbox = sandbox;
+        sandbox.without_making_ahead();
+        let sandbox = Arc::new(sandbox);
+        let listing = Instant::now();
         let mut catalog = Catalog::builtin();
         catalog
             .add_installed(&home)
             .map_err(|e| Failure::new(Exit::Error, e))?;
+        crate::startup::record("plugin catalog", "", listing);
         for spec in &plugins.plugins {
             catalog
                 .add_file(spec)
@@ -250,10 +258,10 @@ impl Setup {
     }
 
     async fn describe(&self, component: &LoadedComponent) -> Result<Vec<ToolSpec>, Failure> {
-        self.sandbox
-            .describe(component)
-            .await
-            .map_err(|e| Failure::new(Exit::Error, e))
+        let started = Instant::now();
+        let described = self.sandbox.describe(component).await;
+        crate::startup::record("describe", component.name(), started);
+        described.map_err(|e| Failure::new(Exit::Error, e))
     }
 
     fn events(&self) -> EventSink {
@@ -477,7 +485,7 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
     })?;
     let events = setup.events();
     let interrupt = Interrupt::new();
-    let audit = home_audit(&setup.home);
+    let audit = crate::startup::time("audit log", || home_audit(&setup.home));
     let call_id = crate::sandbox::new_call_id();
     let record = audit
         .as_ref()
@@ -498,6 +506,7 @@ async fn call(args: CallArgs, verbose: bool) -> Result<Exit, Failure> {
     if let Some(record) = record {
         record.finish(&result);
     }
+    crate::startup::record("tool call", args.name.clone(), started);
     if verbose {
         eprintln!(
             "capstan: {} ran in {:.2} ms",

@@ -242,6 +242,7 @@ impl RunningCommand {
         audit: Option<crate::audit::AuditScope>,
         attach: &Attach,
     ) -> Result<(Self, Option<std::io::PipeWriter>), ExecError> {
+        let preparing = Instant::now();
         let cwd = working_folder(request.cwd.as_deref(), &grants.workspace)?;
         let mut net = grants.net.clone();
         net.extend(request.net.iter().cloned());
@@ -312,6 +313,8 @@ impl RunningCommand {
             let (setup, before) =
                 sandbox_setup(request, grants, &cwd, temp.path(), home.as_deref())?;
             watch = before;
+            crate::startup::record("command set-up", "", preparing);
+            let spawning = Instant::now();
             let started = spawn::start(&mut command, setup).map_err(|e| match e.step {
                 Some(step) => ExecError::Setup {
                     step: step.describe(),
@@ -326,6 +329,7 @@ impl RunningCommand {
                 Some(stop) => Stopper::Tree(stop),
                 None => Stopper::Namespace(started.init),
             };
+            crate::startup::record("sandbox spawn", "", spawning);
             (started.keeper, stopper, started.listener)
         } else {
             command.process_group(0);
@@ -347,6 +351,7 @@ impl RunningCommand {
                     let _ = writer.write_all(&bytes);
                 });
         }
+        let proxying = Instant::now();
         let proxy = match listener {
             Some(listener) => match Proxy::start(listener, net, summary.audit.clone()) {
                 Ok(proxy) => Some(proxy),
@@ -361,6 +366,9 @@ impl RunningCommand {
             },
             None => None,
         };
+        if proxy.is_some() {
+            crate::startup::record("proxy", "", proxying);
+        }
         let started = Instant::now();
         let running = Self {
             exited: ExitWatch::new(keeper.id()),
@@ -475,6 +483,8 @@ impl RunningCommand {
             }
         };
         self.finished = true;
+        crate::startup::record("command ran", "", self.started);
+        let finishing = Instant::now();
         let quarantined = self.watch.take().map(|w| w.sweep()).unwrap_or_default();
         let code = match status {
             Ok(status) => status
@@ -528,6 +538,7 @@ impl RunningCommand {
             });
             audit_failure = audit.close().err().map(|error| error.to_string());
         }
+        crate::startup::record("command wound up", "", finishing);
         ExecOutcome {
             ending,
             output,
@@ -667,8 +678,8 @@ fn without_namespaces(grants: &ExecGrants) -> Option<String> {
             "`[exec] namespaces = \"off\"` runs commands without namespaces, {CONSEQUENCE}"
         ));
     }
-    match spawn::shared_net() {
-        Ok(_) => None,
+    match spawn::user_namespaces() {
+        Ok(()) => None,
         Err(code) => Some(format!(
             "this system does not let capstan create user namespaces ({}; see sysctl user.max_user_namespaces and kernel.apparmor_restrict_unprivileged_userns), {CONSEQUENCE}",
             std::io::Error::from_raw_os_error(code)
@@ -824,10 +835,7 @@ fn sandbox_setup(
     // Every command with namespaces gets the proxy, granted origins or
     // none, so that a refusal is seen and named however quiet the command
     // is; the proxy listens in a network namespace of the command's own.
-    // The empty namespace commands could share (`spawn::shared_net`) has
-    // no proxy, so no command joins it.
     let proxy = namespaces;
-    let shared_net = None;
     let limits = grants.limits;
     // A PID namespace's pid_max may not be set below the kernel's minimum.
     let pid_max = (u64::from(limits.processes) + 1).max(301);
@@ -859,7 +867,6 @@ fn sandbox_setup(
         memory: limits.memory,
         file_size: limits.file_size,
         proxy,
-        shared_net,
         namespaces,
     };
     Ok((setup, watch))

@@ -6,11 +6,11 @@
 //!
 //! 1. dies with the thread that started it (`PR_SET_PDEATHSIG`);
 //! 2. enters new user, mount, PID, IPC and UTS namespaces and maps its own
-//!    user and group ids into the user namespace; the network namespace is
-//!    a new one when the command gets the proxy (every command today, so a
-//!    refusal is always seen and named), else the empty one made once per
-//!    process ([`SharedNet`], which also tells whether this system allows
-//!    user namespaces at all);
+//!    user and group ids into the user namespace, and a network namespace
+//!    of its own, where the proxy listens (every command gets the proxy,
+//!    so a refusal is always seen and named); whether this system allows
+//!    user namespaces at all is tried once per process
+//!    ([`user_namespaces`]);
 //! 3. forks the *init*: process 1 of the new PID namespace, which will
 //!    `exec` the command. When it exits, the kernel kills every process
 //!    left in the namespace (`setsid`, double-forked, anything);
@@ -91,10 +91,6 @@ pub(super) struct Setup {
     pub file_size: u64,
     /// Whether the command gets a proxy listener in its network namespace.
     pub proxy: bool,
-    /// The session's shared empty network namespace, which the command
-    /// joins instead of making one of its own (none when it gets the proxy,
-    /// whose listener must be its alone).
-    pub shared_net: Option<&'static SharedNet>,
     /// Whether the command gets namespaces. Without (no user namespaces on
     /// this system, or `[exec] namespaces = "off"`) it runs under Landlock,
     /// seccomp (which then refuses every network socket), `no_new_privs`
@@ -103,43 +99,26 @@ pub(super) struct Setup {
     pub namespaces: bool,
 }
 
-/// An empty network namespace (its loopback down: no address, no route)
-/// and the user namespace owning it, made once per process and joined by
-/// every command that gets no network.
-///
-/// Making a network namespace per command, and the kernel's tearing it
-/// down afterwards, is most of what the namespaces cost; joining one costs
-/// almost nothing. Sharing it lets no command reach another: with the
-/// loopback down no IP packet is delivered in it (binding works, every
-/// send and connect fails with "Network is unreachable"), abstract and
-/// path-named Unix sockets are refused by the seccomp filter and Landlock,
-/// and so is the one netlink family that lets processes message each
-/// other (`NETLINK_USERSOCK`). No command can bring the loopback up: each
-/// has a user namespace of its own below the shared one, so it holds no
-/// capability over the shared network namespace.
-pub(super) struct SharedNet {
-    user: OwnedFd,
-    net: OwnedFd,
+/// Whether this system lets capstan create user namespaces, or why not
+/// (the error's raw OS code): tried once per process, in a child that
+/// makes one (with its id maps, as a command's keeper does) and exits.
+/// No network namespace is made for the test: making one, and the
+/// kernel's tearing it down, costs more than the rest of the test.
+pub(super) fn user_namespaces() -> Result<(), i32> {
+    static PROBED: std::sync::OnceLock<Result<(), i32>> = std::sync::OnceLock::new();
+    *PROBED.get_or_init(|| {
+        probe_user_namespaces().map_err(|e| e.raw_os_error().unwrap_or(libc::EPERM))
+    })
 }
 
-/// The shared namespaces, or why they cannot be made (user namespaces
-/// unavailable): the error's raw OS code.
-pub(super) fn shared_net() -> Result<&'static SharedNet, i32> {
-    static SHARED: std::sync::OnceLock<Result<SharedNet, i32>> = std::sync::OnceLock::new();
-    SHARED
-        .get_or_init(|| make_shared_net().map_err(|e| e.raw_os_error().unwrap_or(libc::EPERM)))
-        .as_ref()
-        .map_err(|code| *code)
-}
-
-/// Forks a process that makes the namespaces, opens them, then lets it go.
-fn make_shared_net() -> io::Result<SharedNet> {
+/// Forks a child that makes a user namespace and maps its ids, and reports
+/// how that went.
+fn probe_user_namespaces() -> io::Result<()> {
     // SAFETY: plain system calls with integer arguments.
     let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
     let uid_map = CString::new(format!("{uid} {uid} 1")).map_err(io::Error::other)?;
     let gid_map = CString::new(format!("{gid} {gid} 1")).map_err(io::Error::other)?;
     let (ready_read, ready_write) = pipe()?;
-    let (hold_read, hold_write) = pipe()?;
     // SAFETY: the child makes only async-signal-safe system calls on
     // values prepared before the fork, then exits.
     let pid = unsafe { libc::fork() };
@@ -149,9 +128,8 @@ fn make_shared_net() -> io::Result<SharedNet> {
     if pid == 0 {
         // SAFETY: as above.
         unsafe {
-            libc::close(hold_write.as_raw_fd());
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
-            let made = libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNET) == 0
+            let made = libc::unshare(libc::CLONE_NEWUSER) == 0
                 && write_file(c"/proc/self/setgroups", b"deny")
                 && write_file(c"/proc/self/uid_map", uid_map.as_bytes())
                 && write_file(c"/proc/self/gid_map", gid_map.as_bytes());
@@ -167,33 +145,12 @@ fn make_shared_net() -> io::Result<SharedNet> {
                 code.to_ne_bytes().as_ptr().cast(),
                 4,
             );
-            let mut byte = 0u8;
-            libc::read(hold_read.as_raw_fd(), (&mut byte as *mut u8).cast(), 1);
             libc::_exit(0);
         }
     }
     drop(ready_write);
-    drop(hold_read);
     let mut code = [0u8; 4];
     let read = std::fs::File::from(ready_read).read_exact(&mut code);
-    let opened = match read {
-        Err(error) => Err(error),
-        Ok(()) if i32::from_ne_bytes(code) != 0 => {
-            Err(io::Error::from_raw_os_error(i32::from_ne_bytes(code)))
-        }
-        Ok(()) => {
-            let open = |kind: &str| -> io::Result<OwnedFd> {
-                Ok(std::fs::File::open(format!("/proc/{pid}/ns/{kind}"))?.into())
-            };
-            open("user").and_then(|user| {
-                Ok(SharedNet {
-                    user,
-                    net: open("net")?,
-                })
-            })
-        }
-    };
-    drop(hold_write);
     let mut status = 0;
     // SAFETY: waits for the child forked above, on a stack value.
     unsafe {
@@ -201,7 +158,11 @@ fn make_shared_net() -> io::Result<SharedNet> {
             && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
         {}
     }
-    opened
+    read?;
+    match i32::from_ne_bytes(code) {
+        0 => Ok(()),
+        code => Err(io::Error::from_raw_os_error(code)),
+    }
 }
 
 /// A step of the sandbox setup, as reported when it fails.
@@ -757,27 +718,7 @@ fn keeper(
             // The thread that started us is already gone.
             libc::_exit(1);
         }
-        let namespaces = match setup.shared_net {
-            Some(shared) => {
-                // Into the shared user namespace first: joining its network
-                // namespace needs its capabilities, which capstan has there
-                // as its owner. The command's own user namespace is then
-                // made below it.
-                check(
-                    report,
-                    Step::Namespaces,
-                    libc::setns(shared.user.as_raw_fd(), libc::CLONE_NEWUSER).into(),
-                )?;
-                check(
-                    report,
-                    Step::Namespaces,
-                    libc::setns(shared.net.as_raw_fd(), libc::CLONE_NEWNET).into(),
-                )?;
-                NAMESPACES & !libc::CLONE_NEWNET
-            }
-            None => NAMESPACES,
-        };
-        check(report, Step::Namespaces, libc::unshare(namespaces).into())?;
+        check(report, Step::Namespaces, libc::unshare(NAMESPACES).into())?;
         if !write_file(c"/proc/self/setgroups", b"deny")
             || !write_file(c"/proc/self/uid_map", setup.uid_map.as_bytes())
             || !write_file(c"/proc/self/gid_map", setup.gid_map.as_bytes())

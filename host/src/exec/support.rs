@@ -22,8 +22,7 @@ pub fn kernel_support() -> KernelSupport {
     KernelSupport {
         landlock_abi: spawn::landlock_abi(),
         seccomp_filter: seccomp_filter(),
-        namespaces: spawn::shared_net()
-            .map(drop)
+        namespaces: spawn::user_namespaces()
             .map_err(|code| std::io::Error::from_raw_os_error(code).to_string()),
     }
 }

@@ -36,7 +36,8 @@ impl Sandbox {
                 }),
             )
             .await;
-        self.make_hook_ahead(component, &linked);
+        // As for tools (see `describe`): an instance is made ahead only
+        // once the hook has been delivered an event.
         settled
     }
 

@@ -122,6 +122,9 @@ pub struct Sandbox {
     file_io: FileIo,
     warmer: Warmer,
     rest: Arc<Rest>,
+    /// Whether instances are made ahead of calls ([`warm`]); off for a
+    /// command that makes one call and exits.
+    make_ahead: bool,
     _ticker: EpochTicker,
 }
 
@@ -130,7 +133,8 @@ impl Sandbox {
     /// compile cache, and no grant allowed to reach its folders.
     pub fn new(home: &Home) -> Result<Self, LoadError> {
         let cache_dir = home.compile_cache_dir();
-        let engine = engine::build_engine()?;
+        let engine = crate::startup::time("sandbox: engine", engine::build_engine)?;
+        let linking = std::time::Instant::now();
         let mut linker = Linker::new(&engine);
         let link_error = |e: wasmtime::Error| LoadError::Engine(format!("{e:#}"));
         wasmtime_wasi::p2::add_to_linker_async(&mut linker).map_err(link_error)?;
@@ -144,6 +148,7 @@ impl Sandbox {
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker).map_err(link_error)?;
         ToolPlugin::add_to_linker::<_, HasSelf<_>>(&mut linker, |state| state)
             .map_err(link_error)?;
+        crate::startup::record("sandbox: host linker", "", linking);
         let key = CacheKey::load_or_create(&home.compile_cache_key())?;
         let cache = CompileCache::new(cache_dir, &engine, key);
         let ticker = EpochTicker::start(engine.clone())
@@ -162,6 +167,7 @@ impl Sandbox {
             file_io: FileIo::default(),
             warmer,
             rest,
+            make_ahead: true,
             _ticker: ticker,
         })
     }
@@ -169,6 +175,13 @@ impl Sandbox {
     /// Chooses where plugins' file operations are served.
     pub fn set_file_io(&mut self, file_io: FileIo) {
         self.file_io = file_io;
+    }
+
+    /// Makes no instance ahead of a call ([`warm`]): for a command that
+    /// makes one call and exits, which would only pay for an instance
+    /// nobody takes.
+    pub fn without_making_ahead(&mut self) {
+        self.make_ahead = false;
     }
 
     /// The engine.
@@ -244,7 +257,9 @@ impl Sandbox {
         sha256: Option<&str>,
         origin: &str,
     ) -> Result<LoadedComponent, LoadError> {
+        let loading = std::time::Instant::now();
         let (pre, sha256, outcome) = self.link(wasm, sha256, origin)?;
+        crate::startup::record("component load", name, loading);
         let linked = split(pre);
         if linked.tool.is_none() && linked.hook.is_none() {
             return Err(LoadError::Incompatible {
@@ -314,7 +329,8 @@ impl Sandbox {
         self.rest.park_idle(std::time::Duration::ZERO)
     }
 
-    /// Asks a component which tools it offers. Runs with no grants.
+    /// Asks a component which tools it offers. Runs with no grants, and
+    /// makes no instance ahead.
     pub async fn describe(&self, component: &LoadedComponent) -> Result<Vec<ToolSpec>, CallError> {
         let options = CallOptions::listing();
         let _in_use = component.resident.in_use();
@@ -333,7 +349,9 @@ impl Sandbox {
                 }),
             )
             .await;
-        self.make_tool_ahead(component, &linked);
+        // No instance is made ahead for a plugin only described: a plugin
+        // the session never calls holds no pool slot for it. Its first call
+        // makes one ahead for the next.
         let specs = specs?;
         specs
             .into_iter()
@@ -498,7 +516,7 @@ impl Sandbox {
 
     /// Makes the component's next tool instance on the warm-up thread.
     fn make_tool_ahead(&self, component: &LoadedComponent, linked: &Linked) {
-        let Some(pre) = linked.tool.clone() else {
+        let Some(pre) = linked.tool.clone().filter(|_| self.make_ahead) else {
             return;
         };
         self.warmer.make(
@@ -512,7 +530,7 @@ impl Sandbox {
 
     /// Makes the component's next hook instance on the warm-up thread.
     fn make_hook_ahead(&self, component: &LoadedComponent, linked: &Linked) {
-        let Some(pre) = linked.hook.clone() else {
+        let Some(pre) = linked.hook.clone().filter(|_| self.make_ahead) else {
             return;
         };
         self.warmer.make(

@@ -384,6 +384,33 @@ mod tests {
         (sandbox, component)
     }
 
+    /// Calls `fs.read` once, as a session does, so its next instance is
+    /// made ahead.
+    async fn use_once(sandbox: &Sandbox, component: &LoadedComponent, dir: &std::path::Path) {
+        std::fs::write(dir.join("used.txt"), "used\n").unwrap();
+        let options = CallOptions {
+            grants: Grants::workspace(dir, false, &OwnFolders::default()).unwrap(),
+            ..CallOptions::default()
+        };
+        sandbox
+            .call_tool(component, "read", r#"{"path":"used.txt"}"#, &options)
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn describing_a_plugin_makes_no_instance_ahead() {
+        let dir = tempfile::tempdir().unwrap();
+        let (sandbox, component) = fs_in(dir.path());
+        sandbox.describe(&component).await.unwrap();
+        assert!(
+            component.resident.tool_warm.is_empty(),
+            "an instance is made or queued for a plugin nobody called"
+        );
+        use_once(&sandbox, &component, dir.path()).await;
+        until_ready(&component).await;
+    }
+
     fn resident_bytes(sandbox: &Sandbox) -> usize {
         sandbox
             .engine()
@@ -443,7 +470,7 @@ mod tests {
     async fn a_turn_wakes_parked_plugins_ahead_of_their_calls_and_keeps_them() {
         let dir = tempfile::tempdir().unwrap();
         let (sandbox, component) = fs_in(dir.path());
-        sandbox.describe(&component).await.unwrap();
+        use_once(&sandbox, &component, dir.path()).await;
         until_ready(&component).await;
         assert_eq!(sandbox.park_now(), 1);
 
@@ -461,7 +488,7 @@ mod tests {
     async fn a_key_at_the_prompt_wakes_parked_plugins_without_starting_a_turn() {
         let dir = tempfile::tempdir().unwrap();
         let (sandbox, component) = fs_in(dir.path());
-        sandbox.describe(&component).await.unwrap();
+        use_once(&sandbox, &component, dir.path()).await;
         until_ready(&component).await;
         assert_eq!(sandbox.park_now(), 1);
 

@@ -134,6 +134,12 @@ impl<T> WarmSlot<T> {
         matches!(*self.lock(), Slot::Ready(_))
     }
 
+    /// Whether nothing is made nor being made (nor queued) for a call.
+    #[cfg(test)]
+    pub fn is_empty(&self) -> bool {
+        matches!(*self.lock(), Slot::Empty)
+    }
+
     /// Whether an instance should be made now; marks it as being made.
     pub(super) fn claim(&self) -> bool {
         let mut state = self.lock();

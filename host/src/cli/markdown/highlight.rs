@@ -14,7 +14,7 @@ fn syntaxes() -> &'static SyntaxSet {
 }
 
 /// Loads the grammars on a thread of their own, so the first code block
-/// of a session does not wait for them.
+/// of a session does not wait for them (called when a fence is seen).
 pub fn preload() {
     static STARTED: OnceLock<()> = OnceLock::new();
     STARTED.get_or_init(|| {

@@ -97,7 +97,6 @@ impl MarkdownStream {
     /// A renderer whose rows fit the width `width` reports (read again at
     /// each row, so it follows a resized terminal).
     pub fn new(width: Box<dyn Fn() -> usize + Send>) -> Self {
-        highlight::preload();
         Self {
             wrap: Wrapper::new(width),
             line: String::new(),
@@ -118,6 +117,16 @@ impl MarkdownStream {
 
     /// Takes the next piece of the answer; returns what to write now.
     pub fn push(&mut self, delta: &str) -> String {
+        // The grammars (several megabytes) are loaded only for an answer
+        // with a code block: on a thread of their own as soon as a fence
+        // is seen, so the block's first line seldom waits for them.
+        let fence = |text: &str| {
+            let text = text.trim_start();
+            text.starts_with("``") || text.starts_with("~~")
+        };
+        if delta.contains("```") || delta.contains("~~~") || fence(&self.line) {
+            highlight::preload();
+        }
         let text = escape::text(delta).replace('\t', "    ");
         let mut rest = text.as_str();
         while let Some(at) = rest.find('\n') {
