@@ -37,7 +37,9 @@
 //! those of the slow ones (rows 5–7; default 20), `BENCH_CLI_CALLS` the MCP
 //! calls (default 1000); `BENCH_CLI_QUICK=1` makes them 5, 3 and 200;
 //! `BENCH_CLI_ROWS=1,3` measures only those rows; `BENCH_CLI_CAPSTAN` names
-//! another binary to measure than the one cargo built.
+//! another binary to measure than the one cargo built; `BENCH_CLI_README=1`
+//! puts the report into the README's performance section, between its
+//! `bench-cli` markers.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 // `wait4` for a child's resource usage, and the pseudo-terminal's
@@ -336,8 +338,8 @@ impl Row {
     }
 }
 
-/// Prints `rows` as a Markdown table with aligned columns.
-fn print_table(rows: &[Row]) {
+/// `rows` as a Markdown table with aligned columns.
+fn table(rows: &[Row]) -> String {
     let head = [
         "what the user runs",
         "median",
@@ -360,14 +362,14 @@ fn print_table(rows: &[Row]) {
             .zip(widths)
             .map(|(cell, width)| format!("{cell}{}", " ".repeat(width - cell.chars().count())))
             .collect();
-        println!("| {} |", padded.join(" | "));
+        format!("| {} |\n", padded.join(" | "))
     };
-    line(head);
     let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-    println!("|-{}-|", rule.join("-|-"));
+    let mut text = line(head) + &format!("|-{}-|\n", rule.join("-|-"));
     for row in rows {
-        line(row.cells());
+        text += &line(row.cells());
     }
+    text
 }
 
 /// The benchmark's settings and its temporary world.
@@ -1221,6 +1223,32 @@ fn mcp(bench: &mut Bench) -> Vec<Row> {
     vec![row]
 }
 
+/// The README's lines between these two hold the last report.
+const README_START: &str =
+    "<!-- bench-cli: start (just bench-cli with BENCH_CLI_README=1 rewrites this) -->";
+const README_END: &str = "<!-- bench-cli: end -->";
+
+/// Puts `report` between the README's markers (written beside it and
+/// renamed over it, so it is never half-written).
+fn write_into_readme(report: &str) -> Result<PathBuf, String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let (Some(start), Some(end)) = (text.find(README_START), text.find(README_END)) else {
+        return Err(format!(
+            "{} has no {README_START:?} … {README_END:?} markers",
+            path.display()
+        ));
+    };
+    if end < start {
+        return Err(format!("{}: the markers are out of order", path.display()));
+    }
+    let updated = format!("{}{README_START}\n{report}{}", &text[..start], &text[end..]);
+    let temporary = path.with_extension("md.bench-cli");
+    std::fs::write(&temporary, updated).map_err(|e| e.to_string())?;
+    std::fs::rename(&temporary, &path).map_err(|e| e.to_string())?;
+    Ok(path)
+}
+
 fn env_number(name: &str) -> Option<usize> {
     std::env::var(name).ok().and_then(|v| v.parse().ok())
 }
@@ -1325,23 +1353,29 @@ fn main() {
         rows.extend(mcp(&mut bench));
     }
 
-    println!();
-    println!(
-        "Whole processes, release build, measured {} on {machine}; medians of {runs} runs \
-         (rows 5–7: {slow_runs}; MCP: {calls} calls), each run beside its baseline, in turns:",
-        today()
-    );
-    println!();
-    print_table(&rows);
-    println!();
-    for note in &bench.notes {
-        println!("{note}");
-    }
     let missed = rows.iter().filter(|r| r.verdict == Verdict::Miss).count();
     let met = rows.iter().filter(|r| r.verdict == Verdict::Pass).count();
-    println!(
-        "goals met: {met}, missed: {missed}, not measured: {} ({} in all)",
-        rows.len() - met - missed,
-        fmt(started.elapsed())
+    let mut report = format!(
+        "Whole processes, release build, measured {} on {machine}; medians of {runs} runs \
+         (rows 5–7: {slow_runs}; MCP: {calls} calls), each run beside its baseline, in turns \
+         (`just bench-cli`):\n\n{}\n",
+        today(),
+        table(&rows)
     );
+    for note in &bench.notes {
+        report += &format!("{note}\n\n");
+    }
+    report += &format!(
+        "Goals met: {met}, missed: {missed}, not measured: {}.\n",
+        rows.len() - met - missed
+    );
+    println!();
+    print!("{report}");
+    println!("({} in all)", fmt(started.elapsed()));
+    if std::env::var_os("BENCH_CLI_README").is_some_and(|v| v != "0") {
+        match write_into_readme(&report) {
+            Ok(path) => println!("the table is now in {}", path.display()),
+            Err(why) => eprintln!("bench-cli: the README was not changed: {why}"),
+        }
+    }
 }
