@@ -528,38 +528,19 @@ fn exec(bench: &mut Bench) -> Vec<Row> {
             .notes
             .push("bwrap is missing or cannot run here: row 3 has no bwrap baseline.".into());
     }
-    let b = &*bench;
-    let capstan = b.capstan.clone();
-    let (home, ws) = (b.home.clone(), b.ws.clone());
-    let make = move |program: &str, args: &[&str]| {
-        let program = if program == "capstan" {
-            capstan.clone()
-        } else {
-            PathBuf::from(program)
-        };
-        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        let (home, ws) = (home.clone(), ws.clone());
-        move || {
-            let mut command = Command::new(&program);
-            command
-                .args(&args)
-                .env_clear()
-                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-                .env("HOME", &home)
-                .env("CAPSTAN_HOME", &home)
-                .env("LANG", "C.UTF-8")
-                .current_dir(&ws);
-            command
-        }
+    let command = |program: &Path, args: &[&str]| {
+        let mut command = bench.command(program);
+        command.args(args);
+        command_copier(command)
     };
     let mut contenders = vec![
-        contender(make("capstan", &["exec", "--", "true"]), no_check()),
-        contender(make("bash", &["-c", "true"]), no_check()),
+        contender(command(&bench.capstan, &["exec", "--", "true"]), no_check()),
+        contender(command(Path::new("bash"), &["-c", "true"]), no_check()),
     ];
     if has_bwrap {
-        contenders.push(contender(make("bwrap", &BWRAP), no_check()));
+        contenders.push(contender(command(Path::new("bwrap"), &BWRAP), no_check()));
     }
-    let samples = match alternate(b.runs, &mut contenders, |_, _| Ok(())) {
+    let samples = match alternate(bench.runs, &mut contenders, |_, _| Ok(())) {
         Ok(samples) => samples,
         Err(why) => return vec![Row::failed(what, goal, &why)],
     };
