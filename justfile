@@ -139,7 +139,7 @@ bench: setup
     cargo bench -p capstan --bench render
     cargo bench -p capstan --bench cli
 
-# Rows as in issue 29: tool call, cached load, exec, -p scripted and against
+# Rows: tool call, cached load, exec, -p scripted and against
 # a mock Anthropic server beside Claude Code, first run, idle session, MCP
 # per call; each with its goal met or missed. `just bench-cli quick` for a
 # short look; BENCH_CLI_RUNS and the other settings in host/benches/cli.rs.

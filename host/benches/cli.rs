@@ -6,7 +6,7 @@
 //! its peak resident memory), with the release binary cargo builds for this
 //! bench. The commands of a row and their baselines take turns run by run
 //! (the order flips every run), so drift of the machine falls on both alike;
-//! each is run once before counting. The rows (issue 29):
+//! each is run once before counting. The rows, each with its goal:
 //!
 //! 1. `capstan tool call fs.read` of a small file, beside `cat` of it;
 //! 2. the cached load of the `fs` component, as `-v` reports it;
@@ -717,6 +717,7 @@ fn serve_connection(
     file: &Path,
     log: &Mutex<Vec<(String, Answered)>>,
 ) -> std::io::Result<()> {
+    stream.set_nodelay(true)?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut writer = stream;
     loop {
@@ -759,8 +760,12 @@ fn serve_connection(
             "HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\nrequest-id: req_bench\r\n\r\n",
             reply.len()
         );
-        writer.write_all(head.as_bytes())?;
-        writer.write_all(reply.as_bytes())?;
+        // One write for the whole reply: a second small write would wait
+        // for the client's delayed acknowledgement of the first (Nagle),
+        // adding ~40 ms to every request of capstan and Claude Code alike.
+        let mut whole = head.into_bytes();
+        whole.extend_from_slice(reply.as_bytes());
+        writer.write_all(&whole)?;
         writer.flush()?;
     }
 }
