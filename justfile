@@ -122,10 +122,12 @@ fmt:
     cargo fmt --all --manifest-path tests/fixtures/bad-describe/Cargo.toml
     cargo fmt --all --manifest-path fuzz/Cargo.toml
 
-# Measure: fresh-instance call, compile and cached load, whole-process call;
-# the agent loop's overhead per turn and its startup; Python and JavaScript
-# tools beside the Rust one, and the memory an idle session keeps; a call
-# through `capstan mcp serve` beside @modelcontextprotocol/server-filesystem.
+# The in-process benches: fresh-instance call, compile and cached load,
+# whole-process call; the agent loop's overhead per turn and its startup;
+# Python and JavaScript tools beside the Rust one, and the memory an idle
+# session keeps; a call through `capstan mcp serve` beside
+# @modelcontextprotocol/server-filesystem. Then `bench-cli`'s table.
+# Measure everything: the in-process benches, then the whole-process table.
 bench: setup
     cargo bench -p capstan --bench runtime
     cargo bench -p capstan --bench agent
@@ -135,6 +137,17 @@ bench: setup
     cargo bench -p capstan --bench mcp
     cargo bench -p capstan --bench checkpoint
     cargo bench -p capstan --bench render
+    cargo bench -p capstan --bench cli
+
+# Rows: tool call, cached load, exec, -p scripted and against
+# a mock Anthropic server beside Claude Code, first run, idle session, MCP
+# per call; each with its goal met or missed. `just bench-cli quick` for a
+# short look; BENCH_CLI_RUNS and the other settings in host/benches/cli.rs.
+# Installs Claude Code and server-filesystem into target/ (npm) on first use.
+# Whole processes as a user runs them, each beside its baseline: a table.
+bench-cli mode="full":
+    rustup target list --installed | grep -qx {{wasm_target}} || rustup target add {{wasm_target}}
+    BENCH_CLI_QUICK={{ if mode == "quick" { "1" } else { "0" } }} cargo bench -p capstan --bench cli
 
 # An agent session on a sample project with the offline scripted model (no
 # API key needed): it runs the project's tests in the sandbox, read-only,

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod mcp;
+
 use std::time::{Duration, Instant};
 
 /// The width of a row's label.
