@@ -311,8 +311,8 @@ impl Sandbox {
     }
 
     /// A loaded component from its linked form; `relink` links it again
-    /// after it was parked, from its compile-cache `entry` (none: its code
-    /// is in the binary, never parked).
+    /// after it was parked, from its compile-cache `entry` (none: from the
+    /// code in the binary).
     #[allow(clippy::too_many_arguments)]
     fn resident(
         &self,

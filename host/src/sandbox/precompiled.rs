@@ -173,8 +173,8 @@ mod tests {
     use crate::sandbox::{CacheOutcome, CallOptions, Sandbox};
 
     /// Every built-in loads from the binary, in the first engine of the
-    /// process to ask and in any other (tests make several), runs, and
-    /// leaves the compile cache empty.
+    /// process to ask and in any other (tests make several), runs, is
+    /// parked and linked again, and leaves the compile cache empty.
     #[tokio::test]
     async fn builtins_load_from_the_binary_in_every_engine_and_write_no_cache() {
         let dir = tempfile::tempdir().unwrap();
@@ -207,6 +207,16 @@ mod tests {
                 .await
                 .unwrap();
             assert!(format!("{output:?}").contains("read from the binary's code"));
+            // Parked while idle, linked again from the binary by the next call.
+            crate::sandbox::warm::tests::until_ready(&fs).await;
+            assert!(sandbox.park_now() > 0);
+            assert!(fs.is_parked());
+            let output = sandbox
+                .call_tool(&fs, "read", r#"{"path":"x.txt"}"#, &options)
+                .await
+                .unwrap();
+            assert!(format!("{output:?}").contains("read from the binary's code"));
+            assert!(!fs.is_parked());
             let cached = std::fs::read_dir(home.compile_cache_dir())
                 .map(|entries| entries.count())
                 .unwrap_or(0);

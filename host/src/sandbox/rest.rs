@@ -20,8 +20,8 @@
 //! as at load) when a turn starts — on the warm-up thread, which then
 //! makes its next instance ahead while the model is busy — or else by the
 //! next call that needs it, on that call's path. A built-in plugin running
-//! from the binary's own pages is never parked: there is nothing to give
-//! back.
+//! from the binary's own pages keeps its code (the binary's), and is linked
+//! again from it.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -55,9 +55,9 @@ pub(super) struct Resident {
     pub name: Arc<str>,
     code: Mutex<Code>,
     relink: Relink,
-    /// Its compile-cache entry; without one it is never parked, as it
-    /// could not be linked again. None for a built-in plugin whose code is
-    /// the binary's own: there is nothing to give back.
+    /// Its compile-cache entry; when that is gone it is never parked, as
+    /// it could not be linked again. None for a built-in plugin running
+    /// from the binary's own pages, which can always be linked again.
     entry: Option<PathBuf>,
     /// Its next tool instance, made ahead ([`super::warm`]).
     pub tool_warm: Arc<WarmSlot<ToolPlugin>>,
@@ -84,7 +84,7 @@ enum Code {
 
 impl Resident {
     /// A plugin just loaded as `linked`; `relink` loads it again from its
-    /// compile-cache `entry` (none: never parked).
+    /// compile-cache `entry` (none: from the binary).
     pub fn new(
         name: Arc<str>,
         linked: Linked,
@@ -155,7 +155,7 @@ impl Resident {
         let mut code = self.code();
         if matches!(*code, Code::Parked)
             || self.calls.load(Ordering::Acquire) > 0
-            || !self.entry.as_ref().is_some_and(|entry| entry.is_file())
+            || self.entry.as_ref().is_some_and(|entry| !entry.is_file())
         {
             return false;
         }
