@@ -1,5 +1,9 @@
 //! Builds the first-party plugins for wasm32-wasip2 and embeds them, so the
-//! `capstan` binary carries its own `fs` tools.
+//! `capstan` binary carries its own `fs` tools; and compiles each with
+//! wasmtime, configured by the same file as the runtime engine
+//! (`src/sandbox/engine_config.rs`), embedding the artifacts page-aligned
+//! so the built-ins load without compiling or copying
+//! (`src/sandbox/precompiled.rs`).
 //!
 //! The plugins live in their own Cargo workspace (`plugins/`), built by a
 //! nested `cargo build` into a separate target folder so it never contends
@@ -11,6 +15,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use sha2::{Digest, Sha256};
+
+/// The runtime engine's configuration, compiled here too so the artifacts
+/// cannot drift from the engine that loads them.
+#[path = "src/sandbox/engine_config.rs"]
+mod engine_config;
 
 /// First-party plugins: (plugin name, crate name).
 const PLUGINS: &[(&str, &str)] = &[("fs", "capstan-plugin-fs"), ("web", "capstan-plugin-web")];
@@ -86,6 +95,7 @@ fn run() -> Result<(), String> {
         "sdk/rust/Cargo.toml",
         "sdk/rust/src",
         "wit",
+        "host/src/sandbox/engine_config.rs",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
@@ -148,7 +158,9 @@ fn run() -> Result<(), String> {
         ));
     }
 
+    let precompiler = Precompiler::new()?;
     let mut list = String::from("&[\n");
+    let mut artifacts = String::new();
     for (name, krate) in PLUGINS {
         let built = target_dir
             .join(WASM_TARGET)
@@ -159,6 +171,12 @@ fn run() -> Result<(), String> {
         let embedded = out_dir.join(format!("{name}.wasm"));
         std::fs::write(&embedded, &bytes)
             .map_err(|e| format!("cannot write {}: {e}", embedded.display()))?;
+        let compiled = precompiler.compile(name, &bytes)?;
+        let artifact = out_dir.join(format!("{name}.cwasm"));
+        std::fs::write(&artifact, &compiled)
+            .map_err(|e| format!("cannot write {}: {e}", artifact.display()))?;
+        let statik = format!("PRECOMPILED_{}", name.to_uppercase().replace('-', "_"));
+        artifacts.push_str(&precompiler.artifact_item(name, &statik, &artifact, compiled.len()));
         let digest = Sha256::digest(&bytes);
         let hex = digest.iter().fold(String::new(), |mut s, b| {
             let _ = write!(s, "{b:02x}");
@@ -166,13 +184,15 @@ fn run() -> Result<(), String> {
         });
         let _ = writeln!(
             list,
-            "    BuiltinPlugin {{ name: {name:?}, wasm: include_bytes!({:?}), sha256: {hex:?} }},",
+            "    BuiltinPlugin {{ name: {name:?}, wasm: include_bytes!({:?}), sha256: {hex:?}, precompiled: &{statik}.0 }},",
             embedded.display().to_string()
         );
     }
     list.push_str("]\n");
     std::fs::write(out_dir.join("builtin_plugins.rs"), list)
         .map_err(|e| format!("cannot write the plugin list: {e}"))?;
+    std::fs::write(out_dir.join("builtin_artifacts.rs"), artifacts)
+        .map_err(|e| format!("cannot write the plugin artifacts: {e}"))?;
 
     for (name, krate, component) in PACKAGED {
         let built = target_dir
@@ -194,6 +214,71 @@ fn run() -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Compiles components with the runtime engine's configuration, for the
+/// machine this build runs on (with its CPU features); a machine without
+/// them refuses the artifacts at load and compiles the plugins itself.
+struct Precompiler {
+    /// No engine when building for another target: the binary then
+    /// carries no precompiled code and compiles its built-ins at run time.
+    engine: Option<wasmtime::Engine>,
+    /// Whether the artifacts go in the executable text (x86_64 Linux),
+    /// where wasmtime runs them in place.
+    in_text: bool,
+}
+
+impl Precompiler {
+    fn new() -> Result<Self, String> {
+        let target = env::var("TARGET").map_err(|e| e.to_string())?;
+        let host = env::var("HOST").map_err(|e| e.to_string())?;
+        let os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+        let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+        let engine = if target == host {
+            let engine = wasmtime::Engine::new(&engine_config::config()).map_err(|e| {
+                format!("cannot make a wasmtime engine to compile the plugins: {e:#}")
+            })?;
+            Some(engine)
+        } else {
+            None
+        };
+        Ok(Self {
+            engine,
+            in_text: os == "linux" && arch == "x86_64",
+        })
+    }
+
+    /// The compiled form of plugin `name`'s component `wasm`; empty when
+    /// building for another target.
+    fn compile(&self, name: &str, wasm: &[u8]) -> Result<Vec<u8>, String> {
+        match &self.engine {
+            Some(engine) => engine
+                .precompile_component(wasm)
+                .map_err(|e| format!("cannot compile the built-in {name} plugin: {e:#}")),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The Rust item embedding the artifact at `path` (`len` bytes) as
+    /// static `statik`, page-aligned.
+    fn artifact_item(&self, name: &str, statik: &str, path: &Path, len: usize) -> String {
+        let path = path.display().to_string();
+        let placement = if self.in_text {
+            format!(
+                "// SAFETY: the artifact is placed in the executable text, where\n\
+                 // wasmtime runs its code in place (sandbox::precompiled); the\n\
+                 // section holds nothing else and is never written.\n\
+                 #[allow(unsafe_code)]\n\
+                 #[unsafe(link_section = \".text.capstan_builtin_{name}\")]\n"
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "/// The built-in {name} plugin, compiled at build time.\n\
+             {placement}static {statik}: PageAligned<[u8; {len}]> = PageAligned(*include_bytes!({path:?}));\n"
+        )
+    }
 }
 
 /// Fails early, with the command that fixes it, when the Rust standard

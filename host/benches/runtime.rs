@@ -6,8 +6,9 @@
 //! - the same call made as a session makes it, from outside a runtime with
 //!   two workers (the call's task runs on one of them);
 //! - the same call with file operations served on tokio's blocking pool;
-//! - compiling the `fs` component once, and loading it from the compile
-//!   cache (target: ≤ 5 ms);
+//! - compiling the `fs` component once, loading it from the compile cache
+//!   (a sealed, mapped entry) and loading the built-in from the code
+//!   precompiled into the binary (targets: ≤ 1 ms);
 //! - a whole `capstan tool call fs.read ...` process, against `cat`
 //!   (target: p50 ≤ 20 ms);
 //! - the fresh-instance call with logging off and at the default level (a
@@ -80,6 +81,10 @@ fn main() {
             .load("fs", fs_plugin.wasm, Some(fs_plugin.sha256), "fs")
             .unwrap();
         assert_eq!(loaded.cache_outcome(), CacheOutcome::Hit);
+    });
+    let builtin_load = measure(50, || {
+        let loaded = sandbox.load_builtin(fs_plugin).unwrap();
+        assert_eq!(loaded.cache_outcome(), CacheOutcome::Precompiled);
     });
 
     let options = CallOptions {
@@ -159,6 +164,10 @@ fn main() {
     row("cat small.txt, a native process (baseline)", &cat);
     row("capstan tool call fs.read, whole process", &process);
     row("fs component, load from the compile cache", &cached_load);
+    row(
+        "fs component, load precompiled in the binary",
+        &builtin_load,
+    );
     single(
         &format!("fs component ({wasm_kib:.0} KiB), first compile"),
         first_compile,
@@ -179,6 +188,10 @@ fn main() {
     println!(
         "loading from the compile cache is {:.0}x faster than the first compile",
         ratio(first_compile, cached_load.p50)
+    );
+    println!(
+        "loading precompiled from the binary is {:.0}x faster than the first compile",
+        ratio(first_compile, builtin_load.p50)
     );
     println!();
     println!("logging (a log file at the default level) against logging off, p50:");
@@ -201,7 +214,12 @@ fn main() {
     target(
         "cached component load p50",
         cached_load.p50,
-        Duration::from_millis(5),
+        Duration::from_millis(1),
+    );
+    target(
+        "built-in component load from the binary p50",
+        builtin_load.p50,
+        Duration::from_millis(1),
     );
     target(
         "whole-process tool call p50",

@@ -676,3 +676,56 @@ fn output_closed_by_its_reader_ends_quietly_with_141() {
         stderr(&out)
     );
 }
+
+/// Every `.cwasm` file beneath `dir`.
+fn compiled_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(folder) = pending.pop() {
+        for entry in std::fs::read_dir(&folder).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "cwasm") {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn built_in_tools_run_precompiled_with_an_empty_home_and_write_no_cache() {
+    let env = Env::new();
+    env.write("a.txt", "hello from a fresh home\n");
+    let (home, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for _ in 0..2 {
+        let out = env
+            .capstan()
+            .env("CAPSTAN_HOME", home.path())
+            .env("HOME", home.path())
+            .env("CAPSTAN_CACHE_DIR", cache.path())
+            .args(["-v", "tool", "call", "fs.read", r#"{"path":"a.txt"}"#])
+            .output()
+            .unwrap();
+        assert_exit(&out, 0);
+        assert!(
+            stdout(&out).contains("hello from a fresh home"),
+            "{}",
+            stdout(&out)
+        );
+        assert!(
+            stderr(&out).contains("plugin fs loaded precompiled in the binary"),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(
+            compiled_files(cache.path()),
+            Vec::<std::path::PathBuf>::new()
+        );
+        assert_eq!(
+            compiled_files(home.path()),
+            Vec::<std::path::PathBuf>::new()
+        );
+    }
+}

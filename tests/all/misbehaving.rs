@@ -248,6 +248,9 @@ fn a_damaged_compile_cache_entry_is_recompiled() {
     assert_eq!(first.cache_outcome(), CacheOutcome::Compiled);
     let again = sandbox.load("misbehave", &wasm, None, "fixture").unwrap();
     assert_eq!(again.cache_outcome(), CacheOutcome::Hit);
+    // (It maps the entry, which is about to be changed in place, as only
+    // another process of the user could: let it go first.)
+    drop(again);
 
     let entry = sandbox.compile_cache().entry_path(first.sha256());
     let mut bytes = std::fs::read(&entry).unwrap();
@@ -258,8 +261,9 @@ fn a_damaged_compile_cache_entry_is_recompiled() {
     assert_eq!(repaired.cache_outcome(), CacheOutcome::Compiled);
     let healed = sandbox.load("misbehave", &wasm, None, "fixture").unwrap();
     assert_eq!(healed.cache_outcome(), CacheOutcome::Hit);
+    drop(healed);
 
-    // An artifact without its MAC cannot be trusted either.
+    // Nor can one cut short (its seal binds its size).
     let bytes = std::fs::read(&entry).unwrap();
     std::fs::write(&entry, &bytes[..bytes.len() - 32]).unwrap();
     let unsigned = sandbox.load("misbehave", &wasm, None, "fixture").unwrap();

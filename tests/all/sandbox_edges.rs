@@ -501,17 +501,16 @@ fn a_lockfile_granting_a_folder_that_encloses_capstans_home_does_not_run() {
     assert_eq!(std::fs::read_to_string(&lock_path).unwrap(), edited);
 }
 
-/// The compile cache entries of the component with SHA-256 `hash`.
+/// The compile cache entries (artifacts, not seals) of the component with
+/// SHA-256 `hash`.
 fn cached_entries(cache: &Path, hash: &str) -> Vec<PathBuf> {
     std::fs::read_dir(cache.join("compiled"))
         .unwrap()
         .flatten()
         .map(|e| e.path())
         .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with(&format!("{hash}-"))
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            name.starts_with(&format!("{hash}-")) && name.ends_with(".cwasm")
         })
         .collect()
 }
@@ -545,18 +544,20 @@ fn a_swapped_cache_artifact_with_a_recomputed_digest_is_never_run() {
         .pop()
         .unwrap();
 
-    // The attacker puts the other component's artifact under fs's name,
-    // with a digest recomputed over it (as the old sidecar format and as a
-    // trailer), hoping the next load runs it as fs.
-    let bytes = std::fs::read(&hostile).unwrap();
-    let artifact = &bytes[..bytes.len() - 32];
-    let digest = blake3::hash(artifact);
-    let mut forged = artifact.to_vec();
-    forged.extend_from_slice(digest.as_bytes());
+    // The attacker puts the other component's genuine artifact under fs's
+    // name, in place, with that artifact's genuine seal; and an unkeyed
+    // digest in the old sidecar format besides, hoping the next load runs
+    // it as fs.
+    let forged = std::fs::read(&hostile).unwrap();
     std::fs::write(&fs_entry, &forged).unwrap();
+    std::fs::copy(
+        hostile.with_extension("seal"),
+        fs_entry.with_extension("seal"),
+    )
+    .unwrap();
     let mut sidecar = fs_entry.clone().into_os_string();
     sidecar.push(".b3");
-    std::fs::write(&sidecar, format!("{}\n", digest.to_hex())).unwrap();
+    std::fs::write(&sidecar, format!("{}\n", blake3::hash(&forged).to_hex())).unwrap();
 
     let out = call("files.ls", r#"{"path":"."}"#, &[&plugin]);
     assert!(out.status.success(), "{}", stderr(&out));

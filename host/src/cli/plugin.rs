@@ -361,7 +361,7 @@ impl InstallProgress for CompileProgress {
             Some(CacheOutcome::Compiled) => {
                 format!("compiled in {:.1}s", elapsed.as_secs_f64())
             }
-            Some(CacheOutcome::Hit) => "already compiled".to_string(),
+            Some(CacheOutcome::Hit | CacheOutcome::Precompiled) => "already compiled".to_string(),
             None => "refused".to_string(),
         };
         eprintln!("  component {label}: {how}");

@@ -183,9 +183,15 @@ impl Setup {
             .map_err(|e| Failure::new(exit_for_catalog(&e), e))?;
         if component.cache_outcome() == CacheOutcome::Compiled || self.verbose {
             let how = match component.cache_outcome() {
+                CacheOutcome::Precompiled => "loaded precompiled in the binary",
                 CacheOutcome::Hit => "loaded from the compile cache",
                 CacheOutcome::Compiled => "compiled (once; cached for next time)",
             };
+            if let (true, Some(reason)) = (self.verbose, component.precompiled_fallback()) {
+                eprintln!(
+                    "capstan: plugin {name}: its code precompiled in the binary does not fit this machine ({reason}); compiling it instead"
+                );
+            }
             if self.verbose || started.elapsed() > Duration::from_millis(500) {
                 eprintln!(
                     "capstan: plugin {name} {how} in {:.1} ms",

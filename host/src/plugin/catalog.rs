@@ -651,12 +651,7 @@ impl Catalog {
     /// Loads plugin `name` into the sandbox.
     pub fn load(&self, sandbox: &Sandbox, name: &str) -> Result<LoadedComponent, CatalogError> {
         match self.source(name)? {
-            PluginSource::Builtin(p) => Ok(sandbox.load(
-                name,
-                p.wasm,
-                Some(p.sha256),
-                &format!("the built-in {name} plugin"),
-            )?),
+            PluginSource::Builtin(p) => Ok(sandbox.load_builtin(p)?),
             PluginSource::File(path) => {
                 let bytes = read(path)?;
                 Ok(sandbox.load(name, &bytes, None, &path.display().to_string())?)

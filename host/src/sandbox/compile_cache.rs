@@ -2,44 +2,70 @@
 //!
 //! An entry is keyed by the component's SHA-256, the engine fingerprint and
 //! the cache key's id: `<sha256>-<engine>-<key id>.cwasm` holds the artifact
-//! as wasmtime serialized it, followed by a 32-byte keyed BLAKE3 MAC of the
-//! component's hash, the engine fingerprint and the artifact. The key
-//! ([`CacheKey`]) is kept in capstan's data folder, beside the lockfile,
-//! where no grant reaches ([`crate::grants::fs::OwnFolders`]); so a process
-//! that can write the cache folder but not the data folder still cannot
-//! make capstan run an artifact of its own: without the key it cannot
-//! compute the MAC, and an artifact moved under another component's name
-//! fails the MAC, which binds the name's hash.
+//! exactly as wasmtime serialized it, and `<same name>.seal` beside it a
+//! *seal*: a keyed BLAKE3 MAC of the component's hash, the engine
+//! fingerprint and the identity of the entry file as written — device,
+//! inode, size, modification and change times to the nanosecond, as
+//! `fstat` gave them just after the file was renamed into place. The key
+//! ([`CacheKey`]) is kept in capstan's data folder, beside the lockfile.
 //!
-//! A load reads the whole file into memory (at most [`MAX_ARTIFACT`]), checks
-//! the MAC over exactly those bytes, and hands wasmtime the bytes it checked.
-//! Nothing is mapped from the file, so a file truncated or rewritten by
-//! anyone — before, during or after the check — can neither crash capstan
-//! (a mapped file cut short faults with SIGBUS) nor slip in unchecked bytes:
-//! a damaged entry is compiled again. Entries are written to a temporary
-//! file and renamed into place, so readers never see half a file and
+//! A load opens the entry beneath the cache folder without following
+//! links, `fstat`s the open file and checks the seal against that identity:
+//! an entry swapped for another file (another component's entry renamed
+//! over it, a copy), rewritten in place (which moves its change time, which
+//! no one can set back), truncated or extended (its size), or a seal made
+//! with another key or for another engine, is *not cached*: the component
+//! is compiled again and sealed anew. The checked file is then mapped as
+//! it is — wasmtime opens `/proc/self/fd/N`, the very inode checked, so
+//! nothing is read or copied ahead of use and the code pages are shared
+//! with the page cache. Where `/proc` is missing the open file is read into
+//! memory and `fstat`ed again after the read: an unchanged identity means
+//! the bytes read are the sealed ones.
+//!
+//! Entries and seals are written to a temporary file and renamed into
+//! place; capstan never changes an entry in place, so readers never see
+//! half a file, a mapped entry is never cut short by capstan, and
 //! concurrent processes can share one cache.
+//!
+//! What this guards against, plainly: capstan's folders are out of every
+//! grant's reach (no plugin, command or MCP server capstan runs can write
+//! them, [`crate::grants::fs::OwnFolders`]), so only the user's own
+//! unsandboxed processes can. Such a process cannot make capstan run code
+//! of its choosing through the cache without the key: it cannot forge a
+//! seal, and a sealed entry changed in any way no longer matches it. It can
+//! read the key (it is the user's file) and forge seals — but a process
+//! able to do that can as well replace the `capstan` binary or attach to
+//! it with a debugger, so the cache gives it nothing more. It can also
+//! truncate an entry *while* a capstan process has it mapped, which kills
+//! that process with SIGBUS; capstan's own actions never do that. One
+//! residual gap: before Linux 6.13 the kernel's timestamps are coarse (a
+//! few milliseconds), so there a rewrite keeping the size within that tick
+//! of the sealing is not seen by the change time (since 6.13 a timestamp
+//! read by `fstat` makes the next change's finer); again, only an
+//! unsandboxed process of the user can attempt it.
 
 use std::fs;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use cap_primitives::fs::{FollowSymlinks, OpenOptions};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
 use super::engine::fingerprint;
 use super::error::LoadError;
-use crate::untrusted_folder::UntrustedFolder;
 
-/// The largest artifact read back (a Python component's is tens of MiB).
-pub const MAX_ARTIFACT: usize = 1 << 30;
+/// The largest artifact loaded (a Python component's is tens of MiB).
+pub const MAX_ARTIFACT: u64 = 1 << 30;
 
-/// The length of the MAC after the artifact.
-const MAC_LEN: usize = 32;
+/// The largest seal file read (a seal is 64 hexadecimal digits).
+const MAX_SEAL: u64 = 256;
 
 /// Where a component came from when loading it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CacheOutcome {
+    /// A built-in plugin loaded from the code precompiled into the binary.
+    Precompiled,
     /// Loaded from a compiled artifact on disk.
     Hit,
     /// Compiled now (and stored for next time).
@@ -176,16 +202,21 @@ impl CompileCache {
         ))
     }
 
-    /// The MAC of `artifact` as the compiled form of component `sha256`.
-    fn mac(&self, sha256: &str, artifact: &[u8]) -> blake3::Hash {
+    /// The file holding the seal of the entry of component `sha256`.
+    fn seal_path(&self, component_sha256: &str) -> PathBuf {
+        self.entry_path(component_sha256).with_extension("seal")
+    }
+
+    /// The seal of an entry for component `sha256` whose file has
+    /// `identity`.
+    fn seal(&self, sha256: &str, identity: &Identity) -> blake3::Hash {
         let mut hasher = blake3::Hasher::new_keyed(&self.key.key);
-        hasher.update(b"capstan compile cache v1\0");
+        hasher.update(b"capstan compile cache seal v2\0");
         hasher.update(sha256.as_bytes());
         hasher.update(b"\0");
         hasher.update(self.engine_key.as_bytes());
         hasher.update(b"\0");
-        // Large (Python, JavaScript) artifacts are hashed on every core.
-        hasher.update_rayon(artifact);
+        hasher.update(&identity.to_bytes());
         hasher.finalize()
     }
 
@@ -226,41 +257,36 @@ impl CompileCache {
             })
     }
 
-    /// Reads and checks the entry of component `sha256`. Anything wrong
-    /// with it (missing, not a regular file, too large, truncated, altered,
-    /// signed with another key, built by another engine) means "not
-    /// cached".
+    /// Opens and checks the entry of component `sha256` and loads it.
+    /// Anything wrong with it (missing, not a regular file, a link, too
+    /// large, no seal, a seal that does not match the open file, made with
+    /// another key or for another engine) means "not cached".
     fn read_entry(&self, engine: &Engine, sha256: &str) -> Option<Component> {
-        let path = self.entry_path(sha256);
-        let folder = UntrustedFolder::open(&self.dir).ok()??;
-        let read = folder
-            .read(Path::new(path.file_name()?), MAX_ARTIFACT + MAC_LEN)
-            .ok()??;
-        if read.more || read.bytes.len() < MAC_LEN {
+        let dir =
+            cap_primitives::fs::open_ambient_dir(&self.dir, cap_primitives::ambient_authority())
+                .ok()?;
+        let entry_path = self.entry_path(sha256);
+        let seal_path = self.seal_path(sha256);
+        let mut seal_text = String::new();
+        open_beneath(&dir, Path::new(seal_path.file_name()?))?
+            .take(MAX_SEAL)
+            .read_to_string(&mut seal_text)
+            .ok()?;
+        let sealed = blake3::Hash::from_hex(seal_text.trim()).ok()?;
+        let file = open_beneath(&dir, Path::new(entry_path.file_name()?))?;
+        let identity = Identity::of(&file)?;
+        if identity.size > MAX_ARTIFACT {
             return None;
         }
-        let (artifact, mac) = read.bytes.split_at(read.bytes.len() - MAC_LEN);
-        let mac: [u8; MAC_LEN] = mac.try_into().ok()?;
         // `Hash` compares in constant time.
-        if self.mac(sha256, artifact) != blake3::Hash::from(mac) {
+        if self.seal(sha256, &identity) != sealed {
             return None;
         }
-        // SAFETY: wasmtime requires that deserialized bytes were produced by
-        // `Component::serialize` of a compatible engine. These bytes carry a
-        // MAC made with a key only capstan holds (in its data folder, which
-        // no grant reaches) and only `write_entry` uses, over the output of
-        // `Component::serialize` for this component hash and this engine
-        // fingerprint; and they are the very bytes checked just above, in
-        // capstan's memory, so no change to the file after the check can
-        // reach wasmtime. wasmtime also checks the engine compatibility
-        // header and returns an error (not UB) on a mismatch.
-        #[allow(unsafe_code)]
-        let component = unsafe { Component::deserialize(engine, artifact) };
-        component.ok()
+        map_sealed(engine, file, &identity)
     }
 
     fn write_entry(&self, sha256: &str, component: &Component) -> Result<(), LoadError> {
-        let mut artifact = component.serialize().map_err(|e| {
+        let artifact = component.serialize().map_err(|e| {
             LoadError::Engine(format!("cannot serialize a compiled component: {e:#}"))
         })?;
         fs::create_dir_all(&self.dir).map_err(|source| LoadError::Io {
@@ -268,9 +294,23 @@ impl CompileCache {
             path: self.dir.clone(),
             source,
         })?;
-        let mac = self.mac(sha256, &artifact);
-        artifact.extend_from_slice(mac.as_bytes());
-        write_atomically(&self.dir, &self.entry_path(sha256), &artifact)
+        let entry = self.entry_path(sha256);
+        let file = write_atomically(&self.dir, &entry, &artifact)?;
+        // The identity after the rename (which moves the change time), of
+        // the very file written: what a load will find, unless someone
+        // changed it since.
+        let identity = Identity::of(&file).ok_or_else(|| LoadError::Io {
+            action: "cannot read back the metadata of",
+            path: entry.clone(),
+            source: std::io::ErrorKind::Other.into(),
+        })?;
+        let seal = self.seal(sha256, &identity);
+        write_atomically(
+            &self.dir,
+            &self.seal_path(sha256),
+            format!("{}\n", seal.to_hex()).as_bytes(),
+        )?;
+        Ok(())
     }
 
     /// Removes every entry for a component (whatever the engine or key that
@@ -295,8 +335,9 @@ impl CompileCache {
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file in `dir`.
-fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), LoadError> {
+/// Writes `bytes` to `path` through a temporary file in `dir`, renamed
+/// into place; returns the file written.
+fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<fs::File, LoadError> {
     let io = |action, path: &Path| {
         let path = path.to_path_buf();
         move |source| LoadError::Io {
@@ -314,8 +355,141 @@ fn write_atomically(dir: &Path, path: &Path, bytes: &[u8]) -> Result<(), LoadErr
         action: "cannot store",
         path: path.to_path_buf(),
         source: e.error,
-    })?;
-    Ok(())
+    })
+}
+
+/// The regular file `name` directly in `dir`, opened for reading without
+/// following a link (nor blocking on a FIFO); `None` when there is none or
+/// it is anything else.
+fn open_beneath(dir: &fs::File, name: &Path) -> Option<fs::File> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    options._cap_fs_ext_follow(FollowSymlinks::No);
+    options._cap_fs_ext_nonblock(true);
+    let file = cap_primitives::fs::open(dir, name, &options).ok()?;
+    file.metadata().ok()?.is_file().then_some(file)
+}
+
+/// What identifies an entry file as written: a file swapped in, or this
+/// one changed in place, has another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Identity {
+    /// The identity of the open `file` (`fstat`).
+    #[cfg(unix)]
+    fn of(file: &fs::File) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = file.metadata().ok()?;
+        meta.is_file().then(|| Self {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        })
+    }
+
+    /// The identity of the open `file`: its size and modification time
+    /// (the systems capstan runs on are Unix; this keeps it building
+    /// elsewhere).
+    #[cfg(not(unix))]
+    fn of(file: &fs::File) -> Option<Self> {
+        let meta = file.metadata().ok()?;
+        let modified = meta
+            .modified()
+            .ok()?
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?;
+        meta.is_file().then(|| Self {
+            dev: 0,
+            ino: 0,
+            size: meta.len(),
+            mtime: (
+                i64::try_from(modified.as_secs()).ok()?,
+                i64::from(modified.subsec_nanos()),
+            ),
+            ctime: (0, 0),
+        })
+    }
+
+    fn to_bytes(&self) -> [u8; 56] {
+        let mut bytes = [0u8; 56];
+        let fields = [
+            self.dev.to_le_bytes(),
+            self.ino.to_le_bytes(),
+            self.size.to_le_bytes(),
+            self.mtime.0.to_le_bytes(),
+            self.mtime.1.to_le_bytes(),
+            self.ctime.0.to_le_bytes(),
+            self.ctime.1.to_le_bytes(),
+        ];
+        for (chunk, field) in bytes.chunks_exact_mut(8).zip(fields) {
+            chunk.copy_from_slice(&field);
+        }
+        bytes
+    }
+}
+
+/// Loads the sealed, open entry `file` (whose identity is `identity`):
+/// mapped through `/proc/self/fd`, which reopens this very file; where
+/// there is no `/proc`, read into memory and used only if its identity did
+/// not change during the read.
+fn map_sealed(engine: &Engine, file: fs::File, identity: &Identity) -> Option<Component> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let by_fd = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        if by_fd.exists() {
+            // SAFETY: wasmtime requires that the file holds the output of
+            // `Component::serialize` of a compatible engine and that it is
+            // not changed while mapped. The path names the file opened and
+            // checked above (the descriptor's magic link reopens that
+            // inode, not whatever is now at the entry's name); its identity
+            // matches a seal made with a key only capstan holds, which
+            // `write_entry` makes over a file it wrote from
+            // `Component::serialize` for this component and engine
+            // fingerprint, so it is that file, unchanged since. capstan
+            // never writes an entry in place (only a new file renamed over
+            // it), and only the user's own unsandboxed processes can write
+            // the cache folder (see the module's documentation for what they
+            // could do). wasmtime checks the engine compatibility header and
+            // returns an error (not UB) on a mismatch.
+            #[allow(unsafe_code)]
+            let component = unsafe { Component::deserialize_file(engine, &by_fd) };
+            return component.ok();
+        }
+    }
+    read_sealed(engine, &file, identity)
+}
+
+/// Loads the sealed, open entry `file` by reading it into memory, if its
+/// identity is still `identity` after the read.
+fn read_sealed(engine: &Engine, file: &fs::File, identity: &Identity) -> Option<Component> {
+    let mut bytes = Vec::with_capacity(usize::try_from(identity.size).ok()?);
+    let mut reader = file;
+    std::io::Seek::seek(&mut reader, std::io::SeekFrom::Start(0)).ok()?;
+    reader.take(MAX_ARTIFACT).read_to_end(&mut bytes).ok()?;
+    if Identity::of(file).as_ref() != Some(identity) || bytes.len() as u64 != identity.size {
+        return None;
+    }
+    // SAFETY: wasmtime requires bytes made by `Component::serialize` of a
+    // compatible engine. These were read from the file whose identity,
+    // before and after the read, matches a seal made with a key only
+    // capstan holds over a file it wrote from `Component::serialize` for
+    // this component and engine fingerprint, so they are that file's
+    // bytes; they are in capstan's memory, beyond reach of later changes to
+    // the file. wasmtime checks the compatibility header and returns an
+    // error on a mismatch.
+    #[allow(unsafe_code)]
+    let component = unsafe { Component::deserialize(engine, &bytes) };
+    component.ok()
 }
 
 /// Validates and compiles a component, telling apart the ways it can fail.
@@ -398,72 +572,212 @@ mod tests {
     }
 
     #[test]
-    fn entries_are_read_back_and_any_change_is_compiled_again() {
+    fn entries_are_sealed_and_read_back() {
         let f = fixture();
         let fs_plugin = crate::plugin::builtin::find("fs").unwrap();
-        let entry = f.cache.entry_path(fs_plugin.sha256);
         assert_eq!(load(&f), CacheOutcome::Compiled);
+        assert!(f.cache.seal_path(fs_plugin.sha256).is_file());
         assert_eq!(load(&f), CacheOutcome::Hit);
-
-        // Cut short while a component loaded from it is in use: the
-        // component holds its own copy of the checked bytes, so touching all
-        // of its code (which faulted with SIGBUS when it was mapped from the
-        // file) is fine.
-        let good = fs::read(&entry).unwrap();
-        let (loaded, outcome) = f
+        let loaded = f
             .cache
-            .load(&f.engine, fs_plugin.wasm, fs_plugin.sha256, "fs")
+            .load_compiled(&f.engine, fs_plugin.sha256, "fs")
             .unwrap();
-        assert_eq!(outcome, CacheOutcome::Hit);
-        fs::write(&entry, b"").unwrap();
-        assert!(loaded.serialize().unwrap().len() > good.len() / 2);
-        assert_eq!(load(&f), CacheOutcome::Compiled);
+        assert!(is_fs(&f.engine, &loaded));
+    }
 
-        // A flipped byte, a truncation, a lost MAC: compiled again.
-        let mut flipped = good.clone();
-        flipped[good.len() / 2] ^= 0xff;
-        for bad in [
-            flipped,
-            good[..good.len() / 2].to_vec(),
-            good[..10].to_vec(),
-        ] {
-            fs::write(&entry, &bad).unwrap();
-            assert_eq!(load(&f), CacheOutcome::Compiled);
-            assert_eq!(load(&f), CacheOutcome::Hit);
+    /// Whether `component` is the built-in fs plugin's (a tool plugin
+    /// importing no HTTP), not the web plugin's.
+    fn is_fs(engine: &Engine, component: &Component) -> bool {
+        let ty = component.component_type();
+        let exports_tools = ty
+            .exports(engine)
+            .any(|(name, _)| name == "capstan:plugin/tool@0.1.0");
+        let imports_http = ty
+            .imports(engine)
+            .any(|(name, _)| name.starts_with("wasi:http/"));
+        exports_tools && !imports_http
+    }
+
+    /// A sandbox over `dir`'s home with the web plugin's entry in its
+    /// cache and the fs plugin's: fs compiled, then read back.
+    fn sandbox_with_fs_and_web(dir: &Path) -> (super::super::Sandbox, PathBuf, PathBuf) {
+        let sandbox =
+            super::super::Sandbox::new(&crate::home::Home::at(dir.join("home"), dir.join("cache")))
+                .unwrap();
+        let (fs_plugin, web) = (
+            crate::plugin::builtin::find("fs").unwrap(),
+            crate::plugin::builtin::find("web").unwrap(),
+        );
+        sandbox
+            .load("web", web.wasm, Some(web.sha256), "web")
+            .unwrap();
+        let cache = sandbox.compile_cache();
+        let entries = (
+            cache.entry_path(fs_plugin.sha256),
+            cache.entry_path(web.sha256),
+        );
+        (sandbox, entries.0, entries.1)
+    }
+
+    /// Loads fs through `sandbox` and runs its `read` on `x.txt` in `dir`:
+    /// the outcome and what it read.
+    async fn load_and_read(sandbox: &super::super::Sandbox, dir: &Path) -> (CacheOutcome, String) {
+        use crate::grants::{Grants, OwnFolders};
+        let fs_plugin = crate::plugin::builtin::find("fs").unwrap();
+        let component = sandbox
+            .load("fs", fs_plugin.wasm, Some(fs_plugin.sha256), "fs")
+            .unwrap();
+        let options = super::super::CallOptions {
+            grants: Grants::workspace(dir, false, &OwnFolders::default()).unwrap(),
+            ..super::super::CallOptions::default()
+        };
+        let output = sandbox
+            .call_tool(&component, "read", r#"{"path":"x.txt"}"#, &options)
+            .await
+            .unwrap();
+        (component.cache_outcome(), format!("{output:?}"))
+    }
+
+    /// Every way of changing a sealed entry — rewritten in place with
+    /// other bytes of the same size, truncated, a seal made with another
+    /// key, no seal, another component's entry renamed over it (with or
+    /// without its seal), a link — is not loaded: the component is compiled
+    /// again, runs as itself, and is sealed anew. (Each attack is made on an
+    /// entry just written, which no loaded component maps: a component
+    /// compiled now runs from memory of its own.)
+    #[tokio::test]
+    async fn a_changed_entry_is_compiled_again_and_the_component_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("x.txt"), "the original fs read this\n").unwrap();
+        let (sandbox, entry, web_entry) = sandbox_with_fs_and_web(dir.path());
+        let seal = entry.with_extension("seal");
+        let fs_plugin = crate::plugin::builtin::find("fs").unwrap();
+        let read = async |outcome| {
+            let (got, output) = load_and_read(&sandbox, dir.path()).await;
+            assert_eq!(got, outcome);
+            assert!(output.contains("the original fs read this"), "{output}");
+        };
+        read(CacheOutcome::Compiled).await;
+
+        // Rewritten in place, same size, other bytes (the web plugin's
+        // artifact, cut or padded to fit), its modification time set back.
+        // The change time moves on any write and cannot be set back; a
+        // pause first steps past the clock tick of kernels before 6.13.
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let size = fs::metadata(&entry).unwrap().len() as usize;
+        let mtime = fs::metadata(&entry).unwrap().modified().unwrap();
+        let mut other = fs::read(&web_entry).unwrap();
+        other.resize(size, 0);
+        {
+            let mut file = fs::OpenOptions::new().write(true).open(&entry).unwrap();
+            file.write_all(&other).unwrap();
+            file.set_modified(mtime).unwrap();
         }
+        assert_eq!(fs::metadata(&entry).unwrap().len() as usize, size);
+        read(CacheOutcome::Compiled).await;
+
+        // Truncated.
+        let file = fs::OpenOptions::new().write(true).open(&entry).unwrap();
+        file.set_len(size as u64 / 2).unwrap();
+        drop(file);
+        read(CacheOutcome::Compiled).await;
+
+        // A seal over the entry as it is, made with another key.
+        let cache = sandbox.compile_cache();
+        let other = CompileCache::new(
+            cache.dir.clone(),
+            sandbox.engine(),
+            CacheKey::from_bytes([7; 32]),
+        );
+        let identity = Identity::of(&fs::File::open(&entry).unwrap()).unwrap();
+        let forged = other.seal(fs_plugin.sha256, &identity);
+        // (made with this key, it would be accepted)
+        assert_ne!(forged, cache.seal(fs_plugin.sha256, &identity));
+        fs::write(&seal, forged.to_hex().as_bytes()).unwrap();
+        read(CacheOutcome::Compiled).await;
+
+        // No seal.
+        fs::remove_file(&seal).unwrap();
+        read(CacheOutcome::Compiled).await;
+
+        // Another component's genuine entry renamed over it; then with its
+        // seal too.
+        let web_seal = web_entry.with_extension("seal");
+        let spare = dir.path().join("web.cwasm");
+        fs::copy(&web_entry, &spare).unwrap();
+        fs::rename(&spare, &entry).unwrap();
+        read(CacheOutcome::Compiled).await;
+        fs::copy(&web_entry, &spare).unwrap();
+        fs::rename(&spare, &entry).unwrap();
+        fs::copy(&web_seal, &seal).unwrap();
+        read(CacheOutcome::Compiled).await;
+
+        // A link to a genuine entry elsewhere is not followed.
+        #[cfg(unix)]
+        {
+            let elsewhere = dir.path().join("elsewhere.cwasm");
+            fs::rename(&entry, &elsewhere).unwrap();
+            std::os::unix::fs::symlink(&elsewhere, &entry).unwrap();
+            read(CacheOutcome::Compiled).await;
+            assert!(!entry.is_symlink(), "replaced by a sealed file of its own");
+        }
+
+        // Sealed anew each time: the entry as last written loads.
+        read(CacheOutcome::Hit).await;
+    }
+
+    /// The entry capstan loaded is mapped; one renamed over it later (as
+    /// another capstan process writes) or removed leaves the component
+    /// loaded before working.
+    #[tokio::test]
+    async fn a_mapped_entry_replaced_by_a_writer_keeps_running() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("x.txt"), "the original fs read this\n").unwrap();
+        let (sandbox, entry, _) = sandbox_with_fs_and_web(dir.path());
+        let fs_plugin = crate::plugin::builtin::find("fs").unwrap();
+        load_and_read(&sandbox, dir.path()).await;
+        let component = sandbox
+            .load("fs", fs_plugin.wasm, Some(fs_plugin.sha256), "fs")
+            .unwrap();
+        assert_eq!(component.cache_outcome(), CacheOutcome::Hit);
+        let spare = dir.path().join("spare");
+        fs::copy(&entry, &spare).unwrap();
+        fs::rename(&spare, &entry).unwrap();
+        sandbox.compile_cache().remove(fs_plugin.sha256).unwrap();
+        let options = super::super::CallOptions {
+            grants: crate::grants::Grants::workspace(
+                dir.path(),
+                false,
+                &crate::grants::OwnFolders::default(),
+            )
+            .unwrap(),
+            ..super::super::CallOptions::default()
+        };
+        let output = sandbox
+            .call_tool(&component, "read", r#"{"path":"x.txt"}"#, &options)
+            .await
+            .unwrap();
+        assert!(format!("{output:?}").contains("the original fs read this"));
     }
 
     #[test]
-    fn an_artifact_signed_without_the_key_is_never_loaded() {
+    fn an_entry_without_proc_is_read_and_checked_again() {
+        // The fallback used where /proc is missing: the bytes read back
+        // from a sealed, unchanged file load; a file changed in between
+        // (its identity moved) does not.
         let f = fixture();
         let fs_plugin = crate::plugin::builtin::find("fs").unwrap();
         assert_eq!(load(&f), CacheOutcome::Compiled);
         let entry = f.cache.entry_path(fs_plugin.sha256);
-        let good = fs::read(&entry).unwrap();
-        let artifact = &good[..good.len() - MAC_LEN];
-        // Signed with another key: refused.
-        let other = CompileCache::new(
-            f.cache.dir.clone(),
-            &f.engine,
-            CacheKey::from_bytes([7; 32]),
-        );
-        let mut forged = artifact.to_vec();
-        forged.extend_from_slice(other.mac(fs_plugin.sha256, artifact).as_bytes());
-        fs::write(&entry, &forged).unwrap();
-        assert_eq!(load(&f), CacheOutcome::Compiled);
-        // An unkeyed digest: refused.
-        let mut unkeyed = artifact.to_vec();
-        unkeyed.extend_from_slice(blake3::hash(artifact).as_bytes());
-        fs::write(&entry, &unkeyed).unwrap();
-        assert_eq!(load(&f), CacheOutcome::Compiled);
-        // Another component's genuine entry moved under this name: its MAC
-        // binds its own hash, so it is refused.
-        let elsewhere = f.cache.entry_path(&"0".repeat(64));
-        let mut moved = artifact.to_vec();
-        moved.extend_from_slice(f.cache.mac(&"0".repeat(64), artifact).as_bytes());
-        fs::write(&elsewhere, &moved).unwrap();
-        fs::rename(&elsewhere, &entry).unwrap();
-        assert_eq!(load(&f), CacheOutcome::Compiled);
+        let file = fs::File::open(&entry).unwrap();
+        let identity = Identity::of(&file).unwrap();
+        let read = read_sealed(&f.engine, &file, &identity).unwrap();
+        assert!(is_fs(&f.engine, &read));
+        let stale = Identity {
+            size: identity.size + 1,
+            ..identity.clone()
+        };
+        assert!(read_sealed(&f.engine, &file, &stale).is_none());
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub struct Limits {
 impl Limits {
     /// The largest memory cap a plugin may be given (the pool reserves this
     /// much address space per instance).
-    pub const MAX_MEMORY: u64 = 4 << 30;
+    pub const MAX_MEMORY: u64 = super::engine_config::MAX_MEMORY;
 
     /// The most a `wasi:http` fields object (the headers or trailers of a
     /// request or response) may hold in the host, in wasmtime-wasi-http's

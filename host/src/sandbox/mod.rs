@@ -11,6 +11,7 @@ mod bindings;
 mod call;
 pub mod compile_cache;
 pub mod engine;
+mod engine_config;
 pub mod error;
 pub mod events;
 mod exec_api;
@@ -19,6 +20,7 @@ mod fs_protect;
 pub mod hook;
 pub mod host_api;
 pub mod limits;
+pub mod precompiled;
 pub mod rest;
 pub mod skill;
 mod state;
@@ -32,6 +34,7 @@ use wasmtime::Engine;
 
 use crate::grants::OwnFolders;
 use crate::home::Home;
+use crate::plugin::builtin::BuiltinPlugin;
 use wasmtime::component::{HasSelf, Linker};
 
 use bindings::hook_world::HookPluginPre;
@@ -61,6 +64,8 @@ pub struct LoadedComponent {
     offers_hooks: bool,
     resident: Arc<Resident>,
     outcome: CacheOutcome,
+    /// Why a built-in plugin's precompiled code could not be used.
+    fallback: Option<String>,
 }
 
 impl LoadedComponent {
@@ -84,9 +89,16 @@ impl LoadedComponent {
         &self.sha256
     }
 
-    /// Whether it came from the compile cache or was compiled now.
+    /// Whether it came from the binary, the compile cache or was compiled
+    /// now.
     pub fn cache_outcome(&self) -> CacheOutcome {
         self.outcome
+    }
+
+    /// For a built-in plugin compiled rather than loaded from the binary,
+    /// why its precompiled code could not be used on this machine.
+    pub fn precompiled_fallback(&self) -> Option<&str> {
+        self.fallback.as_deref()
     }
 
     /// Whether its code is parked while the session idles ([`rest`]).
@@ -239,13 +251,7 @@ impl Sandbox {
     > {
         let sha256 = sha256.map_or_else(|| engine::sha256_hex(wasm), str::to_string);
         let (component, outcome) = self.cache.load(&self.engine, wasm, &sha256, origin)?;
-        let pre = self
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| LoadError::Incompatible {
-                origin: origin.to_string(),
-                reason: format!("{e:#}"),
-            })?;
+        let pre = link_component(&self.linker, &component, origin)?;
         Ok((pre, sha256, outcome))
     }
 
@@ -260,6 +266,81 @@ impl Sandbox {
         let loading = std::time::Instant::now();
         let (pre, sha256, outcome) = self.link(wasm, sha256, origin)?;
         crate::startup::record("component load", name, loading);
+        let relink: Relink = {
+            let (engine, linker, cache) =
+                (self.engine.clone(), self.linker.clone(), self.cache.clone());
+            let (sha256, origin) = (sha256.clone(), origin.to_string());
+            Box::new(move || {
+                let component = cache.load_compiled(&engine, &sha256, &origin)?;
+                link_component(&linker, &component, &origin).map(split)
+            })
+        };
+        let entry = self.cache.entry_path(&sha256);
+        self.resident(name, pre, sha256, outcome, origin, relink, Some(entry))
+    }
+
+    /// Loads built-in plugin `plugin` from the code precompiled into the
+    /// binary ([`precompiled`]); when this machine cannot run that code,
+    /// from the compile cache or compiled, as any other plugin.
+    pub fn load_builtin(
+        &self,
+        plugin: &'static BuiltinPlugin,
+    ) -> Result<LoadedComponent, LoadError> {
+        let loading = std::time::Instant::now();
+        let origin = format!("the built-in {} plugin", plugin.name);
+        let component = match precompiled::load(&self.engine, plugin) {
+            Ok(component) => component,
+            Err(reason) => {
+                let mut loaded =
+                    self.load(plugin.name, plugin.wasm, Some(plugin.sha256), &origin)?;
+                loaded.fallback = Some(reason);
+                return Ok(loaded);
+            }
+        };
+        let pre = link_component(&self.linker, &component, &origin)?;
+        crate::startup::record("component load", plugin.name, loading);
+        let relink: Relink = {
+            let (engine, linker, origin) =
+                (self.engine.clone(), self.linker.clone(), origin.clone());
+            Box::new(move || {
+                let component = precompiled::load(&engine, plugin).map_err(|reason| {
+                    LoadError::Engine(format!("{origin}'s precompiled code: {reason}"))
+                })?;
+                link_component(&linker, &component, &origin).map(split)
+            })
+        };
+        let loaded = self.resident(
+            plugin.name,
+            pre,
+            plugin.sha256.to_string(),
+            CacheOutcome::Precompiled,
+            &origin,
+            relink,
+            None,
+        )?;
+        if !loaded.offers_tools {
+            return Err(LoadError::Incompatible {
+                origin,
+                reason: "it does not export the tool interface capstan:plugin/tool@0.1.0".into(),
+            });
+        }
+        Ok(loaded)
+    }
+
+    /// A loaded component from its linked form; `relink` links it again
+    /// after it was parked, from its compile-cache `entry` (none: from the
+    /// code in the binary).
+    #[allow(clippy::too_many_arguments)]
+    fn resident(
+        &self,
+        name: &str,
+        pre: wasmtime::component::InstancePre<CallState>,
+        sha256: String,
+        outcome: CacheOutcome,
+        origin: &str,
+        relink: Relink,
+        entry: Option<std::path::PathBuf>,
+    ) -> Result<LoadedComponent, LoadError> {
         let linked = split(pre);
         if linked.tool.is_none() && linked.hook.is_none() {
             return Err(LoadError::Incompatible {
@@ -269,23 +350,6 @@ impl Sandbox {
             });
         }
         let name: Arc<str> = Arc::from(name);
-        let entry = self.cache.entry_path(&sha256);
-        let relink: Relink = {
-            let (engine, linker, cache) =
-                (self.engine.clone(), self.linker.clone(), self.cache.clone());
-            let (sha256, origin) = (sha256.clone(), origin.to_string());
-            Box::new(move || {
-                let component = cache.load_compiled(&engine, &sha256, &origin)?;
-                let pre =
-                    linker
-                        .instantiate_pre(&component)
-                        .map_err(|e| LoadError::Incompatible {
-                            origin: origin.clone(),
-                            reason: format!("{e:#}"),
-                        })?;
-                Ok(split(pre))
-            })
-        };
         let loaded = LoadedComponent {
             name: name.clone(),
             sha256,
@@ -293,6 +357,7 @@ impl Sandbox {
             offers_hooks: linked.hook.is_some(),
             resident: Resident::new(name, linked, relink, entry),
             outcome,
+            fallback: None,
         };
         self.rest.register(&loaded.resident);
         Ok(loaded)
@@ -541,6 +606,20 @@ impl Sandbox {
             async move |store| pre.instantiate_async(store).await,
         );
     }
+}
+
+/// Links `component` against what the host provides.
+fn link_component(
+    linker: &Linker<CallState>,
+    component: &wasmtime::component::Component,
+    origin: &str,
+) -> Result<wasmtime::component::InstancePre<CallState>, LoadError> {
+    linker
+        .instantiate_pre(component)
+        .map_err(|e| LoadError::Incompatible {
+            origin: origin.to_string(),
+            reason: format!("{e:#}"),
+        })
 }
 
 /// A linked component's tool and hook sides, whichever it exports.

@@ -16,10 +16,12 @@
 //! way ([`KeepWarm`]), the warm-up thread parks it: its instances made
 //! ahead are dropped, then its linked component, which unmaps the code and
 //! remaps the slots its instances used. A parked plugin is linked again
-//! from the compile cache (the entry read and its MAC checked, as at load)
-//! when a turn starts — on the warm-up thread, which then makes its next
-//! instance ahead while the model is busy — or else by the next call that
-//! needs it, on that call's path.
+//! from the compile cache (the entry's seal checked and the file mapped,
+//! as at load) when a turn starts — on the warm-up thread, which then
+//! makes its next instance ahead while the model is busy — or else by the
+//! next call that needs it, on that call's path. A built-in plugin running
+//! from the binary's own pages keeps its code (the binary's), and is linked
+//! again from it.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -53,9 +55,10 @@ pub(super) struct Resident {
     pub name: Arc<str>,
     code: Mutex<Code>,
     relink: Relink,
-    /// Its compile-cache entry; without one it is never parked, as it
-    /// could not be linked again.
-    entry: PathBuf,
+    /// Its compile-cache entry; when that is gone it is never parked, as
+    /// it could not be linked again. None for a built-in plugin running
+    /// from the binary's own pages, which can always be linked again.
+    entry: Option<PathBuf>,
     /// Its next tool instance, made ahead ([`super::warm`]).
     pub tool_warm: Arc<WarmSlot<ToolPlugin>>,
     /// Its next hook instance, made ahead.
@@ -81,8 +84,13 @@ enum Code {
 
 impl Resident {
     /// A plugin just loaded as `linked`; `relink` loads it again from its
-    /// compile-cache `entry`.
-    pub fn new(name: Arc<str>, linked: Linked, relink: Relink, entry: PathBuf) -> Arc<Self> {
+    /// compile-cache `entry` (none: from the binary).
+    pub fn new(
+        name: Arc<str>,
+        linked: Linked,
+        relink: Relink,
+        entry: Option<PathBuf>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             name,
             code: Mutex::new(Code::Linked(linked)),
@@ -147,7 +155,7 @@ impl Resident {
         let mut code = self.code();
         if matches!(*code, Code::Parked)
             || self.calls.load(Ordering::Acquire) > 0
-            || !self.entry.is_file()
+            || self.entry.as_ref().is_some_and(|entry| !entry.is_file())
         {
             return false;
         }
