@@ -243,11 +243,7 @@ fn main() {
                 b2b_capstan.p50,
                 b2b.p50 / 4,
             );
-            target(
-                "the same, 1 ms between calls",
-                gap_capstan.p50,
-                gap.p50 / 4,
-            );
+            target("the same, 1 ms between calls", gap_capstan.p50, gap.p50 / 4);
         }
         Err(why) => {
             println!("server-filesystem: skipped ({why}; install Node.js 18+ and npm to compare)")
