@@ -685,16 +685,12 @@ impl Inner {
         fields.insert("time".into(), Value::from(rfc3339(SystemTime::now())));
         fields.insert("run".into(), Value::from(self.run.as_str()));
         fields.insert("prev".into(), Value::from(self.hash.as_str()));
-        let mut record = Value::Object(fields);
-        let hash = chain_hash(&self.hash, &canonical_json(&record));
-        if let Value::Object(map) = &mut record {
-            map.insert("hash".into(), Value::from(hash.as_str()));
-        }
-        let mut line = canonical_json(&record);
-        line.push('\n');
+        let hash = chain_hash(&self.hash, &canonical_record(&fields, None));
+        let mut line = canonical_record(&fields, Some(&hash));
+        line.push(b'\n');
         // One write of the whole line: readers and a later `open` see either
         // all of it or a cut line, never two records interleaved.
-        self.file.write_all(line.as_bytes())?;
+        self.file.write_all(&line)?;
         self.file.flush()?;
         self.end += line.len() as u64;
         self.seq = seq;
@@ -917,57 +913,100 @@ fn write_head(head: &Path, seq: u64, hash: &str) -> std::io::Result<()> {
 }
 
 /// The hash chaining a record to the previous one.
-fn chain_hash(prev: &str, canonical: &str) -> String {
+fn chain_hash(prev: &str, canonical: &[u8]) -> String {
     let mut hasher = Sha256::new();
     hasher.update(prev.as_bytes());
-    hasher.update(canonical.as_bytes());
+    hasher.update(canonical);
     hex(&hasher.finalize())
 }
 
 fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
     for b in bytes {
-        let _ = write!(out, "{b:02x}");
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
     }
     out
 }
 
 /// A JSON value with object keys sorted at every level and no whitespace:
 /// the same record always gives the same bytes.
-fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+fn canonical_json(value: &Value) -> Vec<u8> {
+    let mut out = Vec::with_capacity(512);
     write_canonical(value, &mut out);
     out
 }
 
-fn write_canonical(value: &Value, out: &mut String) {
+/// The canonical form of a record's `fields`, with `"hash": hash` among
+/// them when given (in its sorted place): the same bytes as
+/// [`canonical_json`] of the record with that field, made in one pass
+/// without copying the record.
+fn canonical_record(fields: &Map<String, Value>, hash: Option<&str>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(512);
+    let mut entries: Vec<(&str, Option<&Value>)> = fields
+        .iter()
+        .filter(|(key, _)| hash.is_none() || key.as_str() != "hash")
+        .map(|(key, value)| (key.as_str(), Some(value)))
+        .collect();
+    if hash.is_some() {
+        entries.push(("hash", None));
+    }
+    entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    out.push(b'{');
+    for (i, (key, value)) in entries.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_json_str(key, &mut out);
+        out.push(b':');
+        match (value, hash) {
+            (Some(value), _) => write_canonical(value, &mut out),
+            (None, Some(hash)) => write_json_str(hash, &mut out),
+            (None, None) => out.extend_from_slice(b"null"),
+        }
+    }
+    out.push(b'}');
+    out
+}
+
+fn write_json_str(text: &str, out: &mut Vec<u8>) {
+    // Writing into a Vec cannot fail; the escaping is serde_json's, as in
+    // `Value`'s own output.
+    let _ = serde_json::to_writer(&mut *out, text);
+}
+
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
             let mut entries: Vec<_> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            out.push(b'{');
             for (i, (key, item)) in entries.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                out.push_str(&Value::from(key.as_str()).to_string());
-                out.push(':');
+                write_json_str(key, out);
+                out.push(b':');
                 write_canonical(item, out);
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(item, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        other => out.push_str(&other.to_string()),
+        // Strings, numbers, booleans and null exactly as `Value` prints
+        // them; writing into a Vec cannot fail.
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
     }
 }
 
@@ -1291,6 +1330,38 @@ mod tests {
 
     fn scope(log: &AuditLog, plugin: &str, call: &str) -> AuditScope {
         AuditScope::new(log.clone(), plugin, call, Some("s-1"))
+    }
+
+    #[test]
+    fn a_record_is_written_in_its_canonical_form_with_its_hash_in_place() {
+        let record = serde_json::json!({
+            "plugin": "fs",
+            "kind": "file_opened",
+            "path": "dir/\"odd\"\u{7}\u{e9}\u{1f600}.txt",
+            "nested": { "z": [1, -2.5, null, true], "a": { "y": "\n", "b": false } },
+            "seq": 18446744073709551615u64,
+            "prev": GENESIS_HASH,
+        });
+        let Value::Object(fields) = record.clone() else {
+            unreachable!()
+        };
+        // Keys sorted at every level, no whitespace: serde_json's own
+        // compact output of a sorted map.
+        let expected = serde_json::to_string(&record).unwrap();
+        assert_eq!(
+            String::from_utf8(canonical_record(&fields, None)).unwrap(),
+            expected
+        );
+        assert_eq!(
+            String::from_utf8(canonical_json(&record)).unwrap(),
+            expected
+        );
+        let mut hashed = record.clone();
+        hashed["hash"] = Value::from("abc");
+        assert_eq!(
+            String::from_utf8(canonical_record(&fields, Some("abc"))).unwrap(),
+            serde_json::to_string(&hashed).unwrap()
+        );
     }
 
     fn opened(path: &str) -> AuditEvent {
