@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 use support::{LABEL_WIDTH, Stats, header, measure, measure_spaced, ratio, row, single, target};
 
 use capstan::grants::Grants;
-use capstan::plugin::builtin;
+use capstan::sandbox::builtin;
 use capstan::sandbox::{CallOptions, LoadedComponent, Sandbox};
 use capstan::scaffold::toolchain::Toolchains;
 use capstan::scaffold::{Kind, Lang, build, new};

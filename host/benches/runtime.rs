@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use support::{header, logging_row, measure, measure_logging, ratio, row, single, target};
 
 use capstan::grants::Grants;
-use capstan::plugin::builtin;
+use capstan::sandbox::builtin;
 use capstan::sandbox::{CacheOutcome, CallOptions, FileIo, LoadedComponent, Sandbox};
 
 fn main() {

@@ -4,7 +4,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use super::availability::{Unavailable, UnavailablePlugins};
-use super::builtin::{BUILTIN_PLUGINS, BuiltinPlugin};
 use super::lock::{LockEntry, LockError, Lockfile};
 use super::manifest::Manifest;
 use super::readable::ReadablePluginFiles;
@@ -17,6 +16,7 @@ use crate::grants::{
 use crate::home::Home;
 use crate::hooks::Subscription;
 use crate::model::valid_tool_name;
+use crate::sandbox::builtin::{BUILTIN_PLUGINS, BuiltinPlugin};
 use crate::sandbox::engine::sha256_hex;
 use crate::sandbox::{Limits, LoadError, LoadedComponent, Sandbox};
 

@@ -34,7 +34,6 @@
 use std::io::{Read, Write};
 use std::path::{Component as PathPart, Path, PathBuf};
 
-use super::builtin::BUILTIN_PLUGINS;
 use super::claude_marketplace::{self, Marketplace};
 use super::inspect::{self, InspectError};
 use super::lock::{LockComponent, LockEntry, LockError, LockLimits, LockedLockfile, Lockfile};
@@ -48,6 +47,7 @@ use crate::audit::AuditLog;
 use crate::grants::{Capabilities, CapabilityDiff, CapabilityRef, CapabilityRefError, OwnFolders};
 use crate::home::Home;
 use crate::hooks::Subscription;
+use crate::sandbox::builtin::BUILTIN_PLUGINS;
 use crate::sandbox::engine::sha256_hex;
 use crate::sandbox::{CacheOutcome, Sandbox};
 use crate::timestamp::now_rfc3339;
@@ -2068,7 +2068,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let home = Home::at(dir.path().join("home"), dir.path().join("cache"));
         let sandbox = Sandbox::new(&home).unwrap();
-        let fs = crate::plugin::builtin::find("fs").unwrap();
+        let fs = crate::sandbox::builtin::find("fs").unwrap();
         let package = |name: &str| {
             let root = dir.path().join(name);
             std::fs::create_dir_all(&root).unwrap();

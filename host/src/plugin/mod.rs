@@ -7,7 +7,6 @@
 //! (`--plugin`).
 
 pub mod availability;
-pub mod builtin;
 pub mod catalog;
 pub mod claude_import;
 pub mod claude_lsp;

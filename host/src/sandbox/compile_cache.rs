@@ -540,7 +540,7 @@ mod tests {
     }
 
     fn load(f: &Fixture) -> CacheOutcome {
-        let fs_plugin = crate::plugin::builtin::find("fs").unwrap();
+        let fs_plugin = crate::sandbox::builtin::find("fs").unwrap();
         f.cache
             .load(&f.engine, fs_plugin.wasm, fs_plugin.sha256, "fs")
             .unwrap()
@@ -574,7 +574,7 @@ mod tests {
     #[test]
     fn entries_are_sealed_and_read_back() {
         let f = fixture();
-        let fs_plugin = crate::plugin::builtin::find("fs").unwrap();
+        let fs_plugin = crate::sandbox::builtin::find("fs").unwrap();
         assert_eq!(load(&f), CacheOutcome::Compiled);
         assert!(f.cache.seal_path(fs_plugin.sha256).is_file());
         assert_eq!(load(&f), CacheOutcome::Hit);
@@ -605,8 +605,8 @@ mod tests {
             super::super::Sandbox::new(&crate::home::Home::at(dir.join("home"), dir.join("cache")))
                 .unwrap();
         let (fs_plugin, web) = (
-            crate::plugin::builtin::find("fs").unwrap(),
-            crate::plugin::builtin::find("web").unwrap(),
+            crate::sandbox::builtin::find("fs").unwrap(),
+            crate::sandbox::builtin::find("web").unwrap(),
         );
         sandbox
             .load("web", web.wasm, Some(web.sha256), "web")
@@ -623,7 +623,7 @@ mod tests {
     /// the outcome and what it read.
     async fn load_and_read(sandbox: &super::super::Sandbox, dir: &Path) -> (CacheOutcome, String) {
         use crate::grants::{Grants, OwnFolders};
-        let fs_plugin = crate::plugin::builtin::find("fs").unwrap();
+        let fs_plugin = crate::sandbox::builtin::find("fs").unwrap();
         let component = sandbox
             .load("fs", fs_plugin.wasm, Some(fs_plugin.sha256), "fs")
             .unwrap();
@@ -651,7 +651,7 @@ mod tests {
         std::fs::write(dir.path().join("x.txt"), "the original fs read this\n").unwrap();
         let (sandbox, entry, web_entry) = sandbox_with_fs_and_web(dir.path());
         let seal = entry.with_extension("seal");
-        let fs_plugin = crate::plugin::builtin::find("fs").unwrap();
+        let fs_plugin = crate::sandbox::builtin::find("fs").unwrap();
         let read = async |outcome| {
             let (got, output) = load_and_read(&sandbox, dir.path()).await;
             assert_eq!(got, outcome);
@@ -734,7 +734,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("x.txt"), "the original fs read this\n").unwrap();
         let (sandbox, entry, _) = sandbox_with_fs_and_web(dir.path());
-        let fs_plugin = crate::plugin::builtin::find("fs").unwrap();
+        let fs_plugin = crate::sandbox::builtin::find("fs").unwrap();
         load_and_read(&sandbox, dir.path()).await;
         let component = sandbox
             .load("fs", fs_plugin.wasm, Some(fs_plugin.sha256), "fs")
@@ -766,7 +766,7 @@ mod tests {
         // from a sealed, unchanged file load; a file changed in between
         // (its identity moved) does not.
         let f = fixture();
-        let fs_plugin = crate::plugin::builtin::find("fs").unwrap();
+        let fs_plugin = crate::sandbox::builtin::find("fs").unwrap();
         assert_eq!(load(&f), CacheOutcome::Compiled);
         let entry = f.cache.entry_path(fs_plugin.sha256);
         let file = fs::File::open(&entry).unwrap();
@@ -783,7 +783,7 @@ mod tests {
     #[test]
     fn remove_takes_every_entry_of_a_component() {
         let f = fixture();
-        let fs_plugin = crate::plugin::builtin::find("fs").unwrap();
+        let fs_plugin = crate::sandbox::builtin::find("fs").unwrap();
         assert_eq!(load(&f), CacheOutcome::Compiled);
         let stale = f.cache.dir.join(format!("{}-old.cwasm", fs_plugin.sha256));
         fs::write(&stale, "x").unwrap();

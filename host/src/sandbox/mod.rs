@@ -8,6 +8,7 @@
 //! return a flood — ends as a [`CallError`], never as a failure of the host.
 
 mod bindings;
+pub mod builtin;
 mod call;
 pub mod compile_cache;
 pub mod engine;
@@ -34,7 +35,7 @@ use wasmtime::Engine;
 
 use crate::grants::OwnFolders;
 use crate::home::Home;
-use crate::plugin::builtin::BuiltinPlugin;
+use crate::sandbox::builtin::BuiltinPlugin;
 use wasmtime::component::{HasSelf, Linker};
 
 use bindings::hook_world::HookPluginPre;

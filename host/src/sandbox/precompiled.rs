@@ -25,7 +25,7 @@ use std::sync::Mutex;
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-use crate::plugin::builtin::BuiltinPlugin;
+use crate::sandbox::builtin::BuiltinPlugin;
 
 /// The built-in components running in place, each with the one engine it
 /// was loaded into.
@@ -97,7 +97,7 @@ fn copied(engine: &Engine, plugin: &'static BuiltinPlugin) -> Result<Component, 
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 fn is_embedded(ptr: *const u8, len: usize) -> bool {
     let (start, end) = (ptr as usize, (ptr as usize).saturating_add(len));
-    crate::plugin::builtin::BUILTIN_PLUGINS.iter().any(|p| {
+    crate::sandbox::builtin::BUILTIN_PLUGINS.iter().any(|p| {
         let from = p.precompiled.as_ptr() as usize;
         from <= start && end <= from + p.precompiled.len()
     })
@@ -169,7 +169,7 @@ mod text_code {
 #[cfg(test)]
 mod tests {
     use crate::grants::{Grants, OwnFolders};
-    use crate::plugin::builtin::BUILTIN_PLUGINS;
+    use crate::sandbox::builtin::BUILTIN_PLUGINS;
     use crate::sandbox::{CacheOutcome, CallOptions, Sandbox};
 
     /// Every built-in loads from the binary, in the first engine of the
@@ -200,7 +200,7 @@ mod tests {
                 }
             }
             let fs = sandbox
-                .load_builtin(crate::plugin::builtin::find("fs").unwrap())
+                .load_builtin(crate::sandbox::builtin::find("fs").unwrap())
                 .unwrap();
             let output = sandbox
                 .call_tool(&fs, "read", r#"{"path":"x.txt"}"#, &options)

@@ -378,7 +378,7 @@ fn prime<T>(slot: &WarmSlot<T>, mut make: impl FnMut(&WarmSlot<T>)) {
 mod tests {
 
     use crate::grants::{Grants, OwnFolders};
-    use crate::plugin::builtin;
+    use crate::sandbox::builtin;
     use crate::sandbox::warm::tests::until_ready;
     use crate::sandbox::{CallOptions, LoadedComponent, Sandbox, engine};
 

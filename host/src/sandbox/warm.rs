@@ -328,7 +328,7 @@ pub(super) fn make_now<T>(
 pub(super) mod tests {
     use super::*;
     use crate::grants::Grants;
-    use crate::plugin::builtin;
+    use crate::sandbox::builtin;
     use crate::sandbox::{CallError, LoadedComponent, Sandbox};
 
     /// Waits until the component's next tool instance has been made ahead.
