@@ -71,9 +71,17 @@ fn store_folder(env: &Env, name: &str) -> PathBuf {
     entries.pop().unwrap().path()
 }
 
-#[test]
-fn a_folder_grant_whose_link_changed_after_consent_is_refused_not_followed() {
-    let env = Env::new();
+/// Folders `agreed` (with notes.txt) and `other` (with private.txt) outside
+/// the workspace, `link` pointing at `agreed`, and a plugin package `src`
+/// granted `link` read-only.
+struct LinkedGrant {
+    agreed: PathBuf,
+    other: PathBuf,
+    link: PathBuf,
+    src: PathBuf,
+}
+
+fn linked_grant(env: &Env) -> LinkedGrant {
     let outside = env.outside.path().canonicalize().unwrap();
     let agreed = outside.join("agreed");
     let other = outside.join("other");
@@ -94,6 +102,23 @@ fn a_folder_grant_whose_link_changed_after_consent_is_refused_not_followed() {
             link.display()
         ),
     );
+    LinkedGrant {
+        agreed,
+        other,
+        link,
+        src,
+    }
+}
+
+#[test]
+fn a_folder_grant_whose_link_changed_after_consent_is_refused_not_followed() {
+    let env = Env::new();
+    let LinkedGrant {
+        agreed,
+        other,
+        link,
+        src,
+    } = linked_grant(&env);
     let out = install(&env, &src);
     assert!(
         stderr(&out).contains(&format!("which is {}", agreed.display())),
@@ -190,25 +215,12 @@ fn a_folder_grant_whose_link_changed_after_consent_is_refused_not_followed() {
 #[test]
 fn a_lock_written_before_folders_were_recorded_is_completed_at_first_use() {
     let env = Env::new();
-    let outside = env.outside.path().canonicalize().unwrap();
-    let agreed = outside.join("agreed");
-    let other = outside.join("other");
-    std::fs::create_dir_all(&agreed).unwrap();
-    std::fs::create_dir_all(&other).unwrap();
-    std::fs::write(other.join("private.txt"), "PRIVATE-OTHER-CONTENT\n").unwrap();
-    let link = outside.join("link");
-    std::os::unix::fs::symlink(&agreed, &link).unwrap();
-    let src = package(
-        &outside,
-        "files",
-        "0.1.0",
-        &fs_component(),
-        "tool.wasm",
-        &format!(
-            "[capabilities]\nfs = [{{ path = \"{}\", access = \"read\" }}]\n",
-            link.display()
-        ),
-    );
+    let LinkedGrant {
+        agreed,
+        other,
+        link,
+        src,
+    } = linked_grant(&env);
     install(&env, &src);
     // As an older capstan wrote it: no `folders` table.
     let path = env.home.path().join("plugins/capstan.lock");
