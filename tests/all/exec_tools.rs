@@ -287,24 +287,10 @@ fn background_jobs_report_output_are_killed_and_none_outlives_the_session() {
         // Time for the test to see the server's process from outside.
         ("t_wait", "exec__run", json!({"command": "sleep 3"})),
     ]);
-    let mut cmd = env.capstan_std();
-    for var in support::MODEL_VARS {
-        cmd.env_remove(var);
-    }
-    let mut child = cmd
-        .env("ANTHROPIC_API_KEY", API_KEY)
-        .env("NO_COLOR", "1")
+    let mut child = env
+        .anthropic_session_std(&mock.url(), API_KEY, "mock-model", "serve")
         .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .args([
-            "--base-url",
-            &mock.url(),
-            "--model",
-            "mock-model",
-            "-p",
-            "serve",
-            "--permission-mode",
-            "accept-edits",
-        ])
+        .args(["--permission-mode", "accept-edits"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -23,21 +23,8 @@ const API_KEY: &str = "sk-ant-mock-key-rewind-safety";
 /// `capstan -p TEXT` against `mock` as a plain command, allowed to edit and
 /// run commands.
 fn prompt_command(env: &Env, mock: &MockModel, text: &str) -> std::process::Command {
-    let mut cmd = env.capstan_std();
-    for var in support::MODEL_VARS {
-        cmd.env_remove(var);
-    }
-    cmd.env("ANTHROPIC_API_KEY", API_KEY)
-        .env("NO_COLOR", "1")
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .args([
-            "--base-url",
-            &mock.url(),
-            "--model",
-            "mock-model",
-            "-p",
-            text,
-        ])
+    let mut cmd = env.anthropic_session_std(&mock.url(), API_KEY, "mock-model", text);
+    cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .args(["--permission-mode", "bypass"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -327,21 +327,8 @@ fn an_mcp_servers_start_refusals_and_end_are_recorded_as_they_happen() {
             json!({"command": "while [ ! -e go ]; do sleep 0.05; done; echo went"}),
         ),
     ]);
-    let mut cmd = env.capstan_std();
-    for var in support::MODEL_VARS {
-        cmd.env_remove(var);
-    }
-    cmd.env("ANTHROPIC_API_KEY", MCP_API_KEY)
-        .env("NO_COLOR", "1")
-        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
-        .args([
-            "--base-url",
-            &mock.url(),
-            "--model",
-            "mock-model",
-            "-p",
-            "go",
-        ])
+    let mut cmd = env.anthropic_session_std(&mock.url(), MCP_API_KEY, "mock-model", "go");
+    cmd.env("PATH", "/usr/local/bin:/usr/bin:/bin")
         .args(["--allow", "mcp__fx__fetch", "--allow", "mcp__fx__note"])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())

@@ -141,6 +141,25 @@ impl Env {
         cmd
     }
 
+    /// [`Env::anthropic_session`] as a `std` command, for a test that
+    /// spawns the session and watches it while it runs.
+    pub fn anthropic_session_std(
+        &self,
+        base_url: &str,
+        api_key: &str,
+        model: &str,
+        prompt: &str,
+    ) -> StdCommand {
+        let mut cmd = self.capstan_std();
+        for var in MODEL_VARS {
+            cmd.env_remove(var);
+        }
+        cmd.env("ANTHROPIC_API_KEY", api_key)
+            .env("NO_COLOR", "1")
+            .args(["--base-url", base_url, "--model", model, "-p", prompt]);
+        cmd
+    }
+
     /// A fresh, empty home and workspace. The home gets the shared compile
     /// cache's key, so components compiled by one test are not compiled
     /// again by the next.
