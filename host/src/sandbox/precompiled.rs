@@ -61,9 +61,9 @@ pub fn load(engine: &Engine, plugin: &'static BuiltinPlugin) -> Result<Component
                 // header, settings and the host's CPU features first and
                 // returns an error (not undefined behaviour) on a mismatch,
                 // as it does for an engine without this code memory (then
-                // the copy below is used). The lock held here makes it the only in-place load of
-                // this range in the process, as wasmtime's code registry
-                // requires.
+                // the copy below is used). The lock held here makes it the
+                // only in-place load of this range in the process, as
+                // wasmtime's code registry requires.
                 #[allow(unsafe_code)]
                 let in_binary = unsafe {
                     Component::deserialize_raw(engine, std::ptr::NonNull::from(plugin.precompiled))
