@@ -20,7 +20,7 @@ setup: toolchains
 # componentize-py (in a virtualenv) and componentize-js (an npm prefix),
 # pinned, under .toolchains/; the same layout `capstan plugin toolchain` makes.
 # Then the MCP clients the `mcp` tests drive `capstan mcp serve` with.
-toolchains: mcp-clients
+toolchains: mcp-clients agent-sdks
     #!/usr/bin/env bash
     set -euo pipefail
     if [ ! -f .toolchains/python/.capstan-installed ]; then
@@ -59,6 +59,43 @@ mcp-clients:
         mkdir -p target/mcp-node
         npm install --silent --no-audit --no-fund --prefix target/mcp-node @modelcontextprotocol/sdk@1
         printf '%s' "@modelcontextprotocol/sdk@1" > target/mcp-node/.capstan-installed
+    fi
+
+# The official Agent SDKs the `agent_sdk` tests drive capstan with, pinned:
+# Python `claude-agent-sdk` in target/agent-sdks/python, TypeScript
+# `@anthropic-ai/claude-agent-sdk` (and its peers) in target/agent-sdks/node,
+# and the real Claude Code CLI in target/agent-sdks/claude-code, whose output
+# on a mock model is the golden capstan's stream-json is compared with.
+agent-sdks:
+    #!/usr/bin/env bash
+    set -euo pipefail
+    dir=target/agent-sdks
+    py="claude-agent-sdk==0.2.189"
+    if [ "$(cat $dir/python/.capstan-installed 2>/dev/null)" != "$py" ]; then
+        echo "setup: installing $py into $dir/python" >&2
+        python3 -m venv $dir/python
+        $dir/python/bin/pip install --quiet --disable-pip-version-check "$py"
+        printf '%s' "$py" > $dir/python/.capstan-installed
+    fi
+    command -v npm >/dev/null || { echo "setup: npm is needed for the Agent SDK tests; install Node.js 18+" >&2; exit 1; }
+    node="@anthropic-ai/claude-agent-sdk@0.3.333 @anthropic-ai/sdk@0.93.0 @modelcontextprotocol/sdk@1.29.0 zod@4"
+    if [ "$(cat $dir/node/.capstan-installed 2>/dev/null)" != "$node" ]; then
+        echo "setup: installing $node into $dir/node" >&2
+        mkdir -p $dir/node
+        # The SDK's optional native CLI is left out: the tests name the binary.
+        npm install --silent --no-audit --no-fund --omit=optional --prefix $dir/node $node
+        printf '%s' "$node" > $dir/node/.capstan-installed
+    fi
+    cc="@anthropic-ai/claude-code@2.1.330"
+    if [ "$(cat $dir/claude-code/.capstan-installed 2>/dev/null)" != "$cc" ]; then
+        echo "setup: installing $cc into $dir/claude-code" >&2
+        mkdir -p $dir/claude-code
+        npm install --silent --no-audit --no-fund --prefix $dir/claude-code "$cc"
+        pkg=$dir/claude-code/node_modules/@anthropic-ai/claude-code
+        # npm may skip the postinstall that puts the native binary in place.
+        DISABLE_TELEMETRY=1 $pkg/bin/claude.exe --version >/dev/null 2>&1 || (cd $pkg && node install.cjs)
+        DISABLE_TELEMETRY=1 $pkg/bin/claude.exe --version >/dev/null
+        printf '%s' "$cc" > $dir/claude-code/.capstan-installed
     fi
 
 # Build the capstan binary (release), with its built-in plugins embedded.
