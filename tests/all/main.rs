@@ -13,6 +13,7 @@
 
 mod support;
 
+mod agent_sdk;
 mod agent_session;
 mod audit;
 mod claude_agent_hooks;

@@ -3,6 +3,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod agent_sdk;
 pub mod fastmcp;
 pub mod git_server;
 pub mod load;
