@@ -31,6 +31,9 @@
 //! max_tokens = 8192
 //! context_window = 200000  # when to compact; known for most models
 //! response_timeout = "300s" # how long to wait for a response to start
+//! max_retries = 4          # retries of a failed request (0: none); the
+//!                          # environment's CAPSTAN_MAX_RETRIES or Claude
+//!                          # Code's CLAUDE_CODE_MAX_RETRIES wins
 //!
 //! [permissions]
 //! mode = "default"
@@ -84,6 +87,9 @@ pub struct ModelSettings {
     /// retried, then fails. Like `base_url`, only the user's own configs
     /// set it.
     pub response_timeout: Option<String>,
+    /// How many times a failed request is retried (0: never); only the
+    /// user's own configs set it.
+    pub max_retries: Option<u32>,
 }
 
 impl ModelSettings {
@@ -97,6 +103,7 @@ impl ModelSettings {
             max_tokens,
             context_window,
             response_timeout,
+            max_retries,
         } = other;
         self.provider = provider.or(self.provider.take());
         self.name = name.or(self.name.take());
@@ -105,6 +112,7 @@ impl ModelSettings {
         self.max_tokens = max_tokens.or(self.max_tokens.take());
         self.context_window = context_window.or(self.context_window.take());
         self.response_timeout = response_timeout.or(self.response_timeout.take());
+        self.max_retries = max_retries.or(self.max_retries.take());
     }
 }
 
@@ -301,12 +309,14 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
             max_tokens,
             context_window,
             response_timeout,
+            max_retries,
         } = model;
         let ignored: Vec<&str> = [
             ("provider", provider.is_some()),
             ("base_url", base_url.is_some()),
             ("api_key_env", api_key_env.is_some()),
             ("response_timeout", response_timeout.is_some()),
+            ("max_retries", max_retries.is_some()),
         ]
         .into_iter()
         .filter_map(|(key, set)| set.then_some(key))
