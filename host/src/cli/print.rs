@@ -500,7 +500,10 @@ fn init_message(session: &Session, tools: &[(String, String)]) -> serde_json::Va
             .mcp
             .states()
             .into_iter()
-            .map(|(name, status)| json!({"name": name, "status": status}))
+            .map(|server| match server.error {
+                Some(error) => json!({"name": server.name, "status": server.state, "error": error}),
+                None => json!({"name": server.name, "status": server.state}),
+            })
             .collect::<Vec<_>>(),
         "model": agent.config().model,
         "permissionMode": claude_mode(agent.policy().mode()),
