@@ -26,6 +26,7 @@ mod print;
 pub mod provider;
 pub mod render;
 mod repl;
+mod sdk_flags;
 mod rewind;
 mod session_list;
 mod session_picker;

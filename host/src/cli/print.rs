@@ -117,11 +117,19 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
     }
     let session_id = session.agent.session_id().unwrap_or_default().to_string();
     let model = session.agent.config().model.clone();
+    // The tools offered (`--tools` may leave built-in ones out).
+    let offered: std::collections::HashSet<String> = session
+        .agent
+        .offered_tools()
+        .into_iter()
+        .map(|tool| tool.name)
+        .collect();
     let tools: Vec<(String, String)> = session
         .agent
         .toolbox()
         .tools()
         .iter()
+        .filter(|t| offered.contains(&t.model_name))
         .map(|t| (t.name.clone(), t.model_name.clone()))
         .collect();
     let mut headless = Headless::new(
@@ -403,6 +411,15 @@ impl Run {
                     String::new(),
                     Some(format!("hook {hook} blocked the prompt: {reason}")),
                 ),
+                TurnEnd::MaxBudget => (
+                    Exit::Error,
+                    "error_max_budget_usd",
+                    report.text.clone(),
+                    Some(format!(
+                        "Reached maximum budget (${})",
+                        session.agent.config().max_budget_usd.unwrap_or_default()
+                    )),
+                ),
                 TurnEnd::MaxTurns(n) => (
                     Exit::MaxTurns,
                     "error_max_turns",
@@ -468,6 +485,12 @@ impl Run {
                     context_window: config.context_window,
                     max_output_tokens: u64::from(config.max_tokens),
                 });
+                let mut value = value;
+                if let Ok(Some((report, _))) = &outcome
+                    && let Some(output) = &report.structured_output
+                {
+                    value["structured_output"] = output.clone();
+                }
                 StreamJsonFrontend::emit(&value);
             }
         }
