@@ -537,3 +537,435 @@ fn typescript_sdk_settings_file_rules_apply() {
     assert!(is_error, "{text}");
     assert!(!text.contains("readable words"), "{text}");
 }
+
+// --- MCP servers the SDK gives, outside the workspace -----------------------------
+
+/// A FastMCP server with `echo` and `peek` (reads any path), written in
+/// `pkg/srv/` of the folder outside the workspace, with a secret beside
+/// `pkg` and one in `pkg` itself; the script's path.
+fn put_outside_server(env: &Env) -> std::path::PathBuf {
+    let root = env.outside.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("pkg/srv")).unwrap();
+    std::fs::write(root.join("secret.txt"), "SECRET-BESIDE").unwrap();
+    std::fs::write(root.join("pkg/other.txt"), "SECRET-PARENT").unwrap();
+    std::fs::write(root.join("pkg/srv/data.txt"), "OWN-DATA").unwrap();
+    let script = root.join("pkg/srv/server.py");
+    std::fs::write(
+        &script,
+        r#"
+from mcp.server.fastmcp import FastMCP
+server = FastMCP("outside")
+
+@server.tool()
+def echo(text: str) -> str:
+    """Say the text back."""
+    return f"echo: {text}"
+
+@server.tool()
+def peek(path: str) -> str:
+    """Read a file."""
+    with open(path) as f:
+        return f.read()
+
+server.run("stdio")
+"#,
+    )
+    .unwrap();
+    script
+}
+
+/// A server that cannot start: it says why on stderr and exits.
+fn put_broken_server(env: &Env) -> std::path::PathBuf {
+    let root = env.outside.path().canonicalize().unwrap();
+    let script = root.join("broken.py");
+    std::fs::write(
+        &script,
+        "import sys\nsys.stderr.write('cannot start: no database at /nowhere/db\\n')\nsys.exit(3)\n",
+    )
+    .unwrap();
+    script
+}
+
+#[test]
+fn python_sdk_mcp_server_outside_the_workspace_runs_and_stays_confined() {
+    let env = Env::new();
+    let script = put_outside_server(&env);
+    let broken = put_broken_server(&env);
+    let python = crate::support::fastmcp::sdk1_python();
+    let root = env.outside.path().canonicalize().unwrap();
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("")
+                .call("toolu_e", "mcp__outside__echo", json!({"text": "hi"}))
+                .call(
+                    "toolu_own",
+                    "mcp__outside__peek",
+                    json!({"path": root.join("pkg/srv/data.txt")}),
+                )
+                .call(
+                    "toolu_beside",
+                    "mcp__outside__peek",
+                    json!({"path": root.join("secret.txt")}),
+                )
+                .call(
+                    "toolu_parent",
+                    "mcp__outside__peek",
+                    json!({"path": root.join("pkg/other.txt")}),
+                )
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("done").anthropic()),
+    ]);
+    let program = format!(
+        r#"
+import anyio, dataclasses, json, os
+from claude_agent_sdk import ClaudeSDKClient, ClaudeAgentOptions
+
+async def main():
+    options = ClaudeAgentOptions(
+        cli_path=os.environ["CLI"], cwd=os.environ["WS"], permission_mode="bypassPermissions",
+        mcp_servers={{
+            "outside": {{"command": {python:?}, "args": [{script:?}]}},
+            "broken": {{"command": {python:?}, "args": [{broken:?}]}},
+        }},
+    )
+    async with ClaudeSDKClient(options=options) as client:
+        status = await client.get_mcp_status()
+        for _ in range(200):
+            if all(s["status"] != "pending" for s in status["mcpServers"]):
+                break
+            await anyio.sleep(0.05)
+            status = await client.get_mcp_status()
+        print(json.dumps({{"label": "status", "v": status}}), flush=True)
+        await client.query("use the tools")
+        async for message in client.receive_response():
+            print(json.dumps({{"kind": type(message).__name__, **dataclasses.asdict(message)}}, default=str), flush=True)
+        print(json.dumps({{"label": "usage", "v": await client.get_context_usage()}}), flush=True)
+
+anyio.run(main)
+"#,
+        python = python.display().to_string(),
+        script = script.display().to_string(),
+        broken = broken.display().to_string(),
+    );
+    let out = env.sdk_python(Cli::Capstan, &mock.url(), &program);
+    let lines = json_lines(&out);
+    let labelled = |label: &str| {
+        lines
+            .iter()
+            .find(|l| l["label"] == label)
+            .map(|l| l["v"].clone())
+            .unwrap_or_else(|| {
+                panic!(
+                    "no {label}\nstdout:\n{}\nstderr:\n{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            })
+    };
+    let status = labelled("status");
+    let server = |name: &str| {
+        status["mcpServers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {name} in {status}"))
+    };
+    assert_eq!(server("outside")["status"], "connected", "{status}");
+    let outside = server("outside");
+    let tools: Vec<&str> = outside["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(tools, ["echo", "peek"], "{status}");
+    assert_eq!(server("broken")["status"], "failed", "{status}");
+    let why = server("broken")["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(why.contains("no database at /nowhere/db"), "{status}");
+    // The reason is in the init message too.
+    let init = lines
+        .iter()
+        .find(|l| l["kind"] == "SystemMessage" && l["subtype"] == "init")
+        .unwrap_or_else(|| panic!("no init: {lines:?}"));
+    let entry = init["data"]["mcp_servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "broken")
+        .cloned()
+        .unwrap();
+    assert_eq!(entry["status"], "failed", "{entry}");
+    assert!(
+        entry["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("no database"),
+        "{entry}"
+    );
+    // The server's results reach the model; its own folder is readable,
+    // what lies beside it is not.
+    assert_eq!(mock.tool_result("toolu_e"), ("echo: hi".to_string(), false));
+    assert_eq!(mock.tool_result("toolu_own").0, "OWN-DATA");
+    for id in ["toolu_beside", "toolu_parent"] {
+        let (text, _) = mock.tool_result(id);
+        assert!(!text.contains("SECRET"), "{id}: {text}");
+    }
+    // Context usage, as Claude Code shapes it.
+    let usage = labelled("usage");
+    assert!(usage["totalTokens"].as_u64().unwrap() > 0, "{usage}");
+    assert_eq!(usage["maxTokens"], 200_000, "{usage}");
+    assert_eq!(usage["model"], crate::support::agent_sdk::MODEL, "{usage}");
+    let ids: Vec<&str> = usage["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    // (The SDK replaced the system prompt with an empty one: no such part.)
+    for id in ["mcp_tools", "messages", "free_space"] {
+        assert!(ids.contains(&id), "{id} not in {ids:?}");
+    }
+    let mcp_tools: Vec<&str> = usage["mcpTools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(mcp_tools, ["mcp__outside__echo", "mcp__outside__peek"]);
+    assert_eq!(usage["gridRows"].as_array().unwrap().len(), 10);
+}
+
+#[test]
+fn typescript_sdk_mcp_servers_are_toggled_and_reconnected() {
+    let env = Env::new();
+    let script = put_outside_server(&env);
+    let python = crate::support::fastmcp::sdk1_python();
+    let mock = MockModel::start(vec![
+        Reply::sse(
+            Answer::text("")
+                .call("toolu_e", "mcp__outside__echo", json!({"text": "back"}))
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("done").anthropic()),
+    ]);
+    let program = format!(
+        r#"
+import {{ query }} from "@anthropic-ai/claude-agent-sdk";
+let release;
+const gate = new Promise((resolve) => (release = resolve));
+async function* prompts() {{
+    await gate;
+    yield {{ type: "user", message: {{ role: "user", content: "go" }}, parent_tool_use_id: null, session_id: "" }};
+}}
+// The SDK sends `mcpServers` in `initialize`; the flag carries them here.
+const servers = {{ mcpServers: {{ outside: {{ command: {python:?}, args: [{script:?}] }} }} }};
+const options = {{
+    pathToClaudeCodeExecutable: process.env.CLI, cwd: process.env.WS, permissionMode: "bypassPermissions",
+    extraArgs: {{ "mcp-config": JSON.stringify(servers) }},
+}};
+const q = query({{ prompt: prompts(), options }});
+const out = (label, v) => console.log(JSON.stringify({{ label, v }}));
+const state = async () => (await q.mcpServerStatus()).find((s) => s.name === "outside");
+let first = await state();
+for (let i = 0; i < 200 && first.status === "pending"; i++) {{
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    first = await state();
+}}
+out("first", first);
+await q.toggleMcpServer("outside", false);
+out("off", await state());
+await q.toggleMcpServer("outside", true);
+await q.reconnectMcpServer("outside");
+out("on", await state());
+try {{ await q.reconnectMcpServer("nosuch"); out("nosuch", "ok"); }} catch (e) {{ out("nosuch", String(e)); }}
+try {{ await q.setMaxThinkingTokens(0); out("thinking-off", "ok"); }} catch (e) {{ out("thinking-off", String(e)); }}
+try {{ await q.setMaxThinkingTokens(4000); out("thinking-on", "ok"); }} catch (e) {{ out("thinking-on", String(e)); }}
+release();
+for await (const message of q) {{
+    console.log(JSON.stringify(message));
+    if (message.type === "result") break;
+}}
+"#,
+        python = python.display().to_string(),
+        script = script.display().to_string(),
+    );
+    let out = env.sdk_node(Cli::Capstan, &mock.url(), &program);
+    let lines = json_lines(&out);
+    let labelled = |label: &str| {
+        lines
+            .iter()
+            .find(|l| l["label"] == label)
+            .map(|l| l["v"].clone())
+            .unwrap_or_else(|| {
+                panic!(
+                    "no {label}\nstdout:\n{}\nstderr:\n{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            })
+    };
+    assert_eq!(labelled("first")["status"], "connected");
+    assert_eq!(labelled("off")["status"], "disabled");
+    assert_eq!(labelled("on")["status"], "connected");
+    assert!(
+        labelled("nosuch")
+            .as_str()
+            .unwrap()
+            .contains("no MCP server"),
+        "{}",
+        labelled("nosuch")
+    );
+    assert_eq!(labelled("thinking-off"), "ok");
+    assert!(
+        labelled("thinking-on")
+            .as_str()
+            .unwrap()
+            .contains("extended thinking"),
+        "{}",
+        labelled("thinking-on")
+    );
+    // After the toggles the server's tool still reaches the model.
+    assert_eq!(
+        mock.tool_result("toolu_e"),
+        ("echo: back".to_string(), false)
+    );
+}
+
+// --- Rewinding files ---------------------------------------------------------------
+
+/// Answers that change `kept.txt` and create `made.txt`, then end.
+fn changing_files() -> Vec<Reply> {
+    vec![
+        Reply::sse(
+            Answer::text("")
+                .call(
+                    "toolu_k",
+                    "fs__write",
+                    json!({"path": "kept.txt", "content": "changed"}),
+                )
+                .call(
+                    "toolu_m",
+                    "fs__write",
+                    json!({"path": "made.txt", "content": "new file"}),
+                )
+                .anthropic(),
+        ),
+        Reply::sse(Answer::text("done").anthropic()),
+    ]
+}
+
+#[test]
+fn python_sdk_rewind_files_restores_a_user_messages_checkpoint() {
+    let env = Env::new();
+    env.write("kept.txt", "original");
+    let mock = MockModel::start(changing_files());
+    let program = r#"
+import anyio, json, os
+from claude_agent_sdk import ClaudeSDKClient, ClaudeAgentOptions, UserMessage
+
+async def main():
+    options = ClaudeAgentOptions(
+        cli_path=os.environ["CLI"], cwd=os.environ["WS"], permission_mode="bypassPermissions",
+        enable_file_checkpointing=True, extra_args={"replay-user-messages": None},
+    )
+    async with ClaudeSDKClient(options=options) as client:
+        await client.query("change the files")
+        first = None
+        async for message in client.receive_response():
+            if isinstance(message, UserMessage) and message.uuid and first is None:
+                first = message.uuid
+        print(json.dumps({"label": "changed", "v": open("kept.txt").read()}), flush=True)
+        await client.rewind_files(first)
+        print(json.dumps({"label": "rewound", "v": first}), flush=True)
+
+anyio.run(main)
+"#;
+    let out = env.sdk_python(Cli::Capstan, &mock.url(), program);
+    let lines = json_lines(&out);
+    assert!(
+        lines.iter().any(|l| l["label"] == "rewound"),
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["label"] == "changed" && l["v"] == "changed")
+    );
+    assert_eq!(env.read("kept.txt"), "original");
+    assert!(!env.ws.path().join("made.txt").exists());
+}
+
+#[test]
+fn typescript_sdk_rewind_files_previews_then_restores() {
+    let env = Env::new();
+    env.write("kept.txt", "original");
+    let mock = MockModel::start(changing_files());
+    let program = r#"
+import { query } from "@anthropic-ai/claude-agent-sdk";
+import { readFileSync } from "node:fs";
+let release;
+const gate = new Promise((resolve) => (release = resolve));
+async function* prompts() {
+    yield { type: "user", message: { role: "user", content: "change the files" }, parent_tool_use_id: null, session_id: "" };
+    await gate;
+}
+const options = {
+    pathToClaudeCodeExecutable: process.env.CLI, cwd: process.env.WS, permissionMode: "bypassPermissions",
+    enableFileCheckpointing: true, extraArgs: { "replay-user-messages": null },
+};
+const q = query({ prompt: prompts(), options });
+const out = (label, v) => console.log(JSON.stringify({ label, v }));
+let first;
+// Read by hand: leaving a `for await` would close the query.
+const messages = q[Symbol.asyncIterator]();
+while (true) {
+    const { value: message, done } = await messages.next();
+    if (done) break;
+    if (message.type === "user" && message.isReplay && !first) first = message.uuid;
+    if (message.type === "result") break;
+}
+out("changed", readFileSync("kept.txt", "utf8"));
+out("preview", await q.rewindFiles(first, { dryRun: true }));
+out("still", readFileSync("kept.txt", "utf8"));
+out("rewound", await q.rewindFiles(first));
+out("unknown", await q.rewindFiles("00000000-0000-4000-8000-000000000000"));
+release();
+"#;
+    let out = env.sdk_node(Cli::Capstan, &mock.url(), program);
+    let lines = json_lines(&out);
+    let labelled = |label: &str| {
+        lines
+            .iter()
+            .find(|l| l["label"] == label)
+            .map(|l| l["v"].clone())
+            .unwrap_or_else(|| {
+                panic!(
+                    "no {label}\nstdout:\n{}\nstderr:\n{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            })
+    };
+    assert_eq!(labelled("changed"), "changed");
+    let preview = labelled("preview");
+    assert_eq!(preview["canRewind"], true, "{preview}");
+    assert_eq!(
+        preview["filesChanged"],
+        json!(["kept.txt", "made.txt"]),
+        "{preview}"
+    );
+    assert_eq!(labelled("still"), "changed", "a dry run changes nothing");
+    let rewound = labelled("rewound");
+    assert_eq!(rewound["canRewind"], true, "{rewound}");
+    assert_eq!(env.read("kept.txt"), "original");
+    assert!(!env.ws.path().join("made.txt").exists());
+    assert_eq!(labelled("unknown")["canRewind"], false);
+}

@@ -7,6 +7,7 @@ mod change_preview;
 mod claude_flags;
 mod doctor;
 mod driver_questions;
+mod driver_requests;
 pub use crate::escape;
 mod exec;
 mod exit;

@@ -170,6 +170,7 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
         interrupt,
         session_id,
         tools,
+        user_messages: Vec::new(),
     };
     let source = if session.resumed { "resume" } else { "startup" };
     if let Err(error) = session.agent.start_session(source, run.frontend()).await {
@@ -186,6 +187,10 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
                 by_driver: Default::default(),
                 initialize: initialize_answer(&session),
                 questions,
+                requests: Some(super::driver_requests::DriverRequests {
+                    mcp: session.mcp.clone(),
+                    runtime: tokio::runtime::Handle::current(),
+                }),
             };
             run.stream_of_prompts(&mut session, control, args.replay_user_messages)
                 .await
@@ -203,6 +208,9 @@ struct Run {
     interrupt: Interrupt,
     session_id: String,
     tools: Vec<(String, String)>,
+    /// The uuid of each user message echoed (`--replay-user-messages`)
+    /// with its prompt's checkpoint, for `rewind_files`.
+    user_messages: Vec<(String, u32)>,
 }
 
 impl Run {
@@ -250,6 +258,7 @@ impl Run {
             match line {
                 None => break,
                 Some(Line::Prompt(prompt)) => {
+                    let uuid = headless::new_uuid();
                     if replay {
                         StreamJsonFrontend::emit(&json!({
                             "type": "user",
@@ -259,11 +268,19 @@ impl Run {
                             },
                             "parent_tool_use_id": null,
                             "session_id": self.session_id,
-                            "uuid": headless::new_uuid(),
+                            "uuid": uuid,
                             "isReplay": true,
                         }));
                     }
                     let ended = self.prompt(session, prompt, Instant::now()).await;
+                    if replay
+                        && let Some(number) = session
+                            .agent
+                            .checkpoints()
+                            .and_then(|store| store.checkpoints().ok()?.last().map(|c| c.number))
+                    {
+                        self.user_messages.push((uuid, number));
+                    }
                     if ended == Exit::Interrupted && driver_interrupted() {
                         // The driver stopped this prompt; it goes on.
                         self.interrupt.clear();
@@ -288,7 +305,11 @@ impl Run {
                             json!({"subtype": "error", "request_id": request_id, "error": error})
                         }
                     };
-                    let applied = response["subtype"] == "success";
+                    let applied = response["subtype"] == "success"
+                        && matches!(
+                            request["subtype"].as_str(),
+                            Some("set_permission_mode" | "set_model")
+                        );
                     StreamJsonFrontend::emit(
                         &json!({"type": "control_response", "response": response}),
                     );
@@ -345,7 +366,7 @@ impl Run {
                 self.headless.set_model(model);
                 Ok(json!({}))
             }
-            _ => Err("capstan applies set_permission_mode and set_model between prompts".into()),
+            _ => super::driver_requests::between_prompts(session, request, &self.user_messages),
         }
     }
 
