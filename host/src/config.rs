@@ -31,6 +31,9 @@
 //! max_tokens = 8192
 //! context_window = 200000  # when to compact; known for most models
 //! response_timeout = "300s" # how long to wait for a response to start
+//! max_retries = 4          # retries of a failed request (0: none); the
+//!                          # environment's CAPSTAN_MAX_RETRIES or Claude
+//!                          # Code's CLAUDE_CODE_MAX_RETRIES wins
 //!
 //! [permissions]
 //! mode = "default"
@@ -84,6 +87,9 @@ pub struct ModelSettings {
     /// retried, then fails. Like `base_url`, only the user's own configs
     /// set it.
     pub response_timeout: Option<String>,
+    /// How many times a failed request is retried (0: never); only the
+    /// user's own configs set it.
+    pub max_retries: Option<u32>,
 }
 
 impl ModelSettings {
@@ -97,6 +103,7 @@ impl ModelSettings {
             max_tokens,
             context_window,
             response_timeout,
+            max_retries,
         } = other;
         self.provider = provider.or(self.provider.take());
         self.name = name.or(self.name.take());
@@ -105,6 +112,7 @@ impl ModelSettings {
         self.max_tokens = max_tokens.or(self.max_tokens.take());
         self.context_window = context_window.or(self.context_window.take());
         self.response_timeout = response_timeout.or(self.response_timeout.take());
+        self.max_retries = max_retries.or(self.max_retries.take());
     }
 }
 
@@ -255,6 +263,62 @@ pub fn local_config_file(home: &Home, canonical_workspace: &Path) -> PathBuf {
 /// Reads and merges the settings files of `workspace`; missing files are
 /// skipped.
 pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
+    load_from(home, workspace, SettingSources::ALL)
+}
+
+/// Which settings sources a session reads, as Claude Code's
+/// `--setting-sources user,project,local` names them: `user` is the user
+/// config (and `~/.claude`), `project` the workspace's `.capstan/config.toml`
+/// (and its `.claude/` and instruction files), `local` the project local
+/// config (and `.claude/settings.local.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SettingSources {
+    /// The user's settings.
+    pub user: bool,
+    /// The project's shared settings.
+    pub project: bool,
+    /// The project's local settings.
+    pub local: bool,
+}
+
+impl SettingSources {
+    /// Every source.
+    pub const ALL: Self = Self {
+        user: true,
+        project: true,
+        local: true,
+    };
+
+    /// Reads Claude Code's list, `user,project,local` or any part of it
+    /// (empty: none).
+    pub fn parse(list: &str) -> Result<Self, String> {
+        let mut sources = Self {
+            user: false,
+            project: false,
+            local: false,
+        };
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match name {
+                "user" => sources.user = true,
+                "project" => sources.project = true,
+                "local" => sources.local = true,
+                other => {
+                    return Err(format!(
+                        "--setting-sources: `{other}` is not a source; give a comma-separated list of user, project and local"
+                    ));
+                }
+            }
+        }
+        Ok(sources)
+    }
+}
+
+/// [`load`], reading only the layers `sources` names.
+pub fn load_from(
+    home: &Home,
+    workspace: &Path,
+    sources: SettingSources,
+) -> Result<Settings, SettingsError> {
     let workspace = canonical(workspace)?;
     let mut settings = Settings::default();
     let mut user_mode = None;
@@ -262,7 +326,7 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
     let mut project_plan = false;
 
     let user_path = home.config_file();
-    if let Some(file) = read(&user_path)? {
+    if let Some(file) = read(&user_path)?.filter(|_| sources.user) {
         settings.files.push((Layer::User, user_path));
         user_mode = file.permissions.mode;
         settings.output_style = file.output_style.or(settings.output_style.take());
@@ -273,7 +337,12 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
     }
 
     let project_path = project_config_file(&workspace);
-    if let Some(file) = read_project(&workspace, &project_path, &mut settings.warnings)? {
+    let project_file = if sources.project {
+        read_project(&workspace, &project_path, &mut settings.warnings)?
+    } else {
+        None
+    };
+    if let Some(file) = project_file {
         let shown = project_path.display();
         let SettingsFile {
             model,
@@ -301,12 +370,14 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
             max_tokens,
             context_window,
             response_timeout,
+            max_retries,
         } = model;
         let ignored: Vec<&str> = [
             ("provider", provider.is_some()),
             ("base_url", base_url.is_some()),
             ("api_key_env", api_key_env.is_some()),
             ("response_timeout", response_timeout.is_some()),
+            ("max_retries", max_retries.is_some()),
         ]
         .into_iter()
         .filter_map(|(key, set)| set.then_some(key))
@@ -350,7 +421,7 @@ pub fn load(home: &Home, workspace: &Path) -> Result<Settings, SettingsError> {
     }
 
     let local_path = local_config_file(home, &workspace);
-    if let Some(file) = read(&local_path)? {
+    if let Some(file) = read(&local_path)?.filter(|_| sources.local) {
         settings.files.push((Layer::ProjectLocal, local_path));
         local_mode = file.permissions.mode;
         settings.output_style = file.output_style.or(settings.output_style.take());

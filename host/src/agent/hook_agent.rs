@@ -110,6 +110,9 @@ impl HookAgentRunner for HookAgents<'_> {
             match report.end {
                 TurnEnd::Finished(_) => Ok(report.text),
                 TurnEnd::MaxTurns(n) => Err(HookAgentError::OutOfTurns(n)),
+                TurnEnd::MaxBudget => Err(HookAgentError::Stopped(
+                    "it passed the budget (--max-budget-usd)".to_string(),
+                )),
                 TurnEnd::Interrupted => {
                     Err(HookAgentError::Stopped("it was interrupted".to_string()))
                 }

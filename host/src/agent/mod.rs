@@ -46,6 +46,7 @@ pub mod prompt_tool;
 pub mod scheduler;
 pub mod session_parts;
 pub mod skill_tool;
+pub mod structured_output;
 pub mod subagent;
 pub mod tool;
 pub mod toolbox;
@@ -113,6 +114,13 @@ pub struct AgentConfig {
     /// The model switched to when the model is still overloaded after the
     /// provider's retries (`--fallback-model`).
     pub fallback_model: Option<String>,
+    /// The most a turn's model requests may cost, in US dollars
+    /// (`--max-budget-usd`); a turn that passes it stops with
+    /// [`TurnEnd::MaxBudget`].
+    pub max_budget_usd: Option<f64>,
+    /// The JSON schema of the structured output a turn ends with
+    /// (`--json-schema`, [`structured_output`]); the user's session only.
+    pub output_schema: Option<serde_json::Value>,
 }
 
 impl AgentConfig {
@@ -128,6 +136,8 @@ impl AgentConfig {
             context_window: 0,
             permission_prompt_tool: None,
             fallback_model: None,
+            max_budget_usd: None,
+            output_schema: None,
         }
         .with_context_window_of_model()
     }
@@ -253,6 +263,9 @@ pub enum TurnEnd {
     Interrupted,
     /// It made `max_turns` requests without finishing.
     MaxTurns(u32),
+    /// Its model requests cost more than `max_budget_usd`; the calls of
+    /// the last answer were not run.
+    MaxBudget,
     /// A UserPromptSubmit hook blocked the prompt; the model never saw it.
     PromptBlocked {
         /// The hook.
@@ -275,6 +288,9 @@ pub struct TurnReport {
     pub tool_calls: u32,
     /// Tokens it used.
     pub usage: Usage,
+    /// The input of the `StructuredOutput` call that ended it, when a
+    /// schema was asked for ([`structured_output`]).
+    pub structured_output: Option<serde_json::Value>,
 }
 
 /// Why a turn failed.
@@ -408,7 +424,25 @@ impl Agent {
 
     /// The tools offered to the model.
     pub(super) fn tool_defs(&self) -> Vec<crate::model::ToolDef> {
-        self.parts.toolbox.defs_where(|tool| self.offers(tool))
+        let mut defs = self.parts.toolbox.defs_where(|tool| self.offers(tool));
+        if let Some(schema) = self.output_schema() {
+            defs.push(structured_output::tool_def(schema));
+        }
+        defs
+    }
+
+    /// The schema of the structured output this conversation ends with:
+    /// the user's session's, never a sub-agent's.
+    pub(super) fn output_schema(&self) -> Option<&serde_json::Value> {
+        self.parent
+            .is_none()
+            .then_some(self.parts.config.output_schema.as_ref())
+            .flatten()
+    }
+
+    /// Offers only the tools `allowance` lets through (`--tools`).
+    pub fn limit_tools(&mut self, allowance: ToolAllowance) {
+        self.profile.tools = allowance;
     }
 
     /// Runs `hooks` on this session's events, recording their decisions in

@@ -295,6 +295,9 @@ fn run<'a>(
                 "hook {hook} blocked the sub-agent's task: {reason}"
             ))),
             TurnEnd::Interrupted => Err(CallError::Failed("the sub-agent was interrupted".into())),
+            TurnEnd::MaxBudget => Err(CallError::Failed(
+                "the sub-agent stopped: the session's budget (--max-budget-usd) was spent".into(),
+            )),
             TurnEnd::MaxTurns(n) => Ok(log.result(
                 &format!(
                     "{}\n\n(The sub-agent stopped after {n} model requests without finishing.)",

@@ -12,7 +12,7 @@ use tracing::Instrument;
 use super::dispatch::Call;
 use super::{
     Agent, AgentError, AgentEvent, Frontend, Interrupt, MAX_STOP_CONTINUES, TurnEnd, TurnReport,
-    compact,
+    compact, structured_output,
 };
 use crate::hooks::{Combined, HookEvent};
 use crate::model::{Block, Message, Request, Response, Role, StopReason, StreamEvent, Usage};
@@ -100,12 +100,14 @@ impl Agent {
             requests: 0,
             tool_calls: 0,
             usage: Usage::default(),
+            structured_output: None,
         };
         if let Some(blocked) = self.submit_prompt(prompt, frontend).await? {
             report.end = blocked;
             return Ok(report);
         }
         let mut stop_continues = 0;
+        let mut reminded = false;
         loop {
             if report.requests >= self.parts.config.max_turns {
                 let reason = format!(
@@ -135,13 +137,39 @@ impl Agent {
             };
             report.usage.add(response.usage);
             let stop_reason = response.stop_reason.clone();
-            let (text, calls) = self.keep_answer(response, frontend)?;
+            let (text, mut calls) = self.keep_answer(response, frontend)?;
             report.text = text;
-            if calls.is_empty() {
+            if let Some(budget) = self.parts.config.max_budget_usd
+                && let Some(spent) = super::cost::cost_usd(&self.parts.config.model, &report.usage)
+                && spent > budget
+            {
+                self.record(Event::Interrupted {
+                    reason: format!(
+                        "stopped: the model requests cost ${spent:.4}, past the budget of ${budget} (--max-budget-usd)"
+                    ),
+                })?;
+                report.end = TurnEnd::MaxBudget;
+                return Ok(report);
+            }
+            let structured: Vec<Call> = if self.output_schema().is_some() {
+                let (structured, rest) = calls
+                    .into_iter()
+                    .partition(|call| call.name == structured_output::TOOL);
+                calls = rest;
+                structured
+            } else {
+                Vec::new()
+            };
+            if calls.is_empty() && structured.is_empty() {
                 if self
                     .keep_going(&mut stop_continues, &report.text, frontend)
                     .await?
                 {
+                    continue;
+                }
+                if self.output_schema().is_some() && !reminded {
+                    reminded = true;
+                    self.push_user_text(structured_output::REMINDER, &[], &[])?;
                     continue;
                 }
                 report.end = TurnEnd::Finished(stop_reason);
@@ -155,9 +183,35 @@ impl Agent {
             if may_write {
                 self.note_outside_checkpoint_changes(frontend);
             }
-            let results = self.run_calls(&calls, frontend, interrupt).await?;
+            let mut results = if calls.is_empty() {
+                Vec::new()
+            } else {
+                self.run_calls(&calls, frontend, interrupt).await?
+            };
             if may_write {
                 self.record_checkpoint_changes(frontend);
+            }
+            report.tool_calls += u32::try_from(structured.len()).unwrap_or(u32::MAX);
+            for call in &structured {
+                let schema = self.output_schema().cloned().unwrap_or_default();
+                let checked = structured_output::fits(&schema, &call.input);
+                let content = match &checked {
+                    Ok(()) if report.structured_output.is_none() => {
+                        report.structured_output = Some(call.input.clone());
+                        structured_output::ACCEPTED.to_string()
+                    }
+                    Ok(()) => structured_output::ACCEPTED.to_string(),
+                    Err(why) => format!(
+                        "The output does not fit the schema: {why}. Call {} again with output that fits it.",
+                        structured_output::TOOL
+                    ),
+                };
+                results.push(Block::ToolResult {
+                    tool_use_id: call.id.clone(),
+                    content,
+                    is_error: checked.is_err(),
+                    images: Vec::new(),
+                });
             }
             let message = Message {
                 role: Role::User,
@@ -168,6 +222,11 @@ impl Agent {
                 transcript.record_tool_results(&message)?;
             }
             self.messages.push(message);
+            if let Some(output) = &report.structured_output {
+                report.text = output.to_string();
+                report.end = TurnEnd::Finished(stop_reason);
+                return Ok(report);
+            }
             if interrupt.is_raised() {
                 self.record(Event::Interrupted {
                     reason: "interrupted by the user while tools were running".into(),

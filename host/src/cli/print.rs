@@ -117,11 +117,19 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
     }
     let session_id = session.agent.session_id().unwrap_or_default().to_string();
     let model = session.agent.config().model.clone();
+    // The tools offered (`--tools` may leave built-in ones out).
+    let offered: std::collections::HashSet<String> = session
+        .agent
+        .offered_tools()
+        .into_iter()
+        .map(|tool| tool.name)
+        .collect();
     let tools: Vec<(String, String)> = session
         .agent
         .toolbox()
         .tools()
         .iter()
+        .filter(|t| offered.contains(&t.model_name))
         .map(|t| (t.name.clone(), t.model_name.clone()))
         .collect();
     let mut headless = Headless::new(
@@ -162,6 +170,7 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
         interrupt,
         session_id,
         tools,
+        user_messages: Vec::new(),
     };
     let source = if session.resumed { "resume" } else { "startup" };
     if let Err(error) = session.agent.start_session(source, run.frontend()).await {
@@ -178,6 +187,10 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
                 by_driver: Default::default(),
                 initialize: initialize_answer(&session),
                 questions,
+                requests: Some(super::driver_requests::DriverRequests {
+                    mcp: session.mcp.clone(),
+                    runtime: tokio::runtime::Handle::current(),
+                }),
             };
             run.stream_of_prompts(&mut session, control, args.replay_user_messages)
                 .await
@@ -195,6 +208,9 @@ struct Run {
     interrupt: Interrupt,
     session_id: String,
     tools: Vec<(String, String)>,
+    /// The uuid of each user message echoed (`--replay-user-messages`)
+    /// with its prompt's checkpoint, for `rewind_files`.
+    user_messages: Vec<(String, u32)>,
 }
 
 impl Run {
@@ -242,6 +258,7 @@ impl Run {
             match line {
                 None => break,
                 Some(Line::Prompt(prompt)) => {
+                    let uuid = headless::new_uuid();
                     if replay {
                         StreamJsonFrontend::emit(&json!({
                             "type": "user",
@@ -251,11 +268,19 @@ impl Run {
                             },
                             "parent_tool_use_id": null,
                             "session_id": self.session_id,
-                            "uuid": headless::new_uuid(),
+                            "uuid": uuid,
                             "isReplay": true,
                         }));
                     }
                     let ended = self.prompt(session, prompt, Instant::now()).await;
+                    if replay
+                        && let Some(number) = session
+                            .agent
+                            .checkpoints()
+                            .and_then(|store| store.checkpoints().ok()?.last().map(|c| c.number))
+                    {
+                        self.user_messages.push((uuid, number));
+                    }
                     if ended == Exit::Interrupted && driver_interrupted() {
                         // The driver stopped this prompt; it goes on.
                         self.interrupt.clear();
@@ -280,7 +305,11 @@ impl Run {
                             json!({"subtype": "error", "request_id": request_id, "error": error})
                         }
                     };
-                    let applied = response["subtype"] == "success";
+                    let applied = response["subtype"] == "success"
+                        && matches!(
+                            request["subtype"].as_str(),
+                            Some("set_permission_mode" | "set_model")
+                        );
                     StreamJsonFrontend::emit(
                         &json!({"type": "control_response", "response": response}),
                     );
@@ -337,7 +366,7 @@ impl Run {
                 self.headless.set_model(model);
                 Ok(json!({}))
             }
-            _ => Err("capstan applies set_permission_mode and set_model between prompts".into()),
+            _ => super::driver_requests::between_prompts(session, request, &self.user_messages),
         }
     }
 
@@ -402,6 +431,15 @@ impl Run {
                     "error_during_execution",
                     String::new(),
                     Some(format!("hook {hook} blocked the prompt: {reason}")),
+                ),
+                TurnEnd::MaxBudget => (
+                    Exit::Error,
+                    "error_max_budget_usd",
+                    report.text.clone(),
+                    Some(format!(
+                        "Reached maximum budget (${})",
+                        session.agent.config().max_budget_usd.unwrap_or_default()
+                    )),
                 ),
                 TurnEnd::MaxTurns(n) => (
                     Exit::MaxTurns,
@@ -468,6 +506,12 @@ impl Run {
                     context_window: config.context_window,
                     max_output_tokens: u64::from(config.max_tokens),
                 });
+                let mut value = value;
+                if let Ok(Some((report, _))) = &outcome
+                    && let Some(output) = &report.structured_output
+                {
+                    value["structured_output"] = output.clone();
+                }
                 StreamJsonFrontend::emit(&value);
             }
         }
@@ -500,7 +544,10 @@ fn init_message(session: &Session, tools: &[(String, String)]) -> serde_json::Va
             .mcp
             .states()
             .into_iter()
-            .map(|(name, status)| json!({"name": name, "status": status}))
+            .map(|server| match server.error {
+                Some(error) => json!({"name": server.name, "status": server.state, "error": error}),
+                None => json!({"name": server.name, "status": server.state}),
+            })
             .collect::<Vec<_>>(),
         "model": agent.config().model,
         "permissionMode": claude_mode(agent.policy().mode()),

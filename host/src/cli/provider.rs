@@ -141,6 +141,7 @@ pub fn choose(flags: &ModelFlags, settings: &ModelSettings) -> Result<ModelChoic
             let key_source = Some(key_var.clone());
             config.key_var = key_var;
             config.retry.response_timeout = response_timeout(settings)?;
+            config.retry.max_retries = max_retries(settings, &env)?;
             if let Some(url) = base_url {
                 config.base_url = url;
             }
@@ -172,6 +173,7 @@ pub fn choose(flags: &ModelFlags, settings: &ModelSettings) -> Result<ModelChoic
                 .unwrap_or_else(|| "https://api.openai.com/v1".to_string());
             let mut config = OpenAiConfig::new(base_url);
             config.retry.response_timeout = response_timeout(settings)?;
+            config.retry.max_retries = max_retries(settings, &env)?;
             config.api_key = env(&key_var);
             let key_source = config.api_key.as_ref().map(|_| key_var.clone());
             config.key_var = key_var;
@@ -190,6 +192,30 @@ pub fn choose(flags: &ModelFlags, settings: &ModelSettings) -> Result<ModelChoic
             })
         }
     }
+}
+
+/// The variables that set how many times a failed model request is
+/// retried, first found wins: capstan's, then Claude Code's.
+pub const MAX_RETRIES_VARS: [&str; 2] = ["CAPSTAN_MAX_RETRIES", "CLAUDE_CODE_MAX_RETRIES"];
+
+/// How many times a failed request is retried: [`MAX_RETRIES_VARS`], else
+/// `[model] max_retries`, else the retry policy's default (0: no retry).
+fn max_retries(
+    settings: &ModelSettings,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<u32, String> {
+    for var in MAX_RETRIES_VARS {
+        if let Some(text) = env(var) {
+            return text.trim().parse::<u32>().map_err(|_| {
+                format!(
+                    "{var}={text} is not a number of retries; give a whole number such as 4, or 0 for none"
+                )
+            });
+        }
+    }
+    Ok(settings
+        .max_retries
+        .unwrap_or(crate::model::retry::RetryPolicy::default().max_retries))
 }
 
 /// How long to wait for a response to start: `[model] response_timeout`,

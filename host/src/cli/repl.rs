@@ -364,6 +364,10 @@ async fn run_turn(
             TurnEnd::Finished(_) => {}
             TurnEnd::Interrupted => eprintln!("{}", style.yellow("interrupted")),
             TurnEnd::PromptBlocked { .. } => {}
+            TurnEnd::MaxBudget => eprintln!(
+                "{}",
+                style.red("stopped: the model requests cost more than --max-budget-usd allows")
+            ),
             TurnEnd::MaxTurns(n) => eprintln!(
                 "{}",
                 style.red(&format!(

@@ -184,6 +184,10 @@ pub struct SessionArgs {
     /// or plugins.
     #[arg(long)]
     pub strict_mcp_config: bool,
+
+    /// The flags the Agent SDKs pass (`--tools`, `--setting-sources`, ...).
+    #[command(flatten)]
+    pub sdk: super::sdk_flags::SdkFlags,
 }
 
 /// How print mode reports.
@@ -272,8 +276,24 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         )
     })?;
     let home = Home::from_env().map_err(|e| Failure::new(Exit::Error, e))?;
-    let mut settings = config::load(&home, &workspace).map_err(|e| Failure::new(Exit::Usage, e))?;
+    args.sdk
+        .check()
+        .map_err(|message| Failure::new(Exit::Usage, message))?;
+    let sources = args
+        .sdk
+        .sources()
+        .map_err(|message| Failure::new(Exit::Usage, message))?;
+    let mut settings =
+        config::load_from(&home, &workspace, sources).map_err(|e| Failure::new(Exit::Usage, e))?;
     let mut notices = std::mem::take(&mut settings.warnings);
+    notices.extend(
+        args.sdk
+            .apply_settings(
+                &mut settings,
+                &std::env::current_dir().unwrap_or_else(|_| workspace.clone()),
+            )
+            .map_err(|message| Failure::new(Exit::Usage, message))?,
+    );
     lap("config", &mut clock);
 
     let choice = provider::choose(&args.model, &settings.model)
@@ -310,6 +330,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
     lap("audit log", &mut clock);
     let mut found_skills =
         Skills::discover(toolbox.sandbox(), &home, &workspace, Limits::default()).await;
+    found_skills.retain(|skill| super::sdk_flags::reads_skill(&skill.source, sources));
     let extension_grants = extension_grants(&settings, &workspace, &home);
     if let Ok(grants) = &extension_grants {
         found_skills.set_commands(grants.clone());
@@ -422,7 +443,10 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
             }),
     );
 
-    let instructions = context::discover_instructions(Some(home.config_dir()), &workspace);
+    let mut instructions = context::discover_instructions(Some(home.config_dir()), &workspace);
+    instructions
+        .files
+        .retain(|file| super::sdk_flags::reads_instruction_file(&file.path, &workspace, sources));
     notices.extend(instructions.warnings.iter().cloned());
     let mut system = match super::claude_flags::system_prompt_override(args)
         .map_err(|message| Failure::new(Exit::Usage, message))?
@@ -455,6 +479,14 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
     config.fallback_model = args.fallback_model.clone();
     config.max_turns = args.max_turns.max(1);
     config.permission_prompt_tool = args.permission_prompt_tool.clone();
+    args.sdk
+        .apply(&mut config)
+        .map_err(|message| Failure::new(Exit::Usage, message))?;
+    let (tool_allowance, tool_notices) = args
+        .sdk
+        .tool_allowance(&toolbox)
+        .map_err(|message| Failure::new(Exit::Usage, message))?;
+    notices.extend(tool_notices);
     if let Some(window) = settings.model.context_window {
         config.context_window = window;
     }
@@ -468,6 +500,9 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         Some(home.clone()),
     );
     agent.set_output_style(output_style);
+    if let Some(allowance) = tool_allowance {
+        agent.limit_tools(allowance);
+    }
 
     let sessions =
         Sessions::for_workspace(&home, &workspace).map_err(|e| Failure::new(Exit::Error, e))?;
@@ -593,7 +628,7 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
     );
     notices.extend(found.notices);
     hooks.extend(found.hooks);
-    if let Some(project) = found.project
+    if let Some(project) = found.project.filter(|_| sources.project)
         && super::hook_trust::trusted(&project, &workspace, &home, args, &mut notices)
     {
         notices.extend(project.descriptions);

@@ -57,6 +57,9 @@ pub struct Control {
     /// capstan's own questions to the driver, which its
     /// `control_response` lines answer.
     pub questions: super::driver_questions::DriverQuestions,
+    /// What answers the requests about MCP servers, if the session has
+    /// them ([`super::driver_requests`]).
+    pub requests: Option<super::driver_requests::DriverRequests>,
 }
 
 impl Control {
@@ -97,10 +100,26 @@ impl Control {
             }
             // Answered once applied, between prompts.
             Some(SET_PERMISSION_MODE | SET_MODEL) => return None,
+            Some(other) if super::driver_requests::BETWEEN_PROMPTS.contains(&other) => {
+                return None;
+            }
             Some(other) => {
-                return Some(error(format!(
-                    "the control request `{other}` is not supported; capstan answers `initialize`, `interrupt`, `{SET_PERMISSION_MODE}` and `{SET_MODEL}`"
-                )));
+                use super::driver_requests::Handled;
+                match self
+                    .requests
+                    .as_ref()
+                    .map(|r| r.answer(other, request, &id))
+                {
+                    Some(Handled::Now(Ok(body))) => body,
+                    Some(Handled::Now(Err(message))) => return Some(error(message)),
+                    // Null: the answer comes later, from another task.
+                    Some(Handled::Later) => return Some(Value::Null),
+                    Some(Handled::NotMine) | None => {
+                        return Some(error(format!(
+                            "the control request `{other}` is not supported; capstan answers `initialize`, `interrupt`, `{SET_PERMISSION_MODE}`, `{SET_MODEL}`, `mcp_status`, `mcp_reconnect`, `mcp_toggle` and `get_context_usage`"
+                        )));
+                    }
+                }
             }
             None => {
                 return Some(error(
@@ -150,7 +169,10 @@ pub fn read_stdin(control: Control) -> mpsc::UnboundedReceiver<Line> {
                         }
                     }
                     if let Some(answer) = control.answer(&text) {
-                        super::render::StreamJsonFrontend::emit(&answer);
+                        // Null: the answer comes later, from another task.
+                        if !answer.is_null() {
+                            super::render::StreamJsonFrontend::emit(&answer);
+                        }
                         continue;
                     }
                     if sender.send(parse_line(number, &text)).is_err() {
@@ -183,10 +205,10 @@ pub fn parse_line(number: usize, text: &str) -> Line {
         && let Some(request_id) = value.get("request_id").and_then(Value::as_str)
     {
         let request = value.get("request").cloned().unwrap_or(Value::Null);
-        if matches!(
-            request.get("subtype").and_then(Value::as_str),
-            Some(SET_PERMISSION_MODE | SET_MODEL)
-        ) {
+        let subtype = request.get("subtype").and_then(Value::as_str);
+        if matches!(subtype, Some(SET_PERMISSION_MODE | SET_MODEL))
+            || subtype.is_some_and(|s| super::driver_requests::BETWEEN_PROMPTS.contains(&s))
+        {
             return Line::Setting {
                 request_id: request_id.to_string(),
                 request,
@@ -334,6 +356,7 @@ mod tests {
             by_driver: Arc::default(),
             initialize: json!({"commands": []}),
             questions: Default::default(),
+            requests: None,
         }
     }
 
@@ -358,8 +381,8 @@ mod tests {
         assert_eq!(init["response"]["response"], json!({"commands": []}));
         for (line, needle) in [
             (
-                r#"{"type":"control_request","request_id":"r3","request":{"subtype":"set_max_thinking_tokens"}}"#,
-                "set_max_thinking_tokens",
+                r#"{"type":"control_request","request_id":"r3","request":{"subtype":"frobnicate"}}"#,
+                "frobnicate",
             ),
             (
                 r#"{"type":"control_request","request_id":"r4","request":{}}"#,

@@ -494,6 +494,11 @@ fn read_skill_file(folder: &UntrustedFolder, file: &Path) -> Result<Option<Strin
 }
 
 impl SkillSet {
+    /// Keeps only the skills `keep` accepts.
+    pub fn retain(&mut self, keep: impl Fn(&Skill) -> bool) {
+        self.skills.retain(|skill| keep(skill));
+    }
+
     /// The skills in use, by precedence then discovery order.
     pub fn skills(&self) -> &[Skill] {
         &self.skills

@@ -299,6 +299,11 @@ impl Skills {
         &self.set
     }
 
+    /// Keeps only the skills `keep` accepts (`--setting-sources`).
+    pub fn retain(&mut self, keep: impl Fn(&super::Skill) -> bool) {
+        self.set.retain(keep);
+    }
+
     /// The `skill` tool as offered to the model.
     pub fn tool_spec() -> ToolSpec {
         ToolSpec {

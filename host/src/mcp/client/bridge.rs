@@ -110,7 +110,7 @@ impl ToolSource for McpToolSource {
                 match view.status {
                     Status::Starting(_) => true,
                     Status::Restarting { .. } => view.was_ready,
-                    Status::Ready | Status::Refused(_) => false,
+                    Status::Ready | Status::Refused(_) | Status::Disabled => false,
                 }
             };
             while coming() && Instant::now() < deadline {
@@ -201,7 +201,7 @@ impl McpTool {
             let coming = match view.status {
                 Status::Starting(_) | Status::Ready => true,
                 Status::Restarting { .. } => view.was_ready,
-                Status::Refused(_) => false,
+                Status::Refused(_) | Status::Disabled => false,
             };
             if !coming || Instant::now() >= deadline || call.interrupt.is_raised() {
                 return None;

@@ -54,6 +54,7 @@ impl CommandLineServers {
                 ));
             }
             for (name, entry) in entries {
+                let entry = with_own_files(entry, cwd);
                 entry
                     .to_spec(&name, &source, user_home.as_deref())
                     .map_err(|e| e.to_string())?;
@@ -63,6 +64,87 @@ impl CommandLineServers {
         }
         Ok(Self { servers, strict })
     }
+}
+
+/// `entry` with its own files readable: the folder of its program when
+/// the command is a path to a file (where the program really is, links
+/// followed; and, when it is a virtualenv's, the virtualenv and the
+/// Python installation its `pyvenv.cfg` names, whose libraries the
+/// interpreter needs), and the folder of every argument that names an
+/// existing file (its script). The rest of the sandbox is left as it is:
+/// the folders beside those stay out of reach.
+pub fn with_own_files(mut entry: ServerEntry, cwd: &Path) -> ServerEntry {
+    if entry.url.is_some() {
+        return entry;
+    }
+    let mut folders: Vec<std::path::PathBuf> = Vec::new();
+    let existing_file = |text: &str| -> Option<std::path::PathBuf> {
+        if text.is_empty() || text.starts_with('-') {
+            return None;
+        }
+        let path = cwd.join(text);
+        path.is_file().then(|| path.canonicalize().ok()).flatten()
+    };
+    if let Some(command) = &entry.command
+        && command.contains('/')
+        && let Some(program) = cwd.join(command).is_file().then(|| cwd.join(command))
+        && let Some(bin) = program.parent()
+    {
+        let bin = bin.canonicalize().unwrap_or_else(|_| bin.to_path_buf());
+        if let Some(venv) = bin
+            .parent()
+            .filter(|root| root.join("pyvenv.cfg").is_file())
+        {
+            folders.push(venv.to_path_buf());
+            if let Some(base) = virtualenv_base(venv) {
+                folders.push(base);
+            }
+        }
+        if let Some(real) = program
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+        {
+            folders.push(real);
+        }
+        folders.push(bin);
+    }
+    for arg in &entry.args {
+        if let Some(folder) =
+            existing_file(arg).and_then(|file| file.parent().map(Path::to_path_buf))
+        {
+            folders.push(folder);
+        }
+    }
+    folders.dedup();
+    for folder in folders {
+        let folder = folder.display().to_string();
+        if !entry.read.contains(&folder) && !entry.write.contains(&folder) {
+            entry.read.push(folder);
+        }
+    }
+    entry
+}
+
+/// The Python installation a virtualenv's interpreter belongs to: the
+/// folder above the `bin` its `pyvenv.cfg` names as `home`.
+fn virtualenv_base(venv: &Path) -> Option<std::path::PathBuf> {
+    let text = std::fs::read_to_string(venv.join("pyvenv.cfg")).ok()?;
+    let home = text.lines().find_map(|line| {
+        let (key, value) = line.split_once('=')?;
+        (key.trim() == "home").then(|| std::path::PathBuf::from(value.trim()))
+    })?;
+    let home = home.canonicalize().ok()?;
+    let base = if home.file_name().is_some_and(|n| n == "bin") {
+        home.parent()?.to_path_buf()
+    } else {
+        home
+    };
+    // Never a top folder, nor the user's home or one above it: only an
+    // installation.
+    let user_home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let encloses_home = user_home.is_some_and(|h| h.starts_with(&base));
+    (base.components().count() > 2 && !encloses_home).then_some(base)
 }
 
 #[cfg(test)]
@@ -93,6 +175,35 @@ mod tests {
         assert_eq!(names, ["b", "a"]);
         assert_eq!(read.servers[1].2.command.as_deref(), Some("other"));
         assert_eq!(read.servers[1].1, "--mcp-config (JSON)");
+    }
+
+    #[test]
+    fn a_servers_program_and_script_folders_become_readable() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("venv/bin")).unwrap();
+        std::fs::write(root.join("venv/pyvenv.cfg"), "home = /usr/bin\n").unwrap();
+        std::fs::write(root.join("venv/bin/python"), "").unwrap();
+        std::fs::create_dir_all(root.join("tools/srv")).unwrap();
+        std::fs::write(root.join("tools/srv/server.py"), "").unwrap();
+        let entry = ServerEntry {
+            command: Some(root.join("venv/bin/python").display().to_string()),
+            args: vec!["tools/srv/server.py".into(), "--port".into(), "7".into()],
+            ..Default::default()
+        };
+        let entry = with_own_files(entry, &root);
+        let shown = |p: &str| root.join(p).display().to_string();
+        assert_eq!(
+            entry.read,
+            [shown("venv"), shown("venv/bin"), shown("tools/srv")]
+        );
+        // A program found on PATH and arguments that are not files add nothing.
+        let plain = ServerEntry {
+            command: Some("python3".into()),
+            args: vec!["-m".into(), "server".into(), "missing.py".into()],
+            ..Default::default()
+        };
+        assert!(with_own_files(plain, &root).read.is_empty());
     }
 
     #[test]

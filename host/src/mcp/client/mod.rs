@@ -54,6 +54,21 @@ pub struct LateServer {
     pub for_model: String,
 }
 
+/// One server's state, as the driver of a headless session sees it.
+#[derive(Debug, Clone)]
+pub struct ServerState {
+    /// Its name.
+    pub name: String,
+    /// `connected`, `pending`, `failed` or `disabled`.
+    pub state: &'static str,
+    /// Why it failed, when it did.
+    pub error: Option<String>,
+    /// Its tools, when connected.
+    pub tools: Vec<supervisor::RemoteTool>,
+    /// Its definition.
+    pub spec: ServerSpec,
+}
+
 /// The servers defined for a workspace: each spec with whether it was
 /// consented to, the definitions that cannot be used, and the consent
 /// store (or why it cannot be read).
@@ -327,19 +342,43 @@ impl McpClients {
     }
 
     /// Each server's name and state in Claude Code's words (`connected`,
-    /// `pending`, `failed`), for the headless `init` message.
-    pub fn states(&self) -> Vec<(String, &'static str)> {
+    /// `pending`, `failed`, `disabled`), with why a failed one failed, for
+    /// the headless `init` message and `mcp_status`.
+    pub fn states(&self) -> Vec<ServerState> {
         self.servers
             .iter()
             .map(|server| {
-                let state = match server.view().status {
-                    Status::Ready => "connected",
-                    Status::Starting(_) => "pending",
-                    Status::Restarting { .. } | Status::Refused(_) => "failed",
+                let view = server.view();
+                let (state, error) = match &view.status {
+                    Status::Ready => ("connected", None),
+                    // Starting again after failing to start: still failed.
+                    Status::Starting(attempt) if *attempt > 1 && !view.was_ready => {
+                        ("failed", view.last_failure.clone())
+                    }
+                    Status::Starting(_) => ("pending", None),
+                    Status::Restarting { reason, .. } | Status::Refused(reason) => {
+                        ("failed", Some(reason.clone()))
+                    }
+                    Status::Disabled => ("disabled", None),
                 };
-                (server.spec.name.clone(), state)
+                ServerState {
+                    name: server.spec.name.clone(),
+                    state,
+                    error,
+                    tools: if view.status == Status::Ready {
+                        view.tools
+                    } else {
+                        Vec::new()
+                    },
+                    spec: server.spec.clone(),
+                }
             })
             .collect()
+    }
+
+    /// The server called `name`.
+    pub fn find(&self, name: &str) -> Option<&Arc<ServerHandle>> {
+        self.servers.iter().find(|server| server.spec.name == name)
     }
 
     /// One line per server: name, state, tool count (`/mcp`).

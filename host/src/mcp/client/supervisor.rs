@@ -46,6 +46,9 @@ pub enum Status {
     },
     /// Not started, and it will not be: why, and what to do.
     Refused(String),
+    /// Turned off by the program driving the session (`mcp_toggle`); it
+    /// starts again when turned on.
+    Disabled,
 }
 
 impl std::fmt::Display for Status {
@@ -59,6 +62,7 @@ impl std::fmt::Display for Status {
                 write!(f, "down ({reason}); restarting in {secs} s")
             }
             Status::Refused(reason) => write!(f, "not started: {reason}"),
+            Status::Disabled => write!(f, "disabled"),
         }
     }
 }
@@ -90,6 +94,8 @@ pub struct ServerView {
     /// Whether its last start got it ready (a server that went down after
     /// being ready is likely back soon; one that fails to start is not).
     pub was_ready: bool,
+    /// Why it last went down or failed to start, if it did.
+    pub last_failure: Option<String>,
 }
 
 /// One server of a session.
@@ -106,6 +112,11 @@ pub struct ServerHandle {
     /// Whether its supervisor is running, and whether it has ended.
     supervised: std::sync::atomic::AtomicBool,
     ended: std::sync::atomic::AtomicBool,
+    /// Turned off by the driver; the supervisor waits until it is on.
+    disabled: std::sync::atomic::AtomicBool,
+    /// Bumped to cut a pause between restarts short (a reconnect, or the
+    /// server turned on or off).
+    nudge: tokio::sync::watch::Sender<u64>,
 }
 
 /// What a session gives its servers: the base sandbox for local ones, the
@@ -134,13 +145,55 @@ impl ServerHandle {
                 starts: 0,
                 notes: Vec::new(),
                 was_ready: false,
+                last_failure: None,
             }),
             connection: Mutex::new(None),
             generation: std::sync::atomic::AtomicU64::new(0),
             stopping: tokio::sync::watch::Sender::new(false),
             supervised: std::sync::atomic::AtomicBool::new(false),
             ended: std::sync::atomic::AtomicBool::new(false),
+            disabled: std::sync::atomic::AtomicBool::new(false),
+            nudge: tokio::sync::watch::Sender::new(0),
         })
+    }
+
+    /// Starts the server again now: a running one is stopped and
+    /// restarted, one waiting to restart stops waiting. A server that was
+    /// refused or turned off is not started; the error says why.
+    pub fn reconnect(&self) -> Result<(), String> {
+        match self.view().status {
+            Status::Refused(reason) => return Err(reason),
+            Status::Disabled => {
+                return Err(format!(
+                    "MCP server {} is disabled; turn it on first (mcp_toggle)",
+                    self.spec.name
+                ));
+            }
+            _ => {}
+        }
+        if let Some(connection) = self.connection() {
+            connection.stop("reconnect asked by the driver");
+        }
+        self.nudge.send_modify(|n| *n += 1);
+        Ok(())
+    }
+
+    /// Turns the server off (stopping it) or on again (starting it).
+    pub fn set_enabled(&self, enabled: bool) -> Result<(), String> {
+        if let Status::Refused(reason) = self.view().status {
+            return Err(reason);
+        }
+        self.disabled
+            .store(!enabled, std::sync::atomic::Ordering::SeqCst);
+        if !enabled && let Some(connection) = self.connection() {
+            connection.stop("turned off by the driver");
+        }
+        self.nudge.send_modify(|n| *n += 1);
+        Ok(())
+    }
+
+    fn is_disabled(&self) -> bool {
+        self.disabled.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Stops the server for good (the session ends): its process is
@@ -178,6 +231,7 @@ impl ServerHandle {
             starts: 0,
             notes: Vec::new(),
             was_ready: false,
+            last_failure: None,
         })
     }
 
@@ -241,10 +295,21 @@ impl ServerHandle {
             .store(true, std::sync::atomic::Ordering::Release);
         let mut attempt = 0u32;
         let mut failures = 0u32;
+        let mut nudged = self.nudge.subscribe();
         loop {
             if self.is_stopping() {
                 self.stopped(launcher.audit.as_ref());
                 return;
+            }
+            if self.is_disabled() {
+                self.set_status(Status::Disabled);
+                self.set_tools(Vec::new());
+                let mut stopping = self.stopping.subscribe();
+                tokio::select! {
+                    _ = nudged.changed() => {}
+                    _ = stopping.wait_for(|stop| *stop) => {}
+                }
+                continue;
             }
             attempt += 1;
             self.set_status(Status::Starting(attempt));
@@ -273,9 +338,12 @@ impl ServerHandle {
                         &format!("{} tools", self.view().tools.len()),
                     );
                     self.set_status(Status::Ready);
-                    // Stopped while it was starting: stop it now.
+                    // Stopped (or turned off) while it was starting: stop
+                    // it now.
                     if self.is_stopping() {
                         connection.stop("the session ended");
+                    } else if self.is_disabled() {
+                        connection.stop("turned off by the driver");
                     }
                     let reason = self.serve(&connection, &mut events).await;
                     if let Ok(mut slot) = self.connection.lock() {
@@ -289,6 +357,9 @@ impl ServerHandle {
                 Some(tail) => format!("{reason}; {tail}"),
                 None => reason,
             };
+            if self.is_disabled() {
+                continue;
+            }
             if started.elapsed() > STABLE {
                 failures = 0;
             }
@@ -299,6 +370,9 @@ impl ServerHandle {
                 return;
             }
             self.record(launcher.audit.as_ref(), "down", &reason);
+            if let Ok(mut view) = self.view.lock() {
+                view.last_failure = Some(reason.clone());
+            }
             self.set_status(Status::Restarting {
                 reason,
                 at: Instant::now() + pause,
@@ -307,6 +381,7 @@ impl ServerHandle {
             tokio::select! {
                 () = tokio::time::sleep(pause) => {}
                 _ = stopping.wait_for(|stop| *stop) => {}
+                _ = nudged.changed() => {}
             }
         }
     }
