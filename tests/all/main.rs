@@ -14,6 +14,7 @@
 mod support;
 
 mod agent_sdk;
+mod agent_sdk_hooks;
 mod agent_session;
 mod audit;
 mod claude_agent_hooks;
