@@ -581,13 +581,15 @@ fn stream_json_input_answers_control_requests_as_claude_codes_sdk_expects() {
             .contains("set_max_thinking_tokens"),
         "{unknown}"
     );
-    let hooks = control_response(&events, "req_3");
-    assert_eq!(hooks["response"]["subtype"], "error");
+    // A second initialize is refused; the session goes on.
+    let again = control_response(&events, "req_3");
+    assert_eq!(again["response"]["subtype"], "error");
     assert!(
-        hooks["response"]["error"]
+        again["response"]["error"]
             .as_str()
             .unwrap()
-            .contains("hooks")
+            .contains("initialize once"),
+        "{again}"
     );
     let no_id = events
         .iter()

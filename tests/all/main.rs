@@ -15,6 +15,9 @@ mod support;
 
 mod agent_sdk;
 mod agent_sdk_flags;
+mod agent_sdk_hooks;
+mod agent_sdk_mcp;
+mod agent_sdk_system_prompt;
 mod agent_session;
 mod audit;
 mod claude_agent_hooks;

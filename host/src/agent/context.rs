@@ -229,6 +229,10 @@ pub struct PromptInputs<'a> {
     pub date: Option<&'a str>,
 }
 
+/// Who capstan is, in one line: what a prompt the driver replaced with
+/// nothing starts with, as Claude Code keeps its one identity line then.
+pub const IDENTITY: &str = "You are capstan, a coding agent working in the user's terminal.";
+
 /// The system prompt: who capstan is and how its tools behave, the
 /// environment (workspace, platform, permission mode, model, date), the
 /// tools with a line each, how to work, then each instruction file under a
@@ -243,19 +247,7 @@ pub fn system_prompt(inputs: &PromptInputs) -> String {
          the user's permission first. If a tool call is denied, do not retry the same call: \
          adapt your approach, or ask the user how to go on.\n",
     );
-
-    prompt.push_str("\n# Environment\n");
-    let _ = writeln!(
-        prompt,
-        "- Workspace (working folder): {}",
-        inputs.workspace.display()
-    );
-    let _ = writeln!(prompt, "- Platform: {}", std::env::consts::OS);
-    let _ = writeln!(prompt, "- Permission mode: {}", inputs.mode);
-    let _ = writeln!(prompt, "- Model: {}", inputs.model);
-    if let Some(date) = inputs.date {
-        let _ = writeln!(prompt, "- Date: {date}");
-    }
+    prompt.push_str(&environment(inputs));
 
     prompt.push_str("\n# Tools\n");
     if inputs.tools.is_empty() {
@@ -271,14 +263,86 @@ pub fn system_prompt(inputs: &PromptInputs) -> String {
     }
 
     prompt.push_str(CODING_INSTRUCTIONS);
+    prompt.push_str(&project_instructions(inputs.instructions));
+    prompt
+}
 
-    if !inputs.instructions.files.is_empty() {
+/// What the model is told of the session whatever the system prompt: the
+/// environment and the project's instructions (Claude Code gives them in
+/// the first message when a driver replaces its prompt; capstan keeps
+/// them in the system prompt).
+pub fn session_context(inputs: &PromptInputs) -> String {
+    let mut context = environment(inputs);
+    context.push_str(&project_instructions(inputs.instructions));
+    context
+}
+
+/// The system prompt when the user or the driver replaces capstan's own
+/// with `replacement`: the replacement (capstan's [`IDENTITY`] line when
+/// it is empty), then the session's `context` ([`session_context`]) — no
+/// tool guidance, as Claude Code sends none then.
+pub fn replaced_system_prompt(replacement: &str, context: &str) -> String {
+    let mut prompt = if replacement.trim().is_empty() {
+        IDENTITY.to_string()
+    } else {
+        replacement.trim_end().to_string()
+    };
+    prompt.push('\n');
+    prompt.push_str(context);
+    prompt
+}
+
+/// The session's prompts: capstan's own, and the context a replacement
+/// keeps ([`replaced_system_prompt`]).
+#[derive(Debug, Clone, Default)]
+pub struct SystemPrompts {
+    /// capstan's own prompt.
+    pub own: String,
+    /// What a replaced prompt keeps.
+    pub context: String,
+}
+
+impl SystemPrompts {
+    /// The prompt `replacement` makes (`None`: capstan's own), with
+    /// `append` after it.
+    pub fn with(&self, replacement: Option<&str>, append: Option<&str>) -> String {
+        let mut prompt = match replacement {
+            Some(text) => replaced_system_prompt(text, &self.context),
+            None => self.own.clone(),
+        };
+        if let Some(extra) = append {
+            prompt.push_str("\n\n");
+            prompt.push_str(extra);
+        }
+        prompt
+    }
+}
+
+fn environment(inputs: &PromptInputs) -> String {
+    let mut prompt = String::from("\n# Environment\n");
+    let _ = writeln!(
+        prompt,
+        "- Workspace (working folder): {}",
+        inputs.workspace.display()
+    );
+    let _ = writeln!(prompt, "- Platform: {}", std::env::consts::OS);
+    let _ = writeln!(prompt, "- Permission mode: {}", inputs.mode);
+    let _ = writeln!(prompt, "- Model: {}", inputs.model);
+    if let Some(date) = inputs.date {
+        let _ = writeln!(prompt, "- Date: {date}");
+    }
+    prompt
+}
+
+fn project_instructions(instructions: &Instructions) -> String {
+    let mut prompt = String::new();
+    if !instructions.files.is_empty() {
         prompt.push_str(
             "\n# Project instructions\n\
              The user and the project give these instructions; follow them. Later files are \
              more specific and take precedence over earlier ones.\n",
         );
-        for file in &inputs.instructions.files {
+        for file in &instructions.files {
             let _ = write!(prompt, "\n## {}\n\n{}", file.path.display(), file.text);
             if !file.text.ends_with('\n') {
                 prompt.push('\n');

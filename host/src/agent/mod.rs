@@ -452,6 +452,24 @@ impl Agent {
         self.parts.hook_audit = audit;
     }
 
+    /// Adds `hooks` after the session's own (the driver's, from its
+    /// `initialize` request).
+    pub fn add_hooks(
+        &mut self,
+        hooks: Vec<Arc<dyn hooks::Hook>>,
+    ) -> Result<(), hooks::SubscriptionError> {
+        let mut all = self.parts.hooks.hooks();
+        all.extend(hooks);
+        self.parts.hooks = Arc::new(HookSet::new(all)?);
+        Ok(())
+    }
+
+    /// Puts `system` in place of the session's system prompt from the
+    /// next request on.
+    pub fn set_system_prompt(&mut self, system: String) {
+        self.parts.config.system = system;
+    }
+
     /// The session's hooks.
     pub fn hooks(&self) -> &HookSet {
         &self.parts.hooks

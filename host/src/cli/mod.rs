@@ -6,6 +6,7 @@ mod bang;
 mod change_preview;
 mod claude_flags;
 mod doctor;
+mod driver_init;
 mod driver_questions;
 mod driver_requests;
 pub use crate::escape;

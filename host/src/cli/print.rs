@@ -20,7 +20,7 @@ use super::stream_input::{self, Line};
 use crate::agent::{AgentError, Frontend, Interrupt, TurnEnd, prompt_tool};
 
 /// Runs print mode.
-pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
+pub async fn run(mut args: SessionArgs, verbose: bool) -> Exit {
     let format = args.output_format;
     let started = Instant::now();
     let fail = |exit: Exit, message: &str| {
@@ -67,6 +67,21 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
             None
         }
     };
+    // The `{"type": "sdk"}` servers of --mcp-config live in the driver.
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let sdk_servers = match super::driver_init::take_sdk_servers(&mut args.mcp_config, &cwd) {
+        Ok(names) => names,
+        Err(message) => return fail(Exit::Usage, &message),
+    };
+    if !sdk_servers.is_empty() && args.input_format != InputFormat::StreamJson {
+        return fail(
+            Exit::Usage,
+            &format!(
+                "--mcp-config names servers of type sdk ({}), which live in the program driving capstan; they need --input-format stream-json and --output-format stream-json",
+                sdk_servers.join(", ")
+            ),
+        );
+    }
     let mut session = match setup::build(&args).await {
         Ok(session) => session,
         Err(error) => return fail(error.exit, &error.message),
@@ -171,6 +186,8 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
         session_id,
         tools,
         user_messages: Vec::new(),
+        init: super::driver_init::DriverInit::new(questions.clone(), sdk_servers),
+        refused_init: None,
     };
     let source = if session.resumed { "resume" } else { "startup" };
     if let Err(error) = session.agent.start_session(source, run.frontend()).await {
@@ -185,7 +202,6 @@ pub async fn run(args: SessionArgs, verbose: bool) -> Exit {
             let control = stream_input::Control {
                 interrupt: run.interrupt.clone(),
                 by_driver: Default::default(),
-                initialize: initialize_answer(&session),
                 questions,
                 requests: Some(super::driver_requests::DriverRequests {
                     mcp: session.mcp.clone(),
@@ -211,6 +227,10 @@ struct Run {
     /// The uuid of each user message echoed (`--replay-user-messages`)
     /// with its prompt's checkpoint, for `rewind_files`.
     user_messages: Vec<(String, u32)>,
+    init: super::driver_init::DriverInit,
+    /// Why the driver's `initialize` was refused: no prompt runs then
+    /// (an SDK that goes on after the error gets it in each result).
+    refused_init: Option<String>,
 }
 
 impl Run {
@@ -272,7 +292,20 @@ impl Run {
                             "isReplay": true,
                         }));
                     }
-                    let ended = self.prompt(session, prompt, Instant::now()).await;
+                    let ended = match &self.refused_init {
+                        Some(why) => {
+                            let message = format!(
+                                "capstan did not run this prompt: the driver's initialize was refused: {why}"
+                            );
+                            self.report(
+                                session,
+                                Ok(None),
+                                Instant::now(),
+                                Some((Exit::Usage, message)),
+                            )
+                        }
+                        None => self.prompt(session, prompt, Instant::now()).await,
+                    };
                     if replay
                         && let Some(number) = session
                             .agent
@@ -297,7 +330,20 @@ impl Run {
                     request_id,
                     request,
                 }) => {
-                    let response = match self.apply_setting(session, &request) {
+                    let initialize =
+                        request.get("subtype").and_then(|s| s.as_str()) == Some("initialize");
+                    let applied = if initialize {
+                        self.init.initialize(session, &request).await.map(|extra| {
+                            let mut body = initialize_answer(session);
+                            if let Some(object) = body.as_object_mut() {
+                                object.extend(extra);
+                            }
+                            body
+                        })
+                    } else {
+                        self.apply_setting(session, &request)
+                    };
+                    let response = match applied {
                         Ok(body) => {
                             json!({"subtype": "success", "request_id": request_id, "response": body})
                         }
@@ -305,7 +351,13 @@ impl Run {
                             json!({"subtype": "error", "request_id": request_id, "error": error})
                         }
                     };
-                    let applied = response["subtype"] == "success"
+                    let succeeded = response["subtype"] == "success";
+                    if initialize && !succeeded && !self.init.done() {
+                        let why = response["error"].as_str().unwrap_or_default().to_string();
+                        eprintln!("capstan: initialize refused: {}", escape::message(&why));
+                        self.refused_init = Some(why);
+                    }
+                    let applied = succeeded
                         && matches!(
                             request["subtype"].as_str(),
                             Some("set_permission_mode" | "set_model")
@@ -314,7 +366,7 @@ impl Run {
                         &json!({"type": "control_response", "response": response}),
                     );
                     // As Claude Code does, a new `init` tells the new state.
-                    if applied {
+                    if applied && !initialize {
                         self.headless.emit(init_message(session, &self.tools));
                     }
                 }

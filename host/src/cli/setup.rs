@@ -241,6 +241,12 @@ pub struct Session {
     pub skills_prompt: String,
     /// The model's context window given in the settings, if one is.
     pub context_window_setting: Option<u64>,
+    /// capstan's own system prompt and what a replaced one keeps, for a
+    /// driver's `initialize` that replaces it.
+    pub system_prompts: crate::agent::context::SystemPrompts,
+    /// The servers of the program driving the session, added by its
+    /// `initialize` request.
+    pub driver_mcp: std::sync::Arc<crate::mcp::client::driver_link::DriverServers>,
     /// The session's MCP servers, starting or running in the background.
     pub mcp: std::sync::Arc<crate::mcp::client::McpClients>,
     /// The output styles there are (`/output-style`).
@@ -413,7 +419,11 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
     ));
     notices.extend(mcp.notices.iter().cloned());
     let mcp_audit = session_audit.as_ref().ok().cloned();
+    let driver_mcp = std::sync::Arc::new(crate::mcp::client::driver_link::DriverServers::new(
+        mcp_audit.clone(),
+    ));
     toolbox.add_source(std::sync::Arc::new(mcp.tool_source(mcp_audit)));
+    toolbox.add_source(driver_mcp.clone());
     lap("MCP servers", &mut clock);
 
     let policy = build_policy(&settings, args);
@@ -448,21 +458,18 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         .files
         .retain(|file| super::sdk_flags::reads_instruction_file(&file.path, &workspace, sources));
     notices.extend(instructions.warnings.iter().cloned());
-    let mut system = match super::claude_flags::system_prompt_override(args)
-        .map_err(|message| Failure::new(Exit::Usage, message))?
-    {
-        Some(replaced) => replaced,
-        None => {
-            let mut system =
-                system_prompt(&toolbox, &workspace, &policy, &instructions, &choice.model);
-            system.push_str(&skill_listing.text);
-            system
-        }
+    let system_prompts = {
+        let mut own = system_prompt(&toolbox, &workspace, &policy, &instructions, &choice.model);
+        own.push_str(&skill_listing.text);
+        let mut context = session_context(&workspace, &policy, &instructions, &choice.model);
+        context.push_str(&skill_listing.text);
+        context::SystemPrompts { own, context }
     };
-    if let Some(extra) = &args.append_system_prompt {
-        system.push_str("\n\n");
-        system.push_str(extra);
-    }
+    // A replaced prompt keeps the environment and the project's
+    // instructions, which Claude Code gives the model then too.
+    let replacement = super::claude_flags::system_prompt_override(args)
+        .map_err(|message| Failure::new(Exit::Usage, message))?;
+    let system = system_prompts.with(replacement.as_deref(), args.append_system_prompt.as_deref());
 
     lap("instructions and system prompt", &mut clock);
     let mut config = AgentConfig::new(choice.model.clone(), system);
@@ -670,6 +677,8 @@ pub async fn build(args: &SessionArgs) -> Result<Session, Failure> {
         call_events,
         skills_prompt: skill_listing.text,
         context_window_setting: settings.model.context_window,
+        system_prompts,
+        driver_mcp,
         mcp,
         output_styles,
         claude_plugins,
@@ -882,6 +891,24 @@ fn build_policy(settings: &Settings, args: &SessionArgs) -> Policy {
         args.permission_mode
             .or(args.dangerously_skip_permissions.then_some(Mode::Bypass)),
     )
+}
+
+/// What a replaced system prompt keeps ([`context::session_context`]).
+fn session_context(
+    workspace: &std::path::Path,
+    policy: &Policy,
+    instructions: &Instructions,
+    model: &str,
+) -> String {
+    let mode = policy.mode().to_string();
+    context::session_context(&PromptInputs {
+        workspace,
+        tools: &[],
+        mode: &mode,
+        instructions,
+        model,
+        date: None,
+    })
 }
 
 /// The system prompt for this session.

@@ -10,8 +10,8 @@
 //! gets `{"type":"control_response","response":{"subtype":"success",
 //! "request_id":ID,"response":{...}}}`, or `"subtype":"error"` with an
 //! `error` for what capstan does not do. `interrupt` stops the running
-//! turn (the session goes on with the next message); `initialize` answers
-//! with the session's commands, output style and model.
+//! turn (the session goes on with the next message); `initialize`, like
+//! the settings, is applied between prompts ([`super::driver_init`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,8 +52,6 @@ pub struct Control {
     /// Set when the driver raised the interrupt (rather than Ctrl-C): the
     /// session then goes on with the next message.
     pub by_driver: Arc<AtomicBool>,
-    /// The body of the answer to `initialize`.
-    pub initialize: Value,
     /// capstan's own questions to the driver, which its
     /// `control_response` lines answer.
     pub questions: super::driver_questions::DriverQuestions,
@@ -89,17 +87,8 @@ impl Control {
                 self.interrupt.raise();
                 json!({})
             }
-            Some("initialize") => {
-                let hooks = request.get("hooks").unwrap_or(&Value::Null);
-                if !(hooks.is_null() || hooks.as_object().is_some_and(|h| h.is_empty())) {
-                    return Some(error(
-                        "capstan does not call back hooks of the driver (`hooks` in initialize); run hooks as capstan plugins or Claude Code hook commands instead".to_string(),
-                    ));
-                }
-                self.initialize.clone()
-            }
             // Answered once applied, between prompts.
-            Some(SET_PERMISSION_MODE | SET_MODEL) => return None,
+            Some(SET_PERMISSION_MODE | SET_MODEL | INITIALIZE) => return None,
             Some(other) if super::driver_requests::BETWEEN_PROMPTS.contains(&other) => {
                 return None;
             }
@@ -116,7 +105,7 @@ impl Control {
                     Some(Handled::Later) => return Some(Value::Null),
                     Some(Handled::NotMine) | None => {
                         return Some(error(format!(
-                            "the control request `{other}` is not supported; capstan answers `initialize`, `interrupt`, `{SET_PERMISSION_MODE}`, `{SET_MODEL}`, `mcp_status`, `mcp_reconnect`, `mcp_toggle` and `get_context_usage`"
+                            "the control request `{other}` is not supported; capstan answers `{INITIALIZE}`, `interrupt`, `{SET_PERMISSION_MODE}`, `{SET_MODEL}`, `mcp_status`, `mcp_reconnect`, `mcp_toggle` and `get_context_usage`"
                         )));
                     }
                 }
@@ -197,6 +186,8 @@ pub fn read_stdin(control: Control) -> mpsc::UnboundedReceiver<Line> {
 const SET_PERMISSION_MODE: &str = "set_permission_mode";
 /// The control request that changes the model.
 const SET_MODEL: &str = "set_model";
+/// The driver's first control request.
+const INITIALIZE: &str = "initialize";
 
 /// Reads line `number`.
 pub fn parse_line(number: usize, text: &str) -> Line {
@@ -206,7 +197,7 @@ pub fn parse_line(number: usize, text: &str) -> Line {
     {
         let request = value.get("request").cloned().unwrap_or(Value::Null);
         let subtype = request.get("subtype").and_then(Value::as_str);
-        if matches!(subtype, Some(SET_PERMISSION_MODE | SET_MODEL))
+        if matches!(subtype, Some(SET_PERMISSION_MODE | SET_MODEL | INITIALIZE))
             || subtype.is_some_and(|s| super::driver_requests::BETWEEN_PROMPTS.contains(&s))
         {
             return Line::Setting {
@@ -354,7 +345,6 @@ mod tests {
         Control {
             interrupt: Interrupt::new(),
             by_driver: Arc::default(),
-            initialize: json!({"commands": []}),
             questions: Default::default(),
             requests: None,
         }
@@ -375,10 +365,10 @@ mod tests {
         );
         assert!(control.interrupt.is_raised());
         assert!(control.by_driver.load(Ordering::SeqCst));
-        let init = control
-            .answer(r#"{"type":"control_request","request_id":"r2","request":{"subtype":"initialize","hooks":null}}"#)
-            .unwrap();
-        assert_eq!(init["response"]["response"], json!({"commands": []}));
+        // initialize is applied by the prompt loop.
+        let init = r#"{"type":"control_request","request_id":"r2","request":{"subtype":"initialize","hooks":null}}"#;
+        assert_eq!(control.answer(init), None);
+        assert!(matches!(parse_line(2, init), Line::Setting { .. }));
         for (line, needle) in [
             (
                 r#"{"type":"control_request","request_id":"r3","request":{"subtype":"frobnicate"}}"#,
@@ -391,10 +381,6 @@ mod tests {
             (
                 r#"{"type":"control_request","request":{"subtype":"interrupt"}}"#,
                 "request_id",
-            ),
-            (
-                r#"{"type":"control_request","request_id":"r5","request":{"subtype":"initialize","hooks":{"PreToolUse":[]}}}"#,
-                "hooks",
             ),
         ] {
             let answer = control.answer(line).unwrap();

@@ -607,6 +607,11 @@ pub(super) fn from_stdout(event: HookEvent, stdout: &str) -> HookOutput {
             HookEvent::Stop | HookEvent::SubagentStop => Decision::Proceed,
             _ => Decision::Deny(why),
         }
+    } else if let Some(decision) = (event == HookEvent::PermissionRequest)
+        .then(|| permission_request_decision(specific))
+        .flatten()
+    {
+        decision
     } else if let Some(permission) = specific
         .and_then(|s| s.get("permissionDecision"))
         .and_then(Value::as_str)
@@ -633,9 +638,39 @@ pub(super) fn from_stdout(event: HookEvent, stdout: &str) -> HookOutput {
             },
         }
     };
+    // The input a PreToolUse hook wants the call to run with (Claude
+    // Code's `updatedInput`): the host re-validates it against the tool's
+    // schema, and the policy still decides on it.
+    let decision = match (&decision, specific.and_then(|s| s.get("updatedInput"))) {
+        (Decision::Allow | Decision::Proceed, Some(updated))
+            if event == HookEvent::PreToolUse && updated.is_object() =>
+        {
+            Decision::Modify(updated.clone())
+        }
+        _ => decision,
+    };
     HookOutput {
         decision,
         system_message,
+    }
+}
+
+/// A PermissionRequest hook's answer in Claude Code's shape,
+/// `hookSpecificOutput.decision.behavior` (`allow` or `deny`, with a
+/// `message`).
+fn permission_request_decision(specific: Option<&Value>) -> Option<Decision> {
+    let decision = specific?.get("decision")?;
+    match decision.get("behavior").and_then(Value::as_str)? {
+        "allow" => Some(Decision::Allow),
+        "deny" => Some(Decision::Deny(
+            decision
+                .get("message")
+                .and_then(Value::as_str)
+                .filter(|m| !m.is_empty())
+                .unwrap_or("the hook denied the permission request")
+                .to_string(),
+        )),
+        _ => None,
     }
 }
 
@@ -758,6 +793,19 @@ mod tests {
         let soft = interpret(pre, 1, "", "oops").unwrap();
         assert_eq!(soft.decision, Decision::Proceed);
         assert!(soft.system_message.unwrap().contains("oops"));
+        let modify =
+            r#"{"hookSpecificOutput":{"permissionDecision":"allow","updatedInput":{"path":"b"}}}"#;
+        assert_eq!(
+            interpret(pre, 0, modify, "").unwrap().decision,
+            Decision::Modify(serde_json::json!({"path": "b"}))
+        );
+        let refuse = r#"{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"not now"}}}"#;
+        assert_eq!(
+            interpret(HookEvent::PermissionRequest, 0, refuse, "")
+                .unwrap()
+                .decision,
+            Decision::Deny("not now".into())
+        );
         assert!(interpret(pre, 127, "", "sh: x: not found").is_err());
         assert!(interpret(pre, 137, "", "").is_err());
     }

@@ -77,6 +77,11 @@ impl HookSet {
         Ok(Self { entries })
     }
 
+    /// The hooks, in order.
+    pub fn hooks(&self) -> Vec<Arc<dyn Hook>> {
+        self.entries.iter().map(|e| e.hook.clone()).collect()
+    }
+
     /// Whether there are no hooks at all.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()

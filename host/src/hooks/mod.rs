@@ -16,6 +16,8 @@
 //! - [`agent`]: Claude Code agent hooks, a read-only sub-agent the session
 //!   runs;
 //! - [`http`]: Claude Code http hooks, which post the event to a URL;
+//! - [`driver`]: the hooks of the program driving a print-mode session
+//!   (the Agent SDKs' `hooks`), called back over the control protocol;
 //! - [`matcher`]: which hooks an event reaches;
 //! - [`dispatch`]: running the matching hooks and combining their answers;
 //! - [`schema`]: checking a modified tool input against the tool's schema.
@@ -24,6 +26,7 @@ pub mod agent;
 pub mod command;
 pub mod component;
 pub mod dispatch;
+pub mod driver;
 pub mod http;
 pub mod matcher;
 pub mod prompt;

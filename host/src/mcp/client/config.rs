@@ -108,6 +108,12 @@ pub enum Transport {
         /// Headers whose values hold secrets, added by the host.
         secrets: Vec<SecretGrant>,
     },
+    /// A server in the program driving the session (an Agent SDK's
+    /// in-process server), reached through the control protocol.
+    Driver {
+        /// The way to the driver.
+        channel: super::driver_link::DriverChannel,
+    },
 }
 
 /// A server ready to be consented to and started: its transport and the
@@ -508,6 +514,10 @@ impl ServerSpec {
                     ));
                 }
             }
+            Transport::Driver { .. } => lines.push(
+                "runs in the program driving capstan, reached through its control requests"
+                    .to_string(),
+            ),
         }
         lines
     }

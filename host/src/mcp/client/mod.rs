@@ -6,7 +6,8 @@
 //! - [`consent`]: what the user allowed, recorded like the plugin lockfile;
 //! - [`connection`]: JSON-RPC over a link; [`stdio_link`] (a local server
 //!   in the OS sandbox of `exec.run`) and [`http_link`] (a remote server
-//!   through the host's network checks, header secrets added by the host);
+//!   through the host's network checks, header secrets added by the host)
+//!   and [`driver_link`] (a server in the program driving the session);
 //! - [`supervisor`]: each server's life in a session — background start,
 //!   tool lists, restart with backoff;
 //! - [`bridge`]: the servers' tools as the agent's `mcp__SERVER__TOOL`.
@@ -16,6 +17,7 @@ pub mod command_line;
 pub mod config;
 pub mod connection;
 pub mod consent;
+pub mod driver_link;
 pub mod http_link;
 pub mod stdio_link;
 pub mod supervisor;

@@ -535,6 +535,9 @@ impl ServerHandle {
                     )))
                 }
             }
+            Transport::Driver { channel } => {
+                Ok(super::driver_link::start(&spec.name, channel.0.clone()))
+            }
             Transport::Http {
                 url,
                 legacy_sse,
