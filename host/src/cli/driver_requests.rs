@@ -198,6 +198,8 @@ pub fn mcp_status(mcp: &McpClients) -> Value {
                     "type": if *legacy_sse { "sse" } else { "http" },
                     "url": url,
                 }),
+                // An in-process server of the SDK driving capstan.
+                Transport::Driver { .. } => json!({"type": "sdk", "name": state.name}),
             };
             let mut entry = json!({
                 "name": state.name,
