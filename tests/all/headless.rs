@@ -554,7 +554,7 @@ fn stream_json_input_answers_control_requests_as_claude_codes_sdk_expects() {
         &mock,
         &[
             request("req_1", json!({"subtype": "initialize", "hooks": null})),
-            request("req_2", json!({"subtype": "set_max_thinking_tokens"})),
+            request("req_2", json!({"subtype": "stop_task", "task_id": "t1"})),
             request(
                 "req_3",
                 json!({"subtype": "initialize", "hooks": {"PreToolUse": [{"matcher": "Bash", "hookCallbackIds": ["hook_0"]}]}}),
@@ -578,7 +578,7 @@ fn stream_json_input_answers_control_requests_as_claude_codes_sdk_expects() {
         unknown["response"]["error"]
             .as_str()
             .unwrap()
-            .contains("set_max_thinking_tokens"),
+            .contains("stop_task"),
         "{unknown}"
     );
     // A second initialize is refused; the session goes on.

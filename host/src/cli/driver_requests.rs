@@ -461,7 +461,7 @@ fn grid_rows(categories: &[(&str, &str, u64, &str)], free: u64, window: u64) -> 
                 "isFilled": true,
                 "categoryName": name,
                 "tokens": tokens,
-                "percentage": if window == 0 { 0 } else { tokens * 100 / window },
+                "percentage": (tokens * 100).checked_div(window).unwrap_or(0),
                 "squareFullness": here as f64 / per_square as f64,
             }));
             left -= here;
@@ -473,7 +473,7 @@ fn grid_rows(categories: &[(&str, &str, u64, &str)], free: u64, window: u64) -> 
             "isFilled": true,
             "categoryName": "Free space",
             "tokens": free,
-            "percentage": if window == 0 { 0 } else { free * 100 / window },
+            "percentage": (free * 100).checked_div(window).unwrap_or(0),
             "squareFullness": 1.0,
         }));
     }
