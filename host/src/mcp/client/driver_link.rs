@@ -28,7 +28,10 @@ use crate::mcp::outbox::Outbox;
 /// The way to the driver, in a server's definition. Two are the same
 /// only when they are the same channel.
 #[derive(Clone)]
-pub struct DriverChannel(pub DriverCall);
+pub struct DriverChannel(
+    /// Sends a control request to the driver.
+    pub DriverCall,
+);
 
 impl std::fmt::Debug for DriverChannel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
