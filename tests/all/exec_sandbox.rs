@@ -600,6 +600,43 @@ fn capstan_cannot_be_killed_or_traced_from_the_sandbox() {
     assert_eq!(sb.audit("command_run").len(), 1);
 }
 
+/// The command's first process is started straight into its namespaces,
+/// sharing capstan's memory until it `exec`s (capstan's thread waits):
+/// nothing of capstan's may come through. It holds no descriptor but its
+/// three streams, no signal blocked, no capability; `no_new_privs` and
+/// seccomp hold; a signal a process sends itself ends it as anywhere.
+#[test]
+fn the_command_starts_with_nothing_of_capstans_but_its_streams() {
+    let sb = Sandbox::new();
+    let out = sb.sh(
+        &[],
+        "ls /proc/self/fd | tr '\\n' ' '; echo; \
+         grep -E '^(SigBlk|CapEff|CapPrm|CapInh|CapAmb|NoNewPrivs|Seccomp):' /proc/self/status",
+    );
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    // bash's 0, 1, 2, and the folder `ls` lists.
+    assert_eq!(text.lines().next(), Some("0 1 2 3 "), "{text}");
+    for line in [
+        "SigBlk:\t0000000000000000",
+        "CapEff:\t0000000000000000",
+        "CapPrm:\t0000000000000000",
+        "CapInh:\t0000000000000000",
+        "CapAmb:\t0000000000000000",
+        "NoNewPrivs:\t1",
+        "Seccomp:\t2",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line}: {text}");
+    }
+    // Its first process is the namespace's init, which the kernel shields
+    // from its own signals: a child's.
+    let out = sb.sh(&[], "sh -c 'kill -TERM $$; echo survived'; echo code=$?");
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert!(text.ends_with("code=143\n"), "{text}");
+    assert!(!text.contains("survived"), "{text}");
+}
+
 // ------------------------------------------------------ real work, audit
 
 #[test]

@@ -139,7 +139,17 @@ pub fn main() -> ExitCode {
     PROCESS_START.get_or_init(Instant::now);
     end_quietly_on_closed_output();
     let parsing = Instant::now();
-    let parsed = Cli::try_parse_from(global_flags_after_subcommand(std::env::args_os().collect()));
+    let args = global_flags_after_subcommand(std::env::args_os().collect());
+    if args.get(1).is_some_and(|name| name == "exec")
+        && let Ok(only) = ExecOnly::try_parse_from(&args[1..])
+    {
+        crate::startup::record("arguments", "", parsing);
+        if only.no_color {
+            render::disable_color();
+        }
+        return run_exec(only.exec, only.verbose > 1);
+    }
+    let parsed = Cli::try_parse_from(args);
     crate::startup::record("arguments", "", parsing);
     let cli = match parsed {
         Ok(cli) => cli,
@@ -158,20 +168,11 @@ pub fn main() -> ExitCode {
     // the command's life to the thread that starts it. It writes no log,
     // and watches the signals itself (Ctrl-C too).
     let breakdown = cli.verbose > 1;
-    if !matches!(cli.command, Some(Command::Exec(_))) {
-        termination::watch_signals();
-    }
     let cli = match cli.command {
-        Some(Command::Exec(args)) => {
-            let exit = exec::main(args);
-            termination::remove_temporary_area();
-            if breakdown {
-                print_breakdown();
-            }
-            return exit;
-        }
+        Some(Command::Exec(args)) => return run_exec(args, breakdown),
         _ => cli,
     };
+    termination::watch_signals();
     let building = Instant::now();
     // Whatever runs plugins gets two worker threads: each call runs on a
     // task of its own, and one stuck in a blocking file operation holds a
@@ -253,6 +254,34 @@ pub fn main() -> ExitCode {
         print_breakdown();
     }
     exit.into()
+}
+
+/// `capstan exec` alone, parsed without building the rest of the command
+/// tree (building it all costs a fraction of a millisecond, which a
+/// command as short as `true` shows). What it does not take (help, an
+/// error) goes to the whole parser, so the user sees the same either way.
+#[derive(Debug, Parser)]
+#[command(name = "exec")]
+struct ExecOnly {
+    /// As [`Cli`]'s.
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// As [`Cli`]'s.
+    #[arg(long)]
+    no_color: bool,
+    #[command(flatten)]
+    exec: exec::ExecArgs,
+}
+
+/// Runs `capstan exec` (on this thread: the sandbox ties the command's life
+/// to the thread that starts it); `breakdown` prints the start-up phases.
+fn run_exec(args: exec::ExecArgs, breakdown: bool) -> ExitCode {
+    let exit = exec::main(args);
+    termination::remove_temporary_area();
+    if breakdown {
+        print_breakdown();
+    }
+    exit
 }
 
 /// Prints how long each start-up phase took (`-vv`), on stderr.
@@ -360,6 +389,70 @@ mod tests {
             .into_iter()
             .map(|arg| arg.into_string().unwrap())
             .collect()
+    }
+
+    #[test]
+    fn exec_alone_is_parsed_as_the_whole_parser_parses_it() {
+        let cases: [&[&str]; 5] = [
+            &["capstan", "exec", "--", "true"],
+            &[
+                "capstan",
+                "-vv",
+                "exec",
+                "--allow-write",
+                "--",
+                "make",
+                "-v",
+            ],
+            &[
+                "capstan",
+                "exec",
+                "--no-color",
+                "--json",
+                "--timeout",
+                "5s",
+                "--",
+                "ls",
+            ],
+            &[
+                "capstan",
+                "exec",
+                "--allow-net",
+                "https://a.example",
+                "--",
+                "curl",
+                "--",
+                "x",
+            ],
+            &[
+                "capstan",
+                "--verbose",
+                "exec",
+                "--workspace",
+                "/tmp",
+                "--",
+                "pwd",
+            ],
+        ];
+        for args in cases {
+            let args = global_flags_after_subcommand(args.iter().map(OsString::from).collect());
+            let whole = Cli::try_parse_from(&args).unwrap();
+            let alone = ExecOnly::try_parse_from(&args[1..]).unwrap();
+            let Some(Command::Exec(exec)) = whole.command else {
+                panic!("not exec: {args:?}");
+            };
+            assert_eq!(format!("{exec:?}"), format!("{:?}", alone.exec), "{args:?}");
+            assert_eq!(whole.verbose, alone.verbose, "{args:?}");
+            assert_eq!(whole.no_color, alone.no_color, "{args:?}");
+        }
+        // Help and mistakes go to the whole parser.
+        for args in [
+            &["exec", "--help"][..],
+            &["exec"],
+            &["exec", "--bogus", "--", "x"],
+        ] {
+            assert!(ExecOnly::try_parse_from(args).is_err(), "{args:?}");
+        }
     }
 
     #[test]

@@ -4,11 +4,12 @@
 
 use std::ffi::CString;
 use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -16,7 +17,7 @@ use super::credentials;
 use super::files::{self, FileGrants};
 use super::protected::{self, ProtectedScan};
 use super::proxy::Proxy;
-use super::spawn::{self, ExitWatch, InitProcess, PROXY_PORT, Setup, TreeStop};
+use super::spawn::{self, ChildIo, ExitWatch, InitProcess, Keeper, PROXY_PORT, Setup, TreeStop};
 use super::{
     Cancel, CommandLine, Ending, ExecError, ExecGrants, ExecOutcome, ExecRequest, missing,
     output::CappedOutput, syscalls, temp_area,
@@ -47,7 +48,7 @@ const PROXY_ENV: &[&str] = &[
 
 /// A started command.
 pub struct RunningCommand {
-    keeper: Child,
+    keeper: Keeper,
     /// Wakes the waiting thread when the keeper exits.
     exited: ExitWatch,
     stopper: Stopper,
@@ -275,23 +276,32 @@ impl RunningCommand {
         } else {
             (None, writer.try_clone().map_err(pipe_error)?)
         };
-        command.stdout(writer).stderr(error_writer);
         let mut input = None;
         let mut service_input = None;
-        command.stdin(match (&request.stdin, request.inherit_stdin) {
+        let stdin = match (&request.stdin, request.inherit_stdin) {
             _ if attach.pipes => {
                 let (reader, writer) = std::io::pipe().map_err(pipe_error)?;
                 service_input = Some(writer);
-                Stdio::from(reader)
+                Some(OwnedFd::from(reader))
             }
-            (_, true) => Stdio::inherit(),
+            (_, true) => None,
             (Some(bytes), false) => {
                 let (reader, writer) = std::io::pipe().map_err(pipe_error)?;
                 input = Some((writer, bytes.clone()));
-                Stdio::from(reader)
+                Some(OwnedFd::from(reader))
             }
-            (None, false) => Stdio::null(),
-        });
+            (None, false) => Some(OwnedFd::from(std::fs::File::open("/dev/null").map_err(
+                |source| ExecError::Setup {
+                    step: "opening /dev/null for the command's input",
+                    source,
+                },
+            )?)),
+        };
+        let io = ChildIo {
+            stdin,
+            stdout: OwnedFd::from(writer),
+            stderr: OwnedFd::from(error_writer),
+        };
         let program = match &request.command {
             CommandLine::Shell(_) => "bash".to_string(),
             CommandLine::Argv(argv) => argv.first().cloned().unwrap_or_default(),
@@ -315,7 +325,7 @@ impl RunningCommand {
             watch = before;
             crate::startup::record("command set-up", "", preparing);
             let spawning = Instant::now();
-            let started = spawn::start(&mut command, setup).map_err(|e| match e.step {
+            let started = spawn::start(&mut command, io, setup).map_err(|e| match e.step {
                 Some(step) => ExecError::Setup {
                     step: step.describe(),
                     source: e.source,
@@ -332,12 +342,13 @@ impl RunningCommand {
             crate::startup::record("sandbox spawn", "", spawning);
             (started.keeper, stopper, started.listener)
         } else {
+            io.apply(&mut command);
             command.process_group(0);
             let child = command
                 .spawn()
                 .map_err(|source| ExecError::Start { program, source })?;
             let pgid = child.id();
-            (child, Stopper::Group(pgid), None)
+            (Keeper::Child(child), Stopper::Group(pgid), None)
         };
         drop(command);
         if let Some((mut writer, bytes)) = input {

@@ -1,43 +1,46 @@
 //! Starting a command inside its own namespaces, and stopping it: the one
 //! file of the exec sandbox with `unsafe` code.
 //!
-//! `std::process::Command` forks; its `pre_exec` hook runs in the child
-//! (the *keeper*) before `exec`. The keeper:
+//! With namespaces, [`start`] `clone`s the command's *init* straight into
+//! new user, mount, PID, IPC, UTS and network namespaces (where the proxy
+//! listens: every command gets the proxy, so a refusal is always seen and
+//! named): process 1 of the new PID namespace, which will `exec` the
+//! command. When it exits, the kernel kills every process left in the
+//! namespace (`setsid`, double-forked, anything). The clone shares
+//! capstan's memory (`CLONE_VM | CLONE_VFORK`, on a stack of its own) and
+//! the starting thread waits until the init has `exec`ed or failed, so
+//! nothing of this large process is copied; every signal is blocked around
+//! the clone and the init resets capstan's handlers to the default before
+//! it unblocks them. The init dies with the thread that started it
+//! (`PR_SET_PDEATHSIG`), maps its own user and group ids into the user
+//! namespace, and takes its standard streams. Whether this system allows
+//! user namespaces at all is tried once per process ([`user_namespaces`]).
 //!
-//! 1. dies with the thread that started it (`PR_SET_PDEATHSIG`);
-//! 2. enters new user, mount, PID, IPC and UTS namespaces and maps its own
-//!    user and group ids into the user namespace, and a network namespace
-//!    of its own, where the proxy listens (every command gets the proxy,
-//!    so a refusal is always seen and named); whether this system allows
-//!    user namespaces at all is tried once per process
-//!    ([`user_namespaces`]);
-//! 3. forks the *init*: process 1 of the new PID namespace, which will
-//!    `exec` the command. When it exits, the kernel kills every process
-//!    left in the namespace (`setsid`, double-forked, anything);
-//! 4. reports the init's pid to the host, closes every descriptor and waits
-//!    for the init, then exits with its status (`128 + signal` if killed).
+//! Without namespaces, `std::process::Command` forks a keeper
+//! ([`tree_keeper`]) in its `pre_exec` hook.
 //!
-//! Without namespaces, [`tree_keeper`] takes the keeper's place.
-//!
-//! The init, still privileged inside its user namespace only: dies with the
-//! keeper, starts a new session (no controlling terminal), makes the mounts
-//! private, mounts a `/proc` of its own PID namespace and a devpts instance
-//! of its own on `/dev/pts` (pseudo-terminals of the command's, none of
-//! the user's), caps the number of
-//! PIDs of the namespace, bind-mounts the read-only paths read-only, brings
+//! The init, still privileged inside its user namespace only, then starts
+//! a new session (no controlling terminal), makes the mounts private,
+//! mounts a `/proc` of its own PID namespace and a devpts instance of its
+//! own on `/dev/pts` (pseudo-terminals of the command's, none of the
+//! user's), caps the number of PIDs of the namespace, bind-mounts the read-only paths read-only, brings
 //! the loopback up and hands a listening socket for the proxy to the host
 //! (when the command may reach the network), sets the resource limits,
 //! drops every capability (bounding set, ambient, effective, permitted,
 //! inheritable), sets `no_new_privs`, enters the Landlock domain and
-//! installs the seccomp filters; `std` then `exec`s the command.
+//! installs the seccomp filters, then `exec`s the command (searching the
+//! command's `PATH` as `execvp` does).
 //!
 //! # Safety
 //!
-//! Between `fork` and `exec` the child of a multi-threaded process may only
-//! make async-signal-safe calls: no allocation, no locks. Everything both
-//! children need (paths as C strings, the id maps, the Landlock ruleset, the
-//! BPF programs) is prepared before the fork in [`Setup`]; the code below
-//! only reads it and makes raw system calls on stack values.
+//! Between `fork` (or `clone`) and `exec` the child of a multi-threaded
+//! process may only make async-signal-safe calls: no allocation, no locks;
+//! a child sharing capstan's memory writes nothing but its own stack (and
+//! the one slot of [`Program`] kept for it). Everything the children need
+//! (paths as C strings, the id maps, the Landlock ruleset, the BPF
+//! programs, the command's arguments and environment) is prepared before
+//! in [`Setup`] and [`Program`]; the code below only reads it and makes
+//! raw system calls on stack values.
 
 #![allow(unsafe_code)]
 
@@ -111,55 +114,70 @@ pub(super) fn user_namespaces() -> Result<(), i32> {
     })
 }
 
-/// Forks a child that makes a user namespace and maps its ids, and reports
-/// how that went.
+/// Starts a child that makes a user namespace and maps its ids, and reports
+/// how that went. The child shares this process's memory (`CLONE_VM`, on
+/// a stack of its own, with every signal blocked) while this thread waits
+/// for it (`CLONE_VFORK`): nothing of this process is copied.
 fn probe_user_namespaces() -> io::Result<()> {
-    // SAFETY: plain system calls with integer arguments.
-    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
-    let uid_map = CString::new(format!("{uid} {uid} 1")).map_err(io::Error::other)?;
-    let gid_map = CString::new(format!("{gid} {gid} 1")).map_err(io::Error::other)?;
-    let (ready_read, ready_write) = pipe()?;
-    // SAFETY: the child makes only async-signal-safe system calls on
-    // values prepared before the fork, then exits.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
+    /// What the child reads, and where it writes its answer.
+    struct Probe {
+        uid_map: CString,
+        gid_map: CString,
+        code: i32,
     }
-    if pid == 0 {
-        // SAFETY: as above.
+    extern "C" fn probe(probe: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: `probe` is the `Probe` below, alive while the caller
+        // waits in `clone`; async-signal-safe system calls only.
         unsafe {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            let probe = &mut *probe.cast::<Probe>();
             let made = libc::unshare(libc::CLONE_NEWUSER) == 0
                 && write_file(c"/proc/self/setgroups", b"deny")
-                && write_file(c"/proc/self/uid_map", uid_map.as_bytes())
-                && write_file(c"/proc/self/gid_map", gid_map.as_bytes());
-            let code: i32 = if made {
+                && write_file(c"/proc/self/uid_map", probe.uid_map.as_bytes())
+                && write_file(c"/proc/self/gid_map", probe.gid_map.as_bytes());
+            probe.code = if made {
                 0
             } else {
                 io::Error::last_os_error()
                     .raw_os_error()
                     .unwrap_or(libc::EPERM)
             };
-            libc::write(
-                ready_write.as_raw_fd(),
-                code.to_ne_bytes().as_ptr().cast(),
-                4,
-            );
-            libc::_exit(0);
+            libc::_exit(0)
         }
     }
-    drop(ready_write);
-    let mut code = [0u8; 4];
-    let read = std::fs::File::from(ready_read).read_exact(&mut code);
-    let mut status = 0;
-    // SAFETY: waits for the child forked above, on a stack value.
+    // SAFETY: plain system calls with integer arguments.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let mut answer = Probe {
+        uid_map: CString::new(format!("{uid} {uid} 1")).map_err(io::Error::other)?,
+        gid_map: CString::new(format!("{gid} {gid} 1")).map_err(io::Error::other)?,
+        code: libc::EPERM,
+    };
+    let stack = Stack::new()?;
+    // SAFETY: as for the init (see `start_init`): signals blocked around
+    // the clone, the child on its own stack, `answer` alive until it has
+    // exited; then it is reaped.
     unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut previous: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut previous);
+        let pid = libc::clone(
+            probe,
+            stack.top(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&mut answer as *mut Probe).cast(),
+        );
+        let error = io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut());
+        if pid < 0 {
+            return Err(error);
+        }
+        let mut status = 0;
         while libc::waitpid(pid, &mut status, 0) < 0
             && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
         {}
     }
-    read?;
-    match i32::from_ne_bytes(code) {
+    drop(stack);
+    match answer.code {
         0 => Ok(()),
         code => Err(io::Error::from_raw_os_error(code)),
     }
@@ -278,8 +296,8 @@ pub(super) struct StartError {
 
 /// A started command.
 pub(super) struct Started {
-    /// The keeper.
-    pub keeper: Child,
+    /// What capstan waits for: the init (with namespaces) or the keeper.
+    pub keeper: Keeper,
     /// The command's process 1, to kill the whole namespace.
     pub init: Option<InitProcess>,
     /// The listener inside the command's network namespace, for the proxy.
@@ -456,8 +474,11 @@ pub(super) fn open_beneath(
 }
 
 /// Message tags on the report pipe.
-const TAG_INIT_PID: i32 = 1;
 const TAG_FAILED_STEP: i32 = 2;
+/// The error number of the failed step.
+const TAG_FAILED_ERRNO: i32 = 4;
+/// The init could not `exec` the command: the value is the error number.
+const TAG_EXEC_ERROR: i32 = 3;
 
 /// The namespaces a command gets.
 const NAMESPACES: libc::c_int = libc::CLONE_NEWUSER
@@ -467,46 +488,125 @@ const NAMESPACES: libc::c_int = libc::CLONE_NEWUSER
     | libc::CLONE_NEWIPC
     | libc::CLONE_NEWUTS;
 
-/// Starts `command` (its program, arguments, environment, folder and stdio
-/// already set) in the sandbox `setup` describes.
-pub(super) fn start(command: &mut Command, setup: Setup) -> Result<Started, StartError> {
+/// The size of the stack the init runs on until it `exec`s the command.
+const INIT_STACK: usize = 1024 * 1024;
+
+/// The standard input, output and error of a command.
+pub(super) struct ChildIo {
+    /// Its standard input; capstan's own when `None`.
+    pub stdin: Option<OwnedFd>,
+    /// Its standard output.
+    pub stdout: OwnedFd,
+    /// Its standard error.
+    pub stderr: OwnedFd,
+}
+
+impl ChildIo {
+    /// Gives them to `command`.
+    pub(super) fn apply(self, command: &mut Command) {
+        use std::process::Stdio;
+        command.stdin(self.stdin.map_or_else(Stdio::inherit, Stdio::from));
+        command.stdout(Stdio::from(self.stdout));
+        command.stderr(Stdio::from(self.stderr));
+    }
+}
+
+/// The process capstan waits for: the keeper of a command without
+/// namespaces (or an unsandboxed command), or the init of one with.
+pub(super) enum Keeper {
+    /// A process `std` started.
+    Child(Child),
+    /// A command's init, started by [`start`]: process 1 of its namespace.
+    Init(InitChild),
+}
+
+/// A command's init, a child of this process not yet waited for (until
+/// `status` is set, its pid is still its own).
+pub(super) struct InitChild {
+    pid: libc::pid_t,
+    status: Option<std::process::ExitStatus>,
+}
+
+impl Keeper {
+    /// Its process id.
+    pub(super) fn id(&self) -> u32 {
+        match self {
+            Keeper::Child(child) => child.id(),
+            Keeper::Init(init) => init.pid.unsigned_abs(),
+        }
+    }
+
+    /// Its status if it has exited (then reaped).
+    pub(super) fn try_wait(&mut self) -> io::Result<Option<std::process::ExitStatus>> {
+        match self {
+            Keeper::Child(child) => child.try_wait(),
+            Keeper::Init(init) => init.reap(libc::WNOHANG),
+        }
+    }
+
+    /// Waits for it to exit.
+    pub(super) fn wait(&mut self) -> io::Result<std::process::ExitStatus> {
+        match self {
+            Keeper::Child(child) => child.wait(),
+            Keeper::Init(init) => loop {
+                if let Some(status) = init.reap(0)? {
+                    break Ok(status);
+                }
+            },
+        }
+    }
+}
+
+impl InitChild {
+    fn reap(&mut self, flags: libc::c_int) -> io::Result<Option<std::process::ExitStatus>> {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(status) = self.status {
+            return Ok(Some(status));
+        }
+        let mut status = 0;
+        // SAFETY: waits for our own child on a stack value.
+        let waited = unsafe { libc::waitpid(self.pid, &mut status, flags) };
+        if waited == self.pid {
+            let status = std::process::ExitStatus::from_raw(status);
+            self.status = Some(status);
+            return Ok(Some(status));
+        }
+        if waited == 0 {
+            return Ok(None);
+        }
+        let error = io::Error::last_os_error();
+        if error.kind() == io::ErrorKind::Interrupted {
+            return Ok(None);
+        }
+        Err(error)
+    }
+}
+
+/// Starts `command` (its program, arguments, environment and folder
+/// already set) with `io` in the sandbox `setup` describes.
+pub(super) fn start(
+    command: &mut Command,
+    io: ChildIo,
+    setup: Setup,
+) -> Result<Started, StartError> {
+    if setup.namespaces {
+        return start_init(command, io, &setup);
+    }
+    io.apply(command);
     let fail = |source| StartError { step: None, source };
     let (report_read, report_write) = pipe().map_err(fail)?;
-    let pair = if setup.proxy {
-        Some(socket_pair().map_err(fail)?)
-    } else {
-        None
-    };
     let report = report_write.as_raw_fd();
-    let child_socket = pair.as_ref().map(|(_, child)| child.as_raw_fd());
-    let stop = if setup.namespaces {
-        None
-    } else {
-        Some(pipe().map_err(fail)?)
-    };
-    let stop_read = stop.as_ref().map(|(read, _)| read.as_raw_fd());
-    // SAFETY: getpid has no preconditions.
-    let parent = unsafe { libc::getpid() };
+    let (stop_read, stop_write) = pipe().map_err(fail)?;
+    let stop = stop_read.as_raw_fd();
     // SAFETY: the hook runs in the forked child and only makes
     // async-signal-safe system calls on data prepared before the fork (see
     // the module documentation).
     unsafe {
-        match stop_read {
-            Some(stop) => command.pre_exec(move || tree_keeper(&setup, report, stop)),
-            None => command.pre_exec(move || keeper(&setup, parent, report, child_socket)),
-        };
+        command.pre_exec(move || tree_keeper(&setup, report, stop));
     }
     let spawned = command.spawn();
     drop(report_write);
-    let stop = stop.map(|(read, write)| {
-        drop(read);
-        TreeStop(write)
-    });
-    let (parent_socket, child_socket) = match pair {
-        Some((parent_end, child_end)) => (Some(parent_end), Some(child_end)),
-        None => (None, None),
-    };
-    drop(child_socket);
+    drop(stop_read);
     let report = read_report(report_read);
     let keeper = match spawned {
         Ok(child) => child,
@@ -517,26 +617,259 @@ pub(super) fn start(command: &mut Command, setup: Setup) -> Result<Started, Star
             });
         }
     };
-    let init = report.init.and_then(|pid| open_init(pid, keeper.id()));
+    Ok(Started {
+        keeper: Keeper::Child(keeper),
+        init: None,
+        listener: None,
+        stop: Some(TreeStop(stop_write)),
+    })
+}
+
+/// What the init needs to `exec` the command, as C strings and arrays of
+/// pointers to them, made before the clone.
+struct Program {
+    /// The paths to try, in order: the program itself if its name holds a
+    /// `/`, else each folder of the command's `PATH` joined with it.
+    candidates: Vec<CString>,
+    /// The arguments (the program's name first), null-terminated.
+    argv: Vec<*const libc::c_char>,
+    /// `/bin/sh`, a slot for the candidate, the arguments but the first:
+    /// a script without `#!` runs with `sh`, as `execvp` does.
+    sh_argv: Vec<*const libc::c_char>,
+    /// The environment, `NAME=value`, null-terminated.
+    envp: Vec<*const libc::c_char>,
+    /// What the pointers point to.
+    _strings: Vec<CString>,
+}
+
+impl Program {
+    fn of(command: &Command) -> io::Result<Self> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = |bytes: &[u8]| {
+            CString::new(bytes).map_err(|_| {
+                io::Error::new(io::ErrorKind::InvalidInput, "an argument holds a NUL byte")
+            })
+        };
+        let program = command.get_program().as_bytes();
+        let mut args = vec![c(program)?];
+        for arg in command.get_args() {
+            args.push(c(arg.as_bytes())?);
+        }
+        let mut env = Vec::new();
+        let mut path = None;
+        for (name, value) in command.get_envs() {
+            let Some(value) = value else { continue };
+            if name == "PATH" {
+                path = Some(value.as_bytes().to_vec());
+            }
+            let mut pair = name.as_bytes().to_vec();
+            pair.push(b'=');
+            pair.extend_from_slice(value.as_bytes());
+            env.push(c(&pair)?);
+        }
+        let mut candidates = Vec::new();
+        if program.contains(&b'/') {
+            candidates.push(c(program)?);
+        } else if !program.is_empty() {
+            let path = path.unwrap_or_else(|| b"/usr/local/bin:/usr/bin:/bin".to_vec());
+            for folder in path.split(|b| *b == b':') {
+                let mut joined = folder.to_vec();
+                if !joined.is_empty() {
+                    joined.push(b'/');
+                }
+                joined.extend_from_slice(program);
+                candidates.push(c(&joined)?);
+            }
+        }
+        let sh = c(b"/bin/sh")?;
+        let argv: Vec<*const libc::c_char> = args
+            .iter()
+            .map(|a| a.as_ptr())
+            .chain(std::iter::once(std::ptr::null()))
+            .collect();
+        let sh_argv: Vec<*const libc::c_char> = [sh.as_ptr(), std::ptr::null()]
+            .into_iter()
+            .chain(args.iter().skip(1).map(|a| a.as_ptr()))
+            .chain(std::iter::once(std::ptr::null()))
+            .collect();
+        let envp: Vec<*const libc::c_char> = env
+            .iter()
+            .map(|e| e.as_ptr())
+            .chain(std::iter::once(std::ptr::null()))
+            .collect();
+        let mut strings = args;
+        strings.extend(env);
+        strings.push(sh);
+        Ok(Self {
+            candidates,
+            argv,
+            sh_argv,
+            envp,
+            _strings: strings,
+        })
+    }
+}
+
+/// What the init reads (and, for `sh_argv`, writes) until it `exec`s: it
+/// shares capstan's memory, while capstan's starting thread waits.
+struct InitContext<'a> {
+    setup: &'a Setup,
+    program: &'a mut Program,
+    report: RawFd,
+    socket: Option<RawFd>,
+    /// The descriptors for 0, 1 and 2; -1 keeps capstan's.
+    io: [RawFd; 3],
+}
+
+/// Starts the command's init directly in its namespaces: `clone` with
+/// `CLONE_VM | CLONE_VFORK`, so nothing of this (large) process is copied;
+/// this thread waits until the init has `exec`ed the command or failed.
+fn start_init(command: &Command, io: ChildIo, setup: &Setup) -> Result<Started, StartError> {
+    let fail = |source| StartError { step: None, source };
+    let mut program = Program::of(command).map_err(fail)?;
+    let (report_read, report_write) = pipe().map_err(fail)?;
+    let pair = if setup.proxy {
+        Some(socket_pair().map_err(fail)?)
+    } else {
+        None
+    };
+    let mut context = InitContext {
+        setup,
+        program: &mut program,
+        report: report_write.as_raw_fd(),
+        socket: pair.as_ref().map(|(_, child)| child.as_raw_fd()),
+        io: [
+            io.stdin.as_ref().map_or(-1, AsRawFd::as_raw_fd),
+            io.stdout.as_raw_fd(),
+            io.stderr.as_raw_fd(),
+        ],
+    };
+    let stack = Stack::new().map_err(fail)?;
+    let mut pidfd: RawFd = -1;
+    // SAFETY: every signal is blocked around the clone so that no handler
+    // of capstan's runs in the init, which shares its memory; the init
+    // resets them before unblocking. The init runs `init_main` on `stack`
+    // (ours until it has `exec`ed or exited: `CLONE_VFORK` holds this
+    // thread until then), reading `context`, which outlives the call.
+    let pid = unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut previous: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut previous);
+        let pid = libc::clone(
+            init_main,
+            stack.top(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | NAMESPACES | libc::SIGCHLD,
+            (&mut context as *mut InitContext).cast(),
+            &mut pidfd as *mut RawFd,
+        );
+        let error = io::Error::last_os_error();
+        libc::pthread_sigmask(libc::SIG_SETMASK, &previous, std::ptr::null_mut());
+        if pid < 0 {
+            return Err(StartError {
+                step: Some(Step::Namespaces),
+                source: error,
+            });
+        }
+        pid
+    };
+    drop(stack);
+    drop(report_write);
+    drop(io);
+    // SAFETY: CLONE_PIDFD gave us this descriptor, ours alone.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+    let (parent_socket, child_socket) = match pair {
+        Some((parent_end, child_end)) => (Some(parent_end), Some(child_end)),
+        None => (None, None),
+    };
+    drop(child_socket);
+    let report = read_report(report_read);
+    let mut init = InitChild { pid, status: None };
+    if report.failed.is_some() || report.exec_error.is_some() {
+        let _ = init.reap(0);
+        return Err(StartError {
+            step: report.failed,
+            source: io::Error::from_raw_os_error(
+                report
+                    .exec_error
+                    .or(report.failed_errno)
+                    .unwrap_or(libc::EPERM),
+            ),
+        });
+    }
     let listener = match parent_socket {
-        Some(socket) => Some(receive_listener(&socket).map_err(|source| StartError {
-            step: Some(Step::ProxyListener),
-            source,
-        })?),
+        Some(socket) => match receive_listener(&socket) {
+            Ok(listener) => Some(listener),
+            Err(source) => {
+                InitProcess {
+                    pidfd: pidfd.try_clone().map_err(fail)?,
+                }
+                .kill();
+                let _ = init.reap(0);
+                return Err(StartError {
+                    step: Some(Step::ProxyListener),
+                    source,
+                });
+            }
+        },
         None => None,
     };
     Ok(Started {
-        keeper,
-        init,
+        keeper: Keeper::Init(init),
+        init: Some(InitProcess { pidfd }),
         listener,
-        stop,
+        stop: None,
     })
+}
+
+/// The init's stack: mapped for the clone, unmapped once the init has
+/// `exec`ed or exited.
+struct Stack {
+    base: *mut libc::c_void,
+}
+
+impl Stack {
+    fn new() -> io::Result<Self> {
+        // SAFETY: an anonymous private mapping; the result is checked.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                INIT_STACK,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Self { base })
+    }
+
+    /// Its top, where a stack growing down starts (16-byte aligned).
+    fn top(&self) -> *mut libc::c_void {
+        // SAFETY: one past the end of the mapping, not dereferenced here.
+        unsafe { self.base.cast::<u8>().add(INIT_STACK).cast() }
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        // SAFETY: unmaps the mapping made in `new`, no longer in use.
+        unsafe {
+            libc::munmap(self.base, INIT_STACK);
+        }
+    }
 }
 
 /// What the keeper and the init reported.
 struct Report {
-    init: Option<libc::pid_t>,
     failed: Option<Step>,
+    /// The error of the failed step, when the init sent it.
+    failed_errno: Option<i32>,
+    /// Why the init could not `exec` the command.
+    exec_error: Option<i32>,
 }
 
 /// Reads the report pipe to its end: every writer has exec'd or exited.
@@ -545,43 +878,21 @@ fn read_report(read: OwnedFd) -> Report {
     let mut bytes = Vec::new();
     let _ = file.read_to_end(&mut bytes);
     let mut report = Report {
-        init: None,
         failed: None,
+        failed_errno: None,
+        exec_error: None,
     };
     for message in bytes.chunks_exact(8) {
         let tag = i32::from_ne_bytes([message[0], message[1], message[2], message[3]]);
         let value = i32::from_ne_bytes([message[4], message[5], message[6], message[7]]);
         match tag {
-            TAG_INIT_PID => report.init = Some(value),
             TAG_FAILED_STEP => report.failed = report.failed.or(Step::from_code(value)),
+            TAG_FAILED_ERRNO => report.failed_errno = report.failed_errno.or(Some(value)),
+            TAG_EXEC_ERROR => report.exec_error = Some(value),
             _ => {}
         }
     }
     report
-}
-
-/// A pidfd for the init `pid`, if the keeper (its parent, `keeper`) has
-/// not exited yet: until then the init cannot have been reaped, so `pid`
-/// is still the init's.
-fn open_init(pid: libc::pid_t, keeper: u32) -> Option<InitProcess> {
-    // SAFETY: plain system calls; `info` is a zeroed value we own.
-    unsafe {
-        let fd = libc::syscall(libc::SYS_pidfd_open, pid, 0u32);
-        let fd = RawFd::try_from(fd).ok().filter(|fd| *fd >= 0)?;
-        let pidfd = OwnedFd::from_raw_fd(fd);
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let keeper = libc::id_t::from(keeper);
-        let waited = libc::waitid(
-            libc::P_PID,
-            keeper,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        );
-        if waited != 0 || info.si_pid() != 0 {
-            return None;
-        }
-        Some(InitProcess { pidfd })
-    }
 }
 
 /// A pipe, both ends close-on-exec.
@@ -663,6 +974,11 @@ fn receive_listener(socket: &OwnedFd) -> io::Result<TcpListener> {
 fn failed(report: RawFd, step: Step) -> io::Result<()> {
     let error = io::Error::last_os_error();
     send(report, TAG_FAILED_STEP, step as i32);
+    send(
+        report,
+        TAG_FAILED_ERRNO,
+        error.raw_os_error().unwrap_or(libc::EPERM),
+    );
     Err(error)
 }
 
@@ -699,61 +1015,140 @@ fn write_file(path: &CStr, data: &[u8]) -> bool {
     }
 }
 
-/// The keeper: namespaces, id maps, the init, then waiting for it.
-fn keeper(
-    setup: &Setup,
-    parent: libc::pid_t,
-    report: RawFd,
-    socket: Option<RawFd>,
-) -> io::Result<()> {
-    // SAFETY: async-signal-safe system calls only (see the module
-    // documentation); pointers are to C strings and stack values.
+/// The init's first code, on its own stack, sharing capstan's memory
+/// (`CLONE_VM`) while capstan's starting thread waits: capstan's signal
+/// handlers reset, the id maps of its user namespace written, its standard
+/// descriptors set, then [`init_process`] and `exec`. Never returns: it
+/// `exec`s or exits, having reported why on the report pipe.
+extern "C" fn init_main(context: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `context` is the `InitContext` `start_init` passed, alive
+    // while this thread runs (the caller waits in `clone`). Only
+    // async-signal-safe system calls follow, on it and on stack values.
     unsafe {
-        check(
+        let context = &mut *context.cast::<InitContext>();
+        let report = context.report;
+        // No handler of capstan's may run here: reset to the default what
+        // had one (what was ignored stays so across exec, as always), and
+        // SIGPIPE, which Rust ignores; then the mask `std` gives commands.
+        for signal in 1..=libc::SIGRTMAX() {
+            if signal == libc::SIGKILL || signal == libc::SIGSTOP {
+                continue;
+            }
+            let mut action: libc::sigaction = std::mem::zeroed();
+            if libc::sigaction(signal, std::ptr::null(), &mut action) != 0 {
+                continue;
+            }
+            if signal == libc::SIGPIPE
+                || (action.sa_sigaction != libc::SIG_DFL && action.sa_sigaction != libc::SIG_IGN)
+            {
+                let mut default: libc::sigaction = std::mem::zeroed();
+                default.sa_sigaction = libc::SIG_DFL;
+                libc::sigaction(signal, &default, std::ptr::null_mut());
+            }
+        }
+        let mut empty: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut empty);
+        libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut());
+        if check(
             report,
             Step::ParentDeath,
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0).into(),
-        )?;
-        if libc::getppid() != parent {
-            // The thread that started us is already gone.
+        )
+        .is_err()
+        {
+            libc::_exit(127);
+        }
+        // capstan died before the line above: its end of the report pipe
+        // is closed (the init, in a PID namespace of its own, has no parent
+        // to ask about).
+        let mut peer = libc::pollfd {
+            fd: report,
+            events: 0,
+            revents: 0,
+        };
+        if libc::poll(&mut peer, 1, 0) > 0 && peer.revents & libc::POLLERR != 0 {
             libc::_exit(1);
         }
-        check(report, Step::Namespaces, libc::unshare(NAMESPACES).into())?;
+        let setup = context.setup;
         if !write_file(c"/proc/self/setgroups", b"deny")
             || !write_file(c"/proc/self/uid_map", setup.uid_map.as_bytes())
             || !write_file(c"/proc/self/gid_map", setup.gid_map.as_bytes())
         {
-            return failed(report, Step::IdMaps);
+            let _ = failed(report, Step::IdMaps);
+            libc::_exit(127);
         }
-        let init = libc::fork();
-        if init < 0 {
-            return failed(report, Step::Fork);
-        }
-        if init == 0 {
-            return init_process(setup, report, socket);
-        }
-        send(report, TAG_INIT_PID, init);
-        // The keeper needs no descriptor: holding the command's output
-        // pipe would keep it open after the command ends.
-        libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32);
-        let code = loop {
-            let mut status = 0;
-            let waited = libc::waitpid(init, &mut status, 0);
-            if waited == init {
-                if libc::WIFEXITED(status) {
-                    break libc::WEXITSTATUS(status);
-                }
-                if libc::WIFSIGNALED(status) {
-                    break 128 + libc::WTERMSIG(status);
-                }
+        for (target, fd) in context.io.into_iter().enumerate() {
+            let target = target as RawFd;
+            if fd < 0 {
                 continue;
             }
-            if waited < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                break 127;
+            let done = if fd == target {
+                libc::fcntl(fd, libc::F_SETFD, 0)
+            } else {
+                libc::dup2(fd, target)
+            };
+            if done < 0 {
+                send(
+                    report,
+                    TAG_EXEC_ERROR,
+                    io::Error::last_os_error()
+                        .raw_os_error()
+                        .unwrap_or(libc::EBADF),
+                );
+                libc::_exit(127);
             }
-        };
-        libc::_exit(code);
+        }
+        if init_process(setup, report, context.socket).is_err() {
+            libc::_exit(127);
+        }
+        let error = exec_program(context.program);
+        send(report, TAG_EXEC_ERROR, error);
+        libc::_exit(127)
     }
+}
+
+/// `exec`s `program` as `execvp` would (each candidate in turn; a file
+/// without `#!` that the kernel will not run, with `/bin/sh`); returns
+/// the error if none could be.
+///
+/// # Safety
+///
+/// Async-signal-safe; called by the init only.
+unsafe fn exec_program(program: &mut Program) -> i32 {
+    let mut denied = false;
+    let mut last = libc::ENOENT;
+    // SAFETY: every pointer is to a C string or a null-terminated array of
+    // them, made before the clone and alive until `exec`.
+    unsafe {
+        for candidate in &program.candidates {
+            libc::execve(
+                candidate.as_ptr(),
+                program.argv.as_ptr(),
+                program.envp.as_ptr(),
+            );
+            let error = io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::ENOENT);
+            match error {
+                libc::EACCES => denied = true,
+                libc::ENOENT | libc::ESTALE | libc::ENOTDIR | libc::ENODEV | libc::ETIMEDOUT => {}
+                libc::ENOEXEC => {
+                    program.sh_argv[1] = candidate.as_ptr();
+                    libc::execve(
+                        program.sh_argv[0],
+                        program.sh_argv.as_ptr(),
+                        program.envp.as_ptr(),
+                    );
+                    return io::Error::last_os_error()
+                        .raw_os_error()
+                        .unwrap_or(libc::ENOEXEC);
+                }
+                other => return other,
+            }
+            last = error;
+        }
+    }
+    if denied { libc::EACCES } else { last }
 }
 
 /// The keeper of a command run without namespaces: the subreaper of the
