@@ -15,6 +15,9 @@
 //!   does, and `appendSystemPrompt` (a `claude_code` preset's `append`)
 //!   follows capstan's own prompt or the replacement.
 //!
+//! `jsonSchema` is accepted when it is the schema `--json-schema` gave
+//! (the TypeScript SDK sends its `outputFormat` both ways).
+//!
 //! Accepted as they change nothing capstan does: the driver's own
 //! abilities (`supportedDialogKinds`, `perTaskStopAffordance`,
 //! `offersBypassSwitchBack`, `keepsBypassHeld`), and switches that are
@@ -80,9 +83,7 @@ fn instead(field: &str) -> &'static str {
             "give the managed settings on the command line instead (managedSettingsDelivery: 'argv')"
         }
         "plugins" => "install the plugins with `capstan plugin install` instead",
-        "jsonSchema" => {
-            "structured output cannot be asked for in initialize; leave outputFormat out"
-        }
+        "jsonSchema" => "give the same schema with --json-schema (the TypeScript SDK does)",
         _ => "leave the option out",
     }
 }
@@ -329,7 +330,16 @@ impl DriverInit {
         if self.done {
             return Err("the session is already initialized; send initialize once".into());
         }
-        let request = read(request)?;
+        // The TypeScript SDK sends its `outputFormat` schema both as
+        // `--json-schema` and here: the same schema is honoured already.
+        let mut request = request.clone();
+        if let Some(fields) = request.as_object_mut()
+            && let Some(schema) = fields.get("jsonSchema").filter(|v| !v.is_null())
+            && session.agent.config().output_schema.as_ref() == Some(schema)
+        {
+            fields.remove("jsonSchema");
+        }
+        let request = read(&request)?;
         let mut names = self.flag_servers.clone();
         for name in request.servers {
             if !names.contains(&name) {
