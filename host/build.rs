@@ -17,8 +17,10 @@ use std::process::{Command, ExitCode};
 use sha2::{Digest, Sha256};
 
 /// The runtime engine's configuration, compiled here too so the artifacts
-/// cannot drift from the engine that loads them.
+/// cannot drift from the engine that loads them. (What becomes of a
+/// finished instance's memory is the runtime's choice, unused here.)
 #[path = "src/sandbox/engine_config.rs"]
+#[allow(dead_code)]
 mod engine_config;
 
 /// First-party plugins: (plugin name, crate name).
@@ -296,9 +298,10 @@ impl Precompiler {
         let os = env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
         let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
         let engine = if target == host {
-            let engine = wasmtime::Engine::new(&engine_config::config()).map_err(|e| {
-                format!("cannot make a wasmtime engine to compile the plugins: {e:#}")
-            })?;
+            let engine = wasmtime::Engine::new(&engine_config::config(
+                engine_config::MemoryReuse::KeepResident,
+            ))
+            .map_err(|e| format!("cannot make a wasmtime engine to compile the plugins: {e:#}"))?;
             Some(engine)
         } else {
             None
