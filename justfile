@@ -186,6 +186,14 @@ bench-cli mode="full":
     rustup target list --installed | grep -qx {{wasm_target}} || rustup target add {{wasm_target}}
     BENCH_CLI_QUICK={{ if mode == "quick" { "1" } else { "0" } }} cargo bench -p capstan --bench cli
 
+# Makes host/hot-text.txt again: the functions a start-up runs, which
+# host/build.rs gathers at the front of the binary's text. Links the release
+# binary with the list, runs -p, tool call, a fresh home and the interactive
+# session under perf (page faults), adds what they touched; a few rounds.
+# Linux x86_64 with perf; after a dependency or toolchain update.
+hot-text:
+    python3 host/hot-text.py
+
 # An agent session on a sample project with the offline scripted model (no
 # API key needed): it runs the project's tests in the sandbox, read-only,
 # without asking; its edit is refused in print mode, then asked at a terminal

@@ -149,12 +149,11 @@ struct Setup {
 impl Setup {
     fn new(plugins: &PluginArgs, verbose: bool) -> Result<Self, Failure> {
         let home = Home::from_env().map_err(|e| Failure::new(Exit::Error, e))?;
-        let sandbox = crate::startup::time("sandbox set-up", || Sandbox::new(&home))
-            .map_err(|e| Failure::new(Exit::Error, e))?;
         // `tool list` and `tool call` describe each plugin once and make
-        // at most one call: an instance made ahead would go unused.
-        let mut sandbox = sandbox;
-        sandbox.without_making_ahead();
+        // at most one call: an instance made ahead would go unused, and
+        // memory reset for a next instance would never be used.
+        let sandbox = crate::startup::time("sandbox set-up", || Sandbox::for_one_call(&home))
+            .map_err(|e| Failure::new(Exit::Error, e))?;
         let sandbox = Arc::new(sandbox);
         let listing = Instant::now();
         let mut catalog = Catalog::builtin();

@@ -8,13 +8,19 @@ use wasmtime::Engine;
 use super::engine_config;
 use super::error::LoadError;
 
-pub use engine_config::{MAX_CONCURRENT_INSTANCES, UNUSED_WARM_SLOTS};
+pub use engine_config::{MAX_CONCURRENT_INSTANCES, MemoryReuse, UNUSED_WARM_SLOTS};
 
 /// Builds the engine from [`engine_config::config`] (the configuration the
 /// built-in plugins were precompiled with), with the code memory that
 /// runs them in place on x86_64 Linux ([`super::precompiled`]).
 pub fn build_engine() -> Result<Engine, LoadError> {
-    let mut config = engine_config::config();
+    build_engine_with(MemoryReuse::KeepResident)
+}
+
+/// [`build_engine`], with finished instances' memory treated as `reuse`
+/// says.
+pub fn build_engine_with(reuse: MemoryReuse) -> Result<Engine, LoadError> {
+    let mut config = engine_config::config(reuse);
     // `CAPSTAN_PERFMAP=1` names plugins' compiled functions for `perf`
     // (in /tmp/perf-PID.map), to profile a plugin.
     if std::env::var_os("CAPSTAN_PERFMAP").is_some() {

@@ -37,11 +37,24 @@ pub const UNUSED_WARM_SLOTS: u32 = 2;
 /// between instances; enough for a Python or JavaScript interpreter's heap.
 const KEEP_RESIDENT: usize = 32 << 20;
 
+/// What the pool does with a finished instance's linear memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryReuse {
+    /// Reset in place and kept mapped (`KEEP_RESIDENT`), so the next
+    /// instance's calls take no page faults: for a session.
+    KeepResident,
+    /// Given back to the kernel: for a process that makes one call and
+    /// exits, where resetting memory nobody will use again only costs
+    /// time and memory (zeroing a Rust plugin's 1 MB stack, for one).
+    GiveBack,
+}
+
 /// The engine's configuration: component model, epoch interruption for
 /// deadlines, and a pooling allocator so a fresh instance per call is
 /// cheap. Code is compiled for the machine running this (the build
-/// machine, in the build script), with its CPU features.
-pub fn config() -> Config {
+/// machine, in the build script), with its CPU features. `reuse` changes
+/// nothing in compiled code.
+pub fn config(reuse: MemoryReuse) -> Config {
     let mut config = Config::new();
     config
         .wasm_component_model(true)
@@ -78,8 +91,14 @@ pub fn config() -> Config {
         // keep the zeroed pages ahead of their image resident, so it should
         // take those rather than fresh ones (see `UNUSED_WARM_SLOTS`).
         .max_unused_warm_slots(UNUSED_WARM_SLOTS)
-        .linear_memory_keep_resident(KEEP_RESIDENT)
-        .table_keep_resident(1 << 20);
+        .linear_memory_keep_resident(match reuse {
+            MemoryReuse::KeepResident => KEEP_RESIDENT,
+            MemoryReuse::GiveBack => 0,
+        })
+        .table_keep_resident(match reuse {
+            MemoryReuse::KeepResident => 1 << 20,
+            MemoryReuse::GiveBack => 0,
+        });
     config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     config
 }

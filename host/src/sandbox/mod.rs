@@ -145,8 +145,21 @@ impl Sandbox {
     /// Sets up the engine for `home`: compiled components cached in its
     /// compile cache, and no grant allowed to reach its folders.
     pub fn new(home: &Home) -> Result<Self, LoadError> {
+        Self::with_reuse(home, engine::MemoryReuse::KeepResident)
+    }
+
+    /// A sandbox for a command that makes one call and exits: no instance
+    /// made ahead ([`warm`]), which nobody would take, and finished
+    /// instances' memory given back rather than reset for a next call.
+    pub fn for_one_call(home: &Home) -> Result<Self, LoadError> {
+        let mut sandbox = Self::with_reuse(home, engine::MemoryReuse::GiveBack)?;
+        sandbox.make_ahead = false;
+        Ok(sandbox)
+    }
+
+    fn with_reuse(home: &Home, reuse: engine::MemoryReuse) -> Result<Self, LoadError> {
         let cache_dir = home.compile_cache_dir();
-        let engine = crate::startup::time("sandbox: engine", engine::build_engine)?;
+        let engine = crate::startup::time("sandbox: engine", || engine::build_engine_with(reuse))?;
         let linking = std::time::Instant::now();
         let mut linker = Linker::new(&engine);
         let link_error = |e: wasmtime::Error| LoadError::Engine(format!("{e:#}"));
@@ -188,13 +201,6 @@ impl Sandbox {
     /// Chooses where plugins' file operations are served.
     pub fn set_file_io(&mut self, file_io: FileIo) {
         self.file_io = file_io;
-    }
-
-    /// Makes no instance ahead of a call ([`warm`]): for a command that
-    /// makes one call and exits, which would only pay for an instance
-    /// nobody takes.
-    pub fn without_making_ahead(&mut self) {
-        self.make_ahead = false;
     }
 
     /// The engine.
