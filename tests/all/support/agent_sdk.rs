@@ -136,7 +136,6 @@ impl Env {
 
 /// Runs `cmd` to its end, killing it after [`PROGRAM_TIMEOUT`] (the test
 /// then fails with what it printed so far).
-#[allow(unsafe_code)]
 fn run_bounded(mut cmd: StdCommand) -> Output {
     use std::os::unix::process::CommandExt;
     // A group of its own, so a timeout kills the CLI it started too.
