@@ -152,9 +152,11 @@ fn run_bounded(mut cmd: StdCommand) -> Output {
         output
     });
     if finished.recv_timeout(PROGRAM_TIMEOUT).is_err() {
-        // SAFETY: kill(2) on the process group of our own child, which
-        // is not reaped before the waiter returns.
-        unsafe { libc::kill(-(pid as i32), libc::SIGKILL) };
+        // The child is not reaped before the waiter returns, so its
+        // group id still names it.
+        let _ = StdCommand::new("kill")
+            .args(["-KILL", "--", &format!("-{pid}")])
+            .status();
         let output = waiter.join().unwrap().unwrap();
         panic!(
             "the SDK program ran over {PROGRAM_TIMEOUT:?}\nstdout:\n{}\nstderr:\n{}",
