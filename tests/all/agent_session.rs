@@ -412,6 +412,7 @@ fn read_only_calls_run_together_and_a_write_is_a_barrier() {
         "accept-edits",
         "--output-format",
         "stream-json",
+        "--capstan-events",
     ]));
     assert_exit(&output, 0);
     assert_eq!(env.read("c.txt"), "CHARLIE\n");
@@ -476,7 +477,11 @@ fn overloaded_529_is_retried_then_succeeds() {
         Reply::status(529, anthropic_error("overloaded_error", "Overloaded")),
         Reply::sse(Answer::text("Recovered after overload.").anthropic()),
     ]);
-    let output = run(anthropic(&env, &mock, "hi").args(["--output-format", "stream-json"]));
+    let output = run(anthropic(&env, &mock, "hi").args([
+        "--output-format",
+        "stream-json",
+        "--capstan-events",
+    ]));
     assert_exit(&output, 0);
     let events = events(&output);
     let retries: Vec<&Value> = events.iter().filter(|e| e["type"] == "retry").collect();
@@ -511,7 +516,11 @@ fn rate_limit_429_honours_retry_after() {
             .header("retry-after", "1"),
         Reply::sse(Answer::text("After the wait.").anthropic()),
     ]);
-    let output = run(anthropic(&env, &mock, "hi").args(["--output-format", "stream-json"]));
+    let output = run(anthropic(&env, &mock, "hi").args([
+        "--output-format",
+        "stream-json",
+        "--capstan-events",
+    ]));
     assert_exit(&output, 0);
     let events = events(&output);
     let retry = events
@@ -694,6 +703,7 @@ fn spin_session(env: &Env, mock: &MockModel) -> Running {
         "bypass",
         "--output-format",
         "stream-json",
+        "--capstan-events",
     ])
     .arg("--plugin")
     .arg(format!("misbehave={}", plugin.display()));
