@@ -43,6 +43,7 @@ pub struct Headless {
     results: HashMap<String, Value>,
     first_request: Option<Instant>,
     first_content: Option<Instant>,
+    begun: Vec<String>,
 }
 
 impl Headless {
@@ -73,6 +74,7 @@ impl Headless {
             results: HashMap::new(),
             first_request: None,
             first_content: None,
+            begun: Vec::new(),
         }
     }
 
@@ -221,6 +223,14 @@ impl Headless {
         }
     }
 
+    /// With `--include-partial-messages`, the ids of the answers whose
+    /// streams began since the last call (Claude Code's
+    /// `begun_message_ids`).
+    pub fn take_begun(&mut self) -> Option<Vec<String>> {
+        let begun = std::mem::take(&mut self.begun);
+        (self.stream && self.partial.is_some()).then_some(begun)
+    }
+
     fn model_name<'a>(&'a self, tool: &'a str) -> &'a str {
         self.model_names.get(tool).map_or(tool, String::as_str)
     }
@@ -255,6 +265,7 @@ impl Frontend for Headless {
                         let events = partial.start(&id, &self.model);
                         self.emit_partial(&id, events);
                     }
+                    self.begun.push(id);
                 }
                 return;
             }
@@ -632,6 +643,8 @@ pub struct Summary<'a> {
     pub max_output_tokens: u64,
     /// How many results this process printed before this one.
     pub index: u64,
+    /// The ids of the answers streamed, with partial messages.
+    pub begun: Option<Vec<String>>,
 }
 
 /// The `result` message: Claude Code's fields (an error result's
@@ -674,6 +687,9 @@ pub fn result_message(summary: Summary<'_>) -> Value {
     }
     if let Some(api) = &ending.api_error {
         object.insert("api_error_type".into(), json!(api.kind));
+    }
+    if let Some(begun) = summary.begun {
+        object.insert("begun_message_ids".into(), json!(begun));
     }
     if ending.subtype == "success" && !ending.is_error {
         let ms = |d: Option<Duration>| d.map(millis);

@@ -547,6 +547,7 @@ impl Run {
                     context_window: config.context_window,
                     max_output_tokens: u64::from(config.max_tokens),
                     index,
+                    begun: self.headless.take_begun(),
                 });
                 StreamJsonFrontend::emit(&value);
             }
@@ -779,6 +780,7 @@ fn report_failure(format: OutputFormat, exit: Exit, message: &str, started: Inst
                 context_window: 0,
                 max_output_tokens: 0,
                 index: 0,
+                begun: None,
             }))
         }
     }
