@@ -832,7 +832,7 @@ fn sigint_while_the_model_streams_keeps_the_partial_answer() {
     let at = first_delta + whole[first_delta..].find("\n\n").unwrap() + 2;
     let mock = MockModel::start(vec![Reply::stall(&whole[..at])]);
     let mut cmd = anthropic_std(&env, &mock, "think");
-    cmd.args(["--output-format", "stream-json"]);
+    cmd.args(["--output-format", "stream-json", "--capstan-events"]);
     let mut running = Running::spawn(cmd);
     let delta = running.wait_for_event("text_delta");
     let partial = delta["text"].as_str().unwrap().to_string();
@@ -1395,7 +1395,7 @@ fn near_the_context_window_the_session_compacts_and_continue_resumes_from_the_su
     ]);
     let output = run(
         anthropic_model(&env, &mock, "what do the notes say?", "claude-sonnet-4-5")
-            .args(["--output-format", "stream-json"]),
+            .args(["--output-format", "stream-json", "--capstan-events"]),
     );
     assert_exit(&output, 0);
     let all = events(&output);
@@ -1533,7 +1533,7 @@ fn a_plugins_log_lines_and_progress_reach_the_session() {
     let mock = answers();
     let mut cmd = anthropic(&env, &mock, "chat");
     with_plugin(&mut cmd);
-    cmd.args(["--output-format", "stream-json"]);
+    cmd.args(["--output-format", "stream-json", "--capstan-events"]);
     let output = run(&mut cmd);
     assert_exit(&output, 0);
     let all = events(&output);
