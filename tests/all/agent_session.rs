@@ -1394,8 +1394,11 @@ fn near_the_context_window_the_session_compacts_and_continue_resumes_from_the_su
         Reply::sse(Answer::text("It says hello.").anthropic()),
     ]);
     let output = run(
-        anthropic_model(&env, &mock, "what do the notes say?", "claude-sonnet-4-5")
-            .args(["--output-format", "stream-json", "--capstan-events"]),
+        anthropic_model(&env, &mock, "what do the notes say?", "claude-sonnet-4-5").args([
+            "--output-format",
+            "stream-json",
+            "--capstan-events",
+        ]),
     );
     assert_exit(&output, 0);
     let all = events(&output);

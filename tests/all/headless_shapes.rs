@@ -37,30 +37,66 @@ const DIFFERENCES: &[(&str, &str, &str)] = &[
     ("assistant/text", "message.usage.cache_creation", "extra"),
     ("assistant/text", "message.usage.server_tool_use", "extra"),
     ("assistant/text", "message.usage.service_tier", "extra"),
-    ("assistant/text", "message.usage.output_tokens_details", "extra"),
+    (
+        "assistant/text",
+        "message.usage.output_tokens_details",
+        "extra",
+    ),
     ("assistant/text", "message.usage.speed", "extra"),
     ("assistant/text", "message.stop_sequence", "extra"),
-    ("assistant/tool_use", "message.usage.cache_creation", "extra"),
-    ("assistant/tool_use", "message.usage.server_tool_use", "extra"),
+    (
+        "assistant/tool_use",
+        "message.usage.cache_creation",
+        "extra",
+    ),
+    (
+        "assistant/tool_use",
+        "message.usage.server_tool_use",
+        "extra",
+    ),
     ("assistant/tool_use", "message.usage.service_tier", "extra"),
-    ("assistant/tool_use", "message.usage.output_tokens_details", "extra"),
+    (
+        "assistant/tool_use",
+        "message.usage.output_tokens_details",
+        "extra",
+    ),
     ("assistant/tool_use", "message.usage.speed", "extra"),
     ("assistant/tool_use", "message.stop_sequence", "extra"),
     // The API error's assistant message.
     ("assistant/api_error", "message.diagnostics", "missing"),
     ("assistant/api_error", "message.container", "missing"),
     ("assistant/api_error", "message.stop_details", "missing"),
-    ("assistant/api_error", "message.usage.output_tokens_details", "type object, not null"),
+    (
+        "assistant/api_error",
+        "message.usage.output_tokens_details",
+        "type object, not null",
+    ),
     (
         "assistant/api_error",
         "message.usage.output_tokens_details.thinking_tokens",
         "extra",
     ),
-    ("assistant/api_error", "message.usage.service_tier", "type string, not null"),
-    ("assistant/api_error", "message.usage.inference_geo", "missing"),
+    (
+        "assistant/api_error",
+        "message.usage.service_tier",
+        "type string, not null",
+    ),
+    (
+        "assistant/api_error",
+        "message.usage.inference_geo",
+        "missing",
+    ),
     ("assistant/api_error", "message.usage.iterations", "missing"),
-    ("assistant/api_error", "message.usage.speed", "type string, not null"),
-    ("assistant/api_error", "message.usage.fallback_credit", "missing"),
+    (
+        "assistant/api_error",
+        "message.usage.speed",
+        "type string, not null",
+    ),
+    (
+        "assistant/api_error",
+        "message.usage.fallback_credit",
+        "missing",
+    ),
     // user tool results
     ("user/tool_result", "tool_result_meta", "missing"),
     ("user/tool_result", "message.content[].is_error", "extra"),
@@ -77,7 +113,11 @@ const DIFFERENCES: &[(&str, &str, &str)] = &[
         "event.message.usage.cache_read_input_tokens",
         "missing",
     ),
-    ("stream_event/message_start", "event.message.stop_sequence", "extra"),
+    (
+        "stream_event/message_start",
+        "event.message.stop_sequence",
+        "extra",
+    ),
     // result (success and error)
     ("result/success", "usage.inference_geo", "missing"),
     ("result/success", "usage.iterations", "missing"),
@@ -173,7 +213,9 @@ fn aside(request: &Received) -> Option<Reply> {
             anthropic_error("not_found_error", "not served by the mock"),
         ));
     }
-    let small = request.body["max_tokens"].as_u64().is_some_and(|n| n < 1024);
+    let small = request.body["max_tokens"]
+        .as_u64()
+        .is_some_and(|n| n < 1024);
     let toolless = request.body["tools"]
         .as_array()
         .is_none_or(|tools| tools.is_empty());
@@ -302,9 +344,8 @@ fn sequence(messages: &[Value]) -> Vec<String> {
 /// Whether `path` lies in the elements of an array that `shape` has only
 /// empty (nothing to compare there).
 fn in_empty_array(shape: &BTreeMap<String, BTreeSet<&'static str>>, path: &str) -> bool {
-    path.match_indices("[]").any(|(at, _)| {
-        shape.contains_key(&path[..at]) && !shape.contains_key(&path[..at + 2])
-    })
+    path.match_indices("[]")
+        .any(|(at, _)| shape.contains_key(&path[..at]) && !shape.contains_key(&path[..at + 2]))
 }
 
 /// Where `capstan`'s structure differs from Claude Code's, as
@@ -321,9 +362,9 @@ fn differences(claude: &Shapes, capstan: &Shapes) -> BTreeSet<(String, String, S
                 None if in_empty_array(got, path) => {}
                 None => {
                     // Under a key capstan lacks, one difference says it.
-                    let parent_missing = path
-                        .rmatch_indices(['.', '['])
-                        .any(|(at, _)| !got.contains_key(&path[..at]) && want.contains_key(&path[..at]));
+                    let parent_missing = path.rmatch_indices(['.', '[']).any(|(at, _)| {
+                        !got.contains_key(&path[..at]) && want.contains_key(&path[..at])
+                    });
                     if !parent_missing {
                         found.insert((kind.clone(), path.clone(), "missing".into()));
                     }
@@ -331,9 +372,8 @@ fn differences(claude: &Shapes, capstan: &Shapes) -> BTreeSet<(String, String, S
                 Some(got_types) if got_types != types => {
                     // Claude Code's null for "none" matches capstan's
                     // null beside a value of the same type.
-                    let named = |set: &BTreeSet<&str>| {
-                        set.iter().copied().collect::<Vec<_>>().join("|")
-                    };
+                    let named =
+                        |set: &BTreeSet<&str>| set.iter().copied().collect::<Vec<_>>().join("|");
                     found.insert((
                         kind.clone(),
                         path.clone(),
@@ -345,9 +385,9 @@ fn differences(claude: &Shapes, capstan: &Shapes) -> BTreeSet<(String, String, S
         }
         for path in got.keys() {
             if !want.contains_key(path) && !in_empty_array(want, path) {
-                let parent_extra = path
-                    .rmatch_indices(['.', '['])
-                    .any(|(at, _)| !want.contains_key(&path[..at]) && got.contains_key(&path[..at]));
+                let parent_extra = path.rmatch_indices(['.', '[']).any(|(at, _)| {
+                    !want.contains_key(&path[..at]) && got.contains_key(&path[..at])
+                });
                 if !parent_extra {
                     found.insert((kind.clone(), path.clone(), "extra".into()));
                 }
@@ -420,13 +460,15 @@ fn stream_json_has_claude_codes_structure_on_the_same_turns() {
                 assert_eq!(ours[key], theirs[key], "result.{key}\n{ours}\n{theirs}");
             }
             assert!(
+                ours["result"].as_str().unwrap().starts_with("API Error: "),
+                "{ours}"
+            );
+            assert!(
                 ours["result"]
                     .as_str()
                     .unwrap()
-                    .starts_with("API Error: "),
-                "{ours}"
+                    .contains("mock bad request")
             );
-            assert!(ours["result"].as_str().unwrap().contains("mock bad request"));
         }
         // Each answer's blocks share the answer's message id.
         if turn == Turn::Tool {
@@ -592,7 +634,10 @@ fn python_sdk_reads_every_message_and_a_failed_run_as_claude_codes() {
                     .contains("mock bad request"),
                 "{our_result}"
             );
-            let said = ours.iter().find(|m| m["kind"] == "AssistantMessage").unwrap();
+            let said = ours
+                .iter()
+                .find(|m| m["kind"] == "AssistantMessage")
+                .unwrap();
             assert_eq!(said["error"], "invalid_request", "{said}");
             assert_eq!(raised(&ours).unwrap()["exit_code"], 1);
         } else {
@@ -606,11 +651,10 @@ fn python_sdk_reads_every_message_and_a_failed_run_as_claude_codes() {
 /// message type that has none.
 fn declared_messages() -> BTreeSet<(String, Option<String>)> {
     // The file has CRLF line ends.
-    let dts = std::fs::read_to_string(
-        node_modules().join("@anthropic-ai/claude-agent-sdk/sdk.d.ts"),
-    )
-    .unwrap()
-    .replace("\r\n", "\n");
+    let dts =
+        std::fs::read_to_string(node_modules().join("@anthropic-ai/claude-agent-sdk/sdk.d.ts"))
+            .unwrap()
+            .replace("\r\n", "\n");
     let union = dts
         .split("export declare type SDKMessage = ")
         .nth(1)

@@ -550,11 +550,23 @@ impl ApiError {
     pub fn of(error: &crate::model::ModelError) -> Self {
         use crate::model::ModelError as E;
         let (status, kind, error) = match error {
-            E::Auth { status: 403, .. } => (Some(403), Some("permission_error"), "authentication_failed"),
-            E::Auth { status, .. } => (Some(*status), Some("authentication_error"), "authentication_failed"),
+            E::Auth { status: 403, .. } => {
+                (Some(403), Some("permission_error"), "authentication_failed")
+            }
+            E::Auth { status, .. } => (
+                Some(*status),
+                Some("authentication_error"),
+                "authentication_failed",
+            ),
             E::ModelNotFound { .. } => (Some(404), Some("not_found_error"), "model_not_found"),
-            E::ContextTooLong { .. } => (Some(400), Some("invalid_request_error"), "invalid_request"),
-            E::BadRequest { status, .. } => (Some(*status), Some("invalid_request_error"), "invalid_request"),
+            E::ContextTooLong { .. } => {
+                (Some(400), Some("invalid_request_error"), "invalid_request")
+            }
+            E::BadRequest { status, .. } => (
+                Some(*status),
+                Some("invalid_request_error"),
+                "invalid_request",
+            ),
             E::RateLimited { .. } => (Some(429), Some("rate_limit_error"), "rate_limit"),
             E::Overloaded { .. } => (Some(529), Some("overloaded_error"), "overloaded"),
             E::Server { status, .. } => (Some(*status), Some("api_error"), "server_error"),

@@ -206,8 +206,7 @@ pub fn main() -> ExitCode {
         // With stream-json output `--verbose` is Claude Code's flag, which
         // its SDKs always pass and which leaves stderr quiet: there the
         // log reaches stderr with -vv.
-        stderr: !interactive
-            && (cli.verbose > 1 || (cli.verbose > 0 && !stream_json_print(&cli))),
+        stderr: !interactive && (cli.verbose > 1 || (cli.verbose > 0 && !stream_json_print(&cli))),
         file: log_file(&cli.command),
     });
     crate::startup::record("logging", "", logging);

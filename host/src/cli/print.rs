@@ -405,80 +405,86 @@ impl Run {
         let plain = |exit: Exit, subtype, result: String, error, reason| {
             (exit, subtype, result, error, Some(reason), None)
         };
-        let (exit, subtype, result_text, error, terminal_reason, api_error) =
-            match (&outcome, failed_before) {
-                (_, Some((exit, message))) => plain(
-                    exit,
+        let (exit, subtype, result_text, error, terminal_reason, api_error) = match (
+            &outcome,
+            failed_before,
+        ) {
+            (_, Some((exit, message))) => plain(
+                exit,
+                "error_during_execution",
+                String::new(),
+                Some(message),
+                "turn_setup_failed",
+            ),
+            (Ok(Some((report, _))), None) => match &report.end {
+                TurnEnd::Finished(_) => (
+                    Exit::Success,
+                    "success",
+                    report.text.clone(),
+                    None,
+                    Some("completed"),
+                    None,
+                ),
+                TurnEnd::Interrupted => plain(
+                    Exit::Interrupted,
+                    "error_during_execution",
+                    report.text.clone(),
+                    Some("interrupted by the user".to_string()),
+                    "aborted_streaming",
+                ),
+                TurnEnd::PromptBlocked { hook, reason } => plain(
+                    Exit::Denied,
                     "error_during_execution",
                     String::new(),
+                    Some(format!("hook {hook} blocked the prompt: {reason}")),
+                    "hook_stopped",
+                ),
+                TurnEnd::MaxTurns(n) => plain(
+                    Exit::MaxTurns,
+                    "error_max_turns",
+                    report.text.clone(),
+                    Some(format!(
+                        "stopped after {n} model requests without finishing; raise --max-turns or split the task"
+                    )),
+                    "max_turns",
+                ),
+            },
+            (Ok(None), None) => (
+                Exit::Error,
+                "error_during_execution",
+                String::new(),
+                None,
+                None,
+                None,
+            ),
+            // As Claude Code reports a failed model API: a `success`
+            // result that is an error, its text the API's error, and
+            // (in the JSON formats) exit code 1.
+            (Err(AgentError::Model(model)), None) => {
+                let api = headless::ApiError::of(model);
+                let message = model.to_string();
+                (
+                    if json_output {
+                        Exit::Error
+                    } else {
+                        Exit::Model
+                    },
+                    "success",
+                    headless::ApiError::text(&message),
                     Some(message),
-                    "turn_setup_failed",
-                ),
-                (Ok(Some((report, _))), None) => match &report.end {
-                    TurnEnd::Finished(_) => (
-                        Exit::Success,
-                        "success",
-                        report.text.clone(),
-                        None,
-                        Some("completed"),
-                        None,
-                    ),
-                    TurnEnd::Interrupted => plain(
-                        Exit::Interrupted,
-                        "error_during_execution",
-                        report.text.clone(),
-                        Some("interrupted by the user".to_string()),
-                        "aborted_streaming",
-                    ),
-                    TurnEnd::PromptBlocked { hook, reason } => plain(
-                        Exit::Denied,
-                        "error_during_execution",
-                        String::new(),
-                        Some(format!("hook {hook} blocked the prompt: {reason}")),
-                        "hook_stopped",
-                    ),
-                    TurnEnd::MaxTurns(n) => plain(
-                        Exit::MaxTurns,
-                        "error_max_turns",
-                        report.text.clone(),
-                        Some(format!(
-                            "stopped after {n} model requests without finishing; raise --max-turns or split the task"
-                        )),
-                        "max_turns",
-                    ),
-                },
-                (Ok(None), None) => (
-                    Exit::Error,
-                    "error_during_execution",
-                    String::new(),
-                    None,
-                    None,
-                    None,
-                ),
-                // As Claude Code reports a failed model API: a `success`
-                // result that is an error, its text the API's error, and
-                // (in the JSON formats) exit code 1.
-                (Err(AgentError::Model(model)), None) => {
-                    let api = headless::ApiError::of(model);
-                    let message = model.to_string();
-                    (
-                        if json_output { Exit::Error } else { Exit::Model },
-                        "success",
-                        headless::ApiError::text(&message),
-                        Some(message),
-                        Some("api_error"),
-                        Some(api),
-                    )
-                }
-                (Err(error), None) => (
-                    exit_of(error),
-                    "error_during_execution",
-                    String::new(),
-                    Some(error.to_string()),
-                    None,
-                    None,
-                ),
-            };
+                    Some("api_error"),
+                    Some(api),
+                )
+            }
+            (Err(error), None) => (
+                exit_of(error),
+                "error_during_execution",
+                String::new(),
+                Some(error.to_string()),
+                None,
+                None,
+            ),
+        };
         let (requests, tool_calls, usage) = match &outcome {
             Ok(Some((report, usage))) => (report.requests, report.tool_calls, *usage),
             _ => (0, 0, crate::model::Usage::default()),
