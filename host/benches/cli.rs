@@ -19,7 +19,8 @@
 //!    into `target/bench-cli` by npm on first use); the mock's log shows that
 //!    each run made both requests and got the file's text back;
 //! 6. the first `capstan -p` with a fresh, empty `CAPSTAN_HOME`, beside the
-//!    same run with a warm one;
+//!    same run with a warm one: the whole run, and (against the mock server)
+//!    from the process's start to the model request's arrival at the mock;
 //! 7. the interactive session in a pseudo-terminal, idle 1 s after drawing
 //!    its prompt: resident and peak memory (`VmRSS`, `VmHWM`);
 //! 8. `capstan mcp serve`, one `fs.read` over raw JSON-RPC, beside
@@ -665,6 +666,72 @@ fn first_run(bench: &Bench) -> Vec<Row> {
     vec![row]
 }
 
+/// Row 6, second line: from the start of `capstan -p` to its first model
+/// request's arrival at the mock server, with a fresh, empty
+/// `CAPSTAN_HOME` beside a warm one, in turns. Each run is waited for to
+/// its end (the tool turn is served whole).
+fn first_request(bench: &Bench) -> Vec<Row> {
+    let what = "fresh `CAPSTAN_HOME`: start to the first model request";
+    let goal = "≤ 2× warm";
+    let server = MockServer::start(bench.ws.join("small.txt"));
+    let command = |home: &Path| {
+        let mut command = bench.command_in(&bench.capstan, home);
+        command
+            .args(["-p", "Read small.txt"])
+            .env("ANTHROPIC_BASE_URL", &server.url)
+            .env("ANTHROPIC_API_KEY", "test")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        command
+    };
+    let once = |home: &Path| -> Result<Duration, String> {
+        server.take();
+        server.take_arrivals();
+        let started = Instant::now();
+        let status = command(home).status().map_err(|e| e.to_string())?;
+        let arrivals = server.take_arrivals();
+        let log = server.take();
+        if !status.success() || !log.iter().any(|(_, a)| *a == Answered::ToolUse) {
+            return Err(format!(
+                "capstan -p against the mock failed ({status}; mock's log: {log:?})"
+            ));
+        }
+        let first = arrivals.iter().min().ok_or("no request reached the mock")?;
+        Ok(first.saturating_duration_since(started))
+    };
+    // The warm home has its caches: one run fills them.
+    let warm_home = tempfile::tempdir_in(&bench.scratch).unwrap();
+    if let Err(why) = once(warm_home.path()) {
+        return vec![Row::failed(what, goal, &why)];
+    }
+    let (mut fresh, mut warm) = (Vec::new(), Vec::new());
+    for run in 0..bench.slow_runs.max(1) {
+        let home = tempfile::tempdir_in(&bench.scratch).unwrap();
+        let mut measure_fresh = || once(home.path()).map(|d| fresh.push(d));
+        let outcome = if run % 2 == 0 {
+            measure_fresh().and_then(|()| once(warm_home.path()).map(|d| warm.push(d)))
+        } else {
+            once(warm_home.path())
+                .map(|d| warm.push(d))
+                .and_then(|()| measure_fresh())
+        };
+        if let Err(why) = outcome {
+            return vec![Row::failed(what, goal, &why)];
+        }
+    }
+    let (fresh, warm) = (
+        median(fresh.iter().copied()).unwrap(),
+        median(warm.iter().copied()).unwrap(),
+    );
+    let ratio = times(fresh.as_secs_f64(), warm.as_secs_f64());
+    let mut row = Row::new(what, goal);
+    row.median = format!("{} to the request", fmt(fresh));
+    row.baseline = format!("the same warm: {}", fmt(warm));
+    row.ratio = format!("{ratio:.1}×");
+    row.verdict = Verdict::of(ratio <= 2.0);
+    vec![row]
+}
+
 /// What the mock model server answered to one request.
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum Answered {
@@ -687,6 +754,8 @@ enum Answered {
 struct MockServer {
     url: String,
     log: Arc<Mutex<Vec<(String, Answered)>>>,
+    /// When each request's line arrived.
+    arrivals: Arc<Mutex<Vec<Instant>>>,
 }
 
 impl MockServer {
@@ -694,16 +763,22 @@ impl MockServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let log = Arc::new(Mutex::new(Vec::new()));
-        let shared = log.clone();
+        let arrivals = Arc::new(Mutex::new(Vec::new()));
+        let (shared, arrived) = (log.clone(), arrivals.clone());
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let (log, file) = (shared.clone(), file.clone());
+                let (log, file, arrived) = (shared.clone(), file.clone(), arrived.clone());
                 std::thread::spawn(move || {
-                    let _ = serve_connection(stream, &file, &log);
+                    let _ = serve_connection(stream, &file, &log, &arrived);
                 });
             }
         });
-        Self { url, log }
+        Self { url, log, arrivals }
+    }
+
+    /// When the requests since the last call arrived.
+    fn take_arrivals(&self) -> Vec<Instant> {
+        std::mem::take(&mut *self.arrivals.lock().unwrap())
     }
 
     /// What the server answered since the last call.
@@ -716,6 +791,7 @@ fn serve_connection(
     stream: TcpStream,
     file: &Path,
     log: &Mutex<Vec<(String, Answered)>>,
+    arrivals: &Mutex<Vec<Instant>>,
 ) -> std::io::Result<()> {
     stream.set_nodelay(true)?;
     let mut reader = BufReader::new(stream.try_clone()?);
@@ -725,6 +801,7 @@ fn serve_connection(
         if reader.read_line(&mut request_line)? == 0 {
             return Ok(());
         }
+        arrivals.lock().unwrap().push(Instant::now());
         let mut parts = request_line.split_whitespace();
         let method = parts.next().unwrap_or_default().to_string();
         let path = parts.next().unwrap_or_default().to_string();
@@ -1331,6 +1408,7 @@ fn main() {
     }
     if wanted(6) {
         rows.extend(first_run(&bench));
+        rows.extend(first_request(&bench));
     }
     if wanted(7) {
         rows.extend(idle_session(&bench));

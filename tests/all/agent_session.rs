@@ -412,6 +412,7 @@ fn read_only_calls_run_together_and_a_write_is_a_barrier() {
         "accept-edits",
         "--output-format",
         "stream-json",
+        "--capstan-events",
     ]));
     assert_exit(&output, 0);
     assert_eq!(env.read("c.txt"), "CHARLIE\n");
@@ -476,7 +477,11 @@ fn overloaded_529_is_retried_then_succeeds() {
         Reply::status(529, anthropic_error("overloaded_error", "Overloaded")),
         Reply::sse(Answer::text("Recovered after overload.").anthropic()),
     ]);
-    let output = run(anthropic(&env, &mock, "hi").args(["--output-format", "stream-json"]));
+    let output = run(anthropic(&env, &mock, "hi").args([
+        "--output-format",
+        "stream-json",
+        "--capstan-events",
+    ]));
     assert_exit(&output, 0);
     let events = events(&output);
     let retries: Vec<&Value> = events.iter().filter(|e| e["type"] == "retry").collect();
@@ -511,7 +516,11 @@ fn rate_limit_429_honours_retry_after() {
             .header("retry-after", "1"),
         Reply::sse(Answer::text("After the wait.").anthropic()),
     ]);
-    let output = run(anthropic(&env, &mock, "hi").args(["--output-format", "stream-json"]));
+    let output = run(anthropic(&env, &mock, "hi").args([
+        "--output-format",
+        "stream-json",
+        "--capstan-events",
+    ]));
     assert_exit(&output, 0);
     let events = events(&output);
     let retry = events
@@ -694,6 +703,7 @@ fn spin_session(env: &Env, mock: &MockModel) -> Running {
         "bypass",
         "--output-format",
         "stream-json",
+        "--capstan-events",
     ])
     .arg("--plugin")
     .arg(format!("misbehave={}", plugin.display()));
@@ -822,7 +832,7 @@ fn sigint_while_the_model_streams_keeps_the_partial_answer() {
     let at = first_delta + whole[first_delta..].find("\n\n").unwrap() + 2;
     let mock = MockModel::start(vec![Reply::stall(&whole[..at])]);
     let mut cmd = anthropic_std(&env, &mock, "think");
-    cmd.args(["--output-format", "stream-json"]);
+    cmd.args(["--output-format", "stream-json", "--capstan-events"]);
     let mut running = Running::spawn(cmd);
     let delta = running.wait_for_event("text_delta");
     let partial = delta["text"].as_str().unwrap().to_string();
@@ -1384,8 +1394,11 @@ fn near_the_context_window_the_session_compacts_and_continue_resumes_from_the_su
         Reply::sse(Answer::text("It says hello.").anthropic()),
     ]);
     let output = run(
-        anthropic_model(&env, &mock, "what do the notes say?", "claude-sonnet-4-5")
-            .args(["--output-format", "stream-json"]),
+        anthropic_model(&env, &mock, "what do the notes say?", "claude-sonnet-4-5").args([
+            "--output-format",
+            "stream-json",
+            "--capstan-events",
+        ]),
     );
     assert_exit(&output, 0);
     let all = events(&output);
@@ -1523,7 +1536,7 @@ fn a_plugins_log_lines_and_progress_reach_the_session() {
     let mock = answers();
     let mut cmd = anthropic(&env, &mock, "chat");
     with_plugin(&mut cmd);
-    cmd.args(["--output-format", "stream-json"]);
+    cmd.args(["--output-format", "stream-json", "--capstan-events"]);
     let output = run(&mut cmd);
     assert_exit(&output, 0);
     let all = events(&output);

@@ -35,6 +35,7 @@ fn session(env: &Env, mock: &MockModel, tmp: &Path) -> std::process::Command {
             "bypass",
             "--output-format",
             "stream-json",
+            "--capstan-events",
         ])
         .args(["-p", "run it"]);
     cmd

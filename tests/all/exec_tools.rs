@@ -535,7 +535,12 @@ fn a_commands_output_is_streamed_and_stdout_keeps_the_answer() {
     let env = Env::new();
     let command = "printf 'streamed-%s\\n' one two";
     let mock = script(&[("t_print", "exec__run", json!({ "command": command }))]);
-    let output = session(&env, &mock, "print", &["--output-format", "stream-json"]);
+    let output = session(
+        &env,
+        &mock,
+        "print",
+        &["--output-format", "stream-json", "--capstan-events"],
+    );
     assert_ok(&output);
     let events: Vec<Value> = stdout(&output)
         .lines()

@@ -178,7 +178,7 @@ fn stream_json_has_claude_codes_messages_with_one_tool_naming() {
         &env,
         &mock,
         "what does a.txt say?",
-        &["--output-format", "stream-json"],
+        &["--output-format", "stream-json", "--capstan-events"],
     );
     assert_exit(&output, 0);
     let events = lines(&output);
@@ -260,6 +260,8 @@ fn continue_reports_usage_and_turns_of_this_run_only() {
             "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 2},
             "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
             "service_tier": "standard",
+            "output_tokens_details": {"thinking_tokens": 0},
+            "speed": "standard",
         })
     );
     let model_usage = &result["modelUsage"]["mock-model"];
@@ -507,6 +509,7 @@ fn stream_json_session(env: &Env, mock: &MockModel) -> std::process::Child {
             "stream-json",
             "--output-format",
             "stream-json",
+            "--capstan-events",
         ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -207,7 +207,11 @@ fn a_driver_that_errs_or_leaves_denies_the_call_and_the_run_goes_on() {
         write("toolu_gone", "gone.txt"),
         Reply::sse(Answer::text("Refused again.").anthropic()),
     ]);
-    let mut driver = Driven::start(&env, &mock, &["--permission-prompt-tool", "stdio"]);
+    let mut driver = Driven::start(
+        &env,
+        &mock,
+        &["--permission-prompt-tool", "stdio", "--capstan-events"],
+    );
     driver.prompt("write err.txt");
     let asked = driver.next("control_request");
     // A response to no question answers nothing: the question still
@@ -464,47 +468,67 @@ fn partial_messages_stream_the_answer_and_skip_permissions_is_bypass() {
     assert_eq!(events[0]["permissionMode"], "bypassPermissions");
     assert_eq!(env.read("w.txt"), "w\n");
     let session_id = events[0]["session_id"].as_str().unwrap();
-    // The first answer's stream events, up to its assistant message.
-    let first_answer = events
+    // The first answer, from its message_start to its message_stop: as
+    // Claude Code orders them, one assistant message per block, each
+    // before its block's content_block_stop.
+    let from = events
         .iter()
-        .position(|e| e["type"] == "assistant")
+        .position(|e| e["event"]["type"] == "message_start")
         .unwrap();
-    let streamed: Vec<&Value> = events[..first_answer]
-        .iter()
-        .filter(|e| e["type"] == "stream_event")
-        .collect();
-    for event in &streamed {
+    let to = from
+        + events[from..]
+            .iter()
+            .position(|e| e["event"]["type"] == "message_stop")
+            .unwrap();
+    let answer = &events[from..=to];
+    for event in answer {
         assert_eq!(event["session_id"], session_id, "{event}");
         assert!(event["parent_tool_use_id"].is_null(), "{event}");
         assert!(is_uuid(event["uuid"].as_str().unwrap()), "{event}");
     }
-    let kinds: Vec<&str> = streamed
+    let kinds: Vec<String> = answer
         .iter()
-        .map(|e| e["event"]["type"].as_str().unwrap())
+        .map(|e| match e["type"].as_str().unwrap() {
+            "stream_event" => e["event"]["type"].as_str().unwrap().to_string(),
+            "assistant" => format!("assistant {}", e["message"]["content"][0]["type"]),
+            other => other.to_string(),
+        })
+        .filter(|kind| kind != "content_block_delta")
         .collect();
-    assert_eq!(kinds.first(), Some(&"message_start"), "{kinds:?}");
     assert_eq!(
-        &kinds[kinds.len() - 5..],
+        kinds,
         [
+            "message_start",
             "content_block_start",
-            "content_block_delta",
+            "assistant \"text\"",
+            "content_block_stop",
+            "content_block_start",
+            "assistant \"tool_use\"",
             "content_block_stop",
             "message_delta",
             "message_stop"
         ],
-        "{kinds:?}"
+        "{answer:#?}"
     );
+    let streamed: Vec<&Value> = answer
+        .iter()
+        .filter(|e| e["type"] == "stream_event")
+        .collect();
     let text: String = streamed
         .iter()
         .filter(|e| e["event"]["delta"]["type"] == "text_delta")
         .map(|e| e["event"]["delta"]["text"].as_str().unwrap())
         .collect();
     assert_eq!(text, "Writing it now.");
-    let assistant = &events[first_answer];
-    assert_eq!(
-        streamed[0]["event"]["message"]["id"],
-        assistant["message"]["id"]
-    );
+    // Both blocks' messages carry the answer's id, as the stream does.
+    let assistants: Vec<&Value> = answer.iter().filter(|e| e["type"] == "assistant").collect();
+    for assistant in &assistants {
+        assert_eq!(
+            streamed[0]["event"]["message"]["id"],
+            assistant["message"]["id"]
+        );
+        assert_eq!(assistant["message"]["content"].as_array().unwrap().len(), 1);
+    }
     let call = streamed
         .iter()
         .find(|e| e["event"]["delta"]["type"] == "input_json_delta")
@@ -517,4 +541,14 @@ fn partial_messages_stream_the_answer_and_skip_permissions_is_bypass() {
         .find(|e| e["event"]["type"] == "message_delta")
         .unwrap();
     assert_eq!(end["event"]["delta"]["stop_reason"], "tool_use");
+    // capstan's own events stay out of the stream unless asked for.
+    assert!(
+        events.iter().all(|e| matches!(
+            e["type"].as_str(),
+            Some("system" | "assistant" | "user" | "stream_event" | "result")
+        )),
+        "{events:#?}"
+    );
+    // --verbose, as the SDKs pass it, leaves stderr quiet.
+    assert_eq!(stderr(&output), "", "stderr is not quiet");
 }

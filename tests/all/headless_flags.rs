@@ -403,6 +403,7 @@ fn fallback_model_takes_over_when_the_model_stays_overloaded() {
             "--output-format",
             "stream-json",
             "--verbose",
+            "--capstan-events",
         ],
     );
     assert_ok(&out);

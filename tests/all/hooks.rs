@@ -930,6 +930,7 @@ fn a_hooks_log_lines_and_progress_reach_the_session_as_a_tools_do() {
             "accept-edits",
             "--output-format",
             "stream-json",
+            "--capstan-events",
         ],
     );
     assert_exit(&output, 0);

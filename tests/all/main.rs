@@ -47,6 +47,7 @@ mod full_disk;
 mod headless;
 mod headless_driver;
 mod headless_flags;
+mod headless_shapes;
 mod hooks;
 mod host_edges;
 mod interactive;

@@ -553,7 +553,8 @@ fn the_scripted_model_can_load_a_skill() {
         .capstan()
         .env("NO_COLOR", "1")
         .args(["--model", &format!("scripted:{}", script.display())])
-        .args(["--output-format", "stream-json", "-p", "greet Ada"])
+        .args(["--output-format", "stream-json", "--capstan-events"])
+        .args(["-p", "greet Ada"])
         .timeout(RUN_TIMEOUT));
     assert_exit(&output, 0);
     let events: Vec<Value> = stdout(&output)

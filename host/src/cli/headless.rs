@@ -39,6 +39,11 @@ pub struct Headless {
     api_time: Duration,
     driver: Option<DriverQuestions>,
     partial: Option<PartialMessages>,
+    capstan_events: bool,
+    results: HashMap<String, Value>,
+    first_request: Option<Instant>,
+    first_content: Option<Instant>,
+    begun: Vec<String>,
 }
 
 impl Headless {
@@ -65,7 +70,25 @@ impl Headless {
             api_time: Duration::ZERO,
             driver: None,
             partial: None,
+            capstan_events: false,
+            results: HashMap::new(),
+            first_request: None,
+            first_content: None,
+            begun: Vec::new(),
         }
+    }
+
+    /// Also emits capstan's own events (`text_delta`, `permission`,
+    /// `tool_started`, `tool_result`, `retry`, `notice`, `compact`), which
+    /// Claude Code's SDKs do not know (`--capstan-events`). Without it a
+    /// notice goes to stderr.
+    pub fn include_capstan_events(&mut self) {
+        self.capstan_events = true;
+    }
+
+    /// Whether capstan's own events are emitted.
+    pub fn capstan_events(&self) -> bool {
+        self.capstan_events
     }
 
     /// Also emits the answer as it streams, in `stream_event` messages
@@ -76,14 +99,83 @@ impl Headless {
 
     /// Emits `events` of the Messages API's stream as `stream_event`
     /// messages.
-    fn emit_partial(&self, events: Vec<Value>) {
+    fn emit_partial(&self, id: &str, events: Vec<Value>) {
         for event in events {
             self.emit(json!({
                 "type": "stream_event",
                 "event": event,
                 "parent_tool_use_id": null,
                 "uuid": new_uuid(),
+                "api_message_id": id,
             }));
+        }
+    }
+
+    /// The `assistant` message of one block of answer `id`, as Claude
+    /// Code sends one per content block.
+    fn assistant_message(&self, id: &str, block: &Block) -> Value {
+        json!({
+            "type": "assistant",
+            "uuid": new_uuid(),
+            "parent_tool_use_id": null,
+            "timestamp": now(),
+            "message": {
+                "id": id,
+                "type": "message",
+                "role": "assistant",
+                "model": self.model,
+                "content": [block],
+                "stop_reason": null,
+                "stop_sequence": null,
+                "usage": usage_json(&self.last_usage),
+                "context_management": null,
+            },
+        })
+    }
+
+    /// Emits a complete answer: one `assistant` message per block, each
+    /// (with `--include-partial-messages`) before its block's
+    /// `content_block_stop`, then the end of the answer's stream.
+    fn emit_answer(&mut self, message: &crate::model::Message) {
+        self.answers += 1;
+        let id = self.message_id(self.answers);
+        for block in &message.content {
+            let events = match (&mut self.partial, block) {
+                (Some(partial), Block::Text { text }) => partial.text_block(text),
+                (Some(partial), Block::ToolUse { id, name, input }) => {
+                    partial.tool_block(id, name, input)
+                }
+                _ => Vec::new(),
+            };
+            let mut events = events;
+            let stop = events.pop();
+            self.emit_partial(&id, events);
+            self.emit(self.assistant_message(&id, block));
+            self.emit_partial(&id, stop.into_iter().collect());
+        }
+        if let Some(partial) = &mut self.partial {
+            let events = partial.finish(message, &self.last_usage);
+            self.emit_partial(&id, events);
+        }
+    }
+
+    /// The user messages carrying tool results, one per result as Claude
+    /// Code sends them, each with its `tool_use_result`.
+    fn emit_tool_results(&mut self, message: &crate::model::Message) {
+        for block in &message.content {
+            let mut value = json!({
+                "type": "user",
+                "uuid": new_uuid(),
+                "parent_tool_use_id": null,
+                "timestamp": now(),
+                "message": { "role": "user", "content": results_json(std::slice::from_ref(block)) },
+            });
+            if let Block::ToolResult { tool_use_id, .. } = block
+                && let Some(result) = self.results.remove(tool_use_id)
+            {
+                value["tool_use_result"] = result;
+            }
+            self.emit(value);
         }
     }
 
@@ -121,6 +213,24 @@ impl Headless {
         std::mem::take(&mut self.api_time)
     }
 
+    /// When the first request and first content came since the last
+    /// call, from `started`.
+    pub fn take_timings(&mut self, started: Instant) -> Timings {
+        let since = |at: Option<Instant>| at.map(|at| at.saturating_duration_since(started));
+        Timings {
+            to_request: since(self.first_request.take()),
+            to_content: since(self.first_content.take()),
+        }
+    }
+
+    /// With `--include-partial-messages`, the ids of the answers whose
+    /// streams began since the last call (Claude Code's
+    /// `begun_message_ids`).
+    pub fn take_begun(&mut self) -> Option<Vec<String>> {
+        let begun = std::mem::take(&mut self.begun);
+        (self.stream && self.partial.is_some()).then_some(begun)
+    }
+
     fn model_name<'a>(&'a self, tool: &'a str) -> &'a str {
         self.model_names.get(tool).map_or(tool, String::as_str)
     }
@@ -139,25 +249,40 @@ impl Frontend for Headless {
     fn event(&mut self, event: AgentEvent<'_>) {
         let value = match event {
             AgentEvent::Thinking => {
-                self.request_started = Some(Instant::now());
+                let now = Instant::now();
+                self.request_started = Some(now);
+                self.first_request.get_or_insert(now);
                 if self.stream && self.partial.is_some() {
+                    // Claude Code's stream says a request is under way.
+                    self.emit(json!({
+                        "type": "system",
+                        "subtype": "status",
+                        "status": "requesting",
+                        "uuid": new_uuid(),
+                    }));
                     let id = self.message_id(self.answers + 1);
                     if let Some(partial) = &mut self.partial {
                         let events = partial.start(&id, &self.model);
-                        self.emit_partial(events);
+                        self.emit_partial(&id, events);
                     }
+                    self.begun.push(id);
                 }
                 return;
             }
             AgentEvent::PreparingTool { .. } => return,
             // Claude Code's status message while the conversation is
             // summarised; `null` again once it is done.
-            AgentEvent::Compacting { .. } => json!({
-                "type": "system",
-                "subtype": "status",
-                "status": "compacting",
-                "uuid": new_uuid(),
-            }),
+            AgentEvent::Compacting { .. } => {
+                if self.stream {
+                    self.emit(json!({
+                        "type": "system",
+                        "subtype": "status",
+                        "status": "compacting",
+                        "uuid": new_uuid(),
+                    }));
+                }
+                return;
+            }
             AgentEvent::Usage(usage) => {
                 if let Some(started) = self.request_started.take() {
                     self.api_time += started.elapsed();
@@ -166,11 +291,13 @@ impl Frontend for Headless {
                 return;
             }
             AgentEvent::Text(text) => {
+                self.first_content.get_or_insert_with(Instant::now);
                 if self.stream
                     && let Some(partial) = &mut self.partial
                 {
                     let events = partial.text(text);
-                    self.emit_partial(events);
+                    let id = self.message_id(self.answers + 1);
+                    self.emit_partial(&id, events);
                 }
                 json!({ "type": "text_delta", "text": text })
             }
@@ -185,33 +312,18 @@ impl Frontend for Headless {
                 "reason": reason,
             }),
             AgentEvent::Answer(message) => {
+                self.first_content.get_or_insert_with(Instant::now);
                 for block in &message.content {
                     if let Block::ToolUse { id, input, .. } = block {
                         self.inputs.insert(id.clone(), input.clone());
                     }
                 }
-                if self.stream
-                    && let Some(partial) = &mut self.partial
-                {
-                    let events = partial.finish(message, &self.last_usage);
-                    self.emit_partial(events);
+                if self.stream {
+                    self.emit_answer(message);
+                } else {
+                    self.answers += 1;
                 }
-                self.answers += 1;
-                json!({
-                    "type": "assistant",
-                    "uuid": new_uuid(),
-                    "parent_tool_use_id": null,
-                    "message": {
-                        "id": self.message_id(self.answers),
-                        "type": "message",
-                        "role": "assistant",
-                        "model": self.model,
-                        "content": message.content,
-                        "stop_reason": null,
-                        "stop_sequence": null,
-                        "usage": usage_json(&self.last_usage),
-                    },
-                })
+                return;
             }
             AgentEvent::Permission { id, tool, decision } => {
                 let tool = self.model_name(tool).to_string();
@@ -243,21 +355,39 @@ impl Frontend for Headless {
                 output,
                 duration,
                 ..
-            } => json!({
-                "type": "tool_result",
-                "tool_use_id": id,
-                "tool": self.model_name(tool),
-                "is_error": is_error,
-                "content": output,
-                "duration_ms": duration.as_secs_f64() * 1e3,
-            }),
-            AgentEvent::ToolResults(message) => json!({
-                "type": "user",
-                "uuid": new_uuid(),
-                "parent_tool_use_id": null,
-                "message": { "role": "user", "content": results_json(&message.content) },
-            }),
-            AgentEvent::Notice(text) => json!({ "type": "notice", "text": text }),
+            } => {
+                let duration_ms = duration.as_secs_f64() * 1e3;
+                self.results.insert(
+                    id.to_string(),
+                    json!({
+                        "tool": self.model_name(tool),
+                        "is_error": is_error,
+                        "content": output,
+                        "duration_ms": duration_ms,
+                    }),
+                );
+                json!({
+                    "type": "tool_result",
+                    "tool_use_id": id,
+                    "tool": self.model_name(tool),
+                    "is_error": is_error,
+                    "content": output,
+                    "duration_ms": duration_ms,
+                })
+            }
+            AgentEvent::ToolResults(message) => {
+                if self.stream {
+                    self.emit_tool_results(message);
+                }
+                self.results.clear();
+                return;
+            }
+            AgentEvent::Notice(text) => {
+                if !self.capstan_events {
+                    eprintln!("capstan: {}", super::escape::message(text));
+                }
+                json!({ "type": "notice", "text": text })
+            }
             AgentEvent::Compacted(report) => {
                 if self.stream {
                     self.emit(json!({
@@ -285,7 +415,8 @@ impl Frontend for Headless {
                 })
             }
         };
-        if self.stream {
+        // What is left is capstan's own, emitted only when asked.
+        if self.stream && self.capstan_events {
             self.emit(value);
         }
     }
@@ -333,6 +464,8 @@ pub fn usage_json(usage: &Usage) -> Value {
         },
         "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
         "service_tier": "standard",
+        "output_tokens_details": {"thinking_tokens": 0},
+        "speed": "standard",
     })
 }
 
@@ -340,7 +473,8 @@ pub fn usage_json(usage: &Usage) -> Value {
 /// model's name, in the camel-case fields of Claude Code's SDK
 /// (`ModelUsage`); empty when no model was reached.
 fn model_usage_json(summary: &Summary<'_>) -> Value {
-    if summary.model.is_empty() {
+    // As Claude Code: no entry for a model that used no tokens.
+    if summary.model.is_empty() || summary.usage == Usage::default() {
         return json!({});
     }
     let usage = &summary.usage;
@@ -354,6 +488,12 @@ fn model_usage_json(summary: &Summary<'_>) -> Value {
             "costUSD": summary.cost_usd.unwrap_or(0.0),
             "contextWindow": summary.context_window,
             "maxOutputTokens": summary.max_output_tokens,
+            "thinkingTokens": 0,
+            "cacheCreationEphemeral5mInputTokens": usage.cache_write_tokens,
+            "cacheCreationEphemeral1hInputTokens": 0,
+            "canonicalModel": summary.model,
+            "provider": summary.provider,
+            "costBasis": "list",
         }
     })
 }
@@ -374,16 +514,113 @@ pub fn usage_since(before: &Usage, now: &Usage) -> Usage {
 
 /// How a prompt ended, for its `result` message.
 pub struct Ending {
-    /// `success`, `error_max_turns` or `error_during_execution`.
+    /// `success`, `error_max_turns` or `error_during_execution` (a
+    /// model's failure is `success` with `is_error`, as in Claude Code).
     pub subtype: &'static str,
+    /// Whether the prompt failed.
+    pub is_error: bool,
     /// Why the model stopped (`end_turn`, `max_tokens`, ...), when it did.
     pub stop_reason: Option<String>,
-    /// The answer's text (what the model said last).
+    /// The answer's text (what the model said last), or the API error.
     pub result: String,
     /// What went wrong, when something did.
     pub error: Option<String>,
     /// capstan's exit kind (`ok`, `max_turns`, `model_error`, ...).
     pub kind: &'static str,
+    /// Claude Code's `terminal_reason` (`completed`, `api_error`, ...).
+    pub terminal_reason: Option<&'static str>,
+    /// The model's API error, when that ended the prompt.
+    pub api_error: Option<ApiError>,
+}
+
+/// A model API's failure as Claude Code reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// The HTTP status, when there was one (not for a broken connection).
+    pub status: Option<u16>,
+    /// The API's error type (`invalid_request_error`, `api_error`, ...).
+    pub kind: Option<&'static str>,
+    /// The SDK's `SDKAssistantMessageError` (`invalid_request`,
+    /// `server_error`, ...).
+    pub error: &'static str,
+}
+
+impl ApiError {
+    /// How `error` is reported.
+    pub fn of(error: &crate::model::ModelError) -> Self {
+        use crate::model::ModelError as E;
+        let (status, kind, error) = match error {
+            E::Auth { status: 403, .. } => {
+                (Some(403), Some("permission_error"), "authentication_failed")
+            }
+            E::Auth { status, .. } => (
+                Some(*status),
+                Some("authentication_error"),
+                "authentication_failed",
+            ),
+            E::ModelNotFound { .. } => (Some(404), Some("not_found_error"), "model_not_found"),
+            E::ContextTooLong { .. } => {
+                (Some(400), Some("invalid_request_error"), "invalid_request")
+            }
+            E::BadRequest { status, .. } => (
+                Some(*status),
+                Some("invalid_request_error"),
+                "invalid_request",
+            ),
+            E::RateLimited { .. } => (Some(429), Some("rate_limit_error"), "rate_limit"),
+            E::Overloaded { .. } => (Some(529), Some("overloaded_error"), "overloaded"),
+            E::Server { status, .. } => (Some(*status), Some("api_error"), "server_error"),
+            _ => (None, None, "unknown"),
+        };
+        Self {
+            status,
+            kind,
+            error,
+        }
+    }
+
+    /// The text Claude Code shows for it: `API Error: ...` (capstan's
+    /// message names the status).
+    pub fn text(message: &str) -> String {
+        format!("API Error: {message}")
+    }
+}
+
+/// The `assistant` message Claude Code sends when the model's API failed:
+/// the error's text from the `<synthetic>` model, marked as an API error.
+pub fn api_error_message(api: &ApiError, text: &str) -> Value {
+    let usage = usage_json(&Usage::default());
+    json!({
+        "type": "assistant",
+        "uuid": new_uuid(),
+        "parent_tool_use_id": null,
+        "timestamp": now(),
+        "message": {
+            "id": new_uuid(),
+            "type": "message",
+            "role": "assistant",
+            "model": "<synthetic>",
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "stop_sequence",
+            "stop_sequence": "",
+            "usage": usage,
+            "context_management": null,
+        },
+        "error": api.error,
+        "is_api_error_message": true,
+        "api_error_status": api.status,
+        "api_error_type": api.kind,
+    })
+}
+
+/// When a prompt's first request left and its first content came, from
+/// the prompt's start.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timings {
+    /// To the first request.
+    pub to_request: Option<Duration>,
+    /// To the first streamed content of an answer.
+    pub to_content: Option<Duration>,
 }
 
 /// What one prompt's `result` message reports.
@@ -394,10 +631,14 @@ pub struct Summary<'a> {
     pub session_id: &'a str,
     /// The model.
     pub model: &'a str,
+    /// The provider's name (`anthropic`, `openai-compatible`).
+    pub provider: &'a str,
     /// From the start of the prompt (the first one: of the process).
     pub duration: Duration,
     /// Spent waiting for the model.
     pub api_duration: Duration,
+    /// When the first request and the first content came.
+    pub timings: Timings,
     /// Model requests this prompt made.
     pub num_turns: u32,
     /// Tool calls the model asked for.
@@ -412,36 +653,69 @@ pub struct Summary<'a> {
     pub context_window: u64,
     /// The most tokens one answer may have.
     pub max_output_tokens: u64,
+    /// How many results this process printed before this one.
+    pub index: u64,
+    /// The ids of the answers streamed, with partial messages.
+    pub begun: Option<Vec<String>>,
 }
 
 /// The `result` message: Claude Code's fields (an error result's
 /// `errors` lists what went wrong, as its SDK's `SDKResultMessage` has
 /// it), then capstan's own (`error`, `error_kind`, `model`,
-/// `num_tool_calls`).
+/// `num_tool_calls`). The keys of Claude Code's that capstan leaves out,
+/// and why, are in docs/headless.md.
 pub fn result_message(summary: Summary<'_>) -> Value {
-    let is_error = summary.ending.subtype != "success";
+    let ending = &summary.ending;
+    let model_usage = model_usage_json(&summary);
     let mut value = json!({
         "type": "result",
-        "subtype": summary.ending.subtype,
-        "is_error": is_error,
+        "subtype": ending.subtype,
+        "is_error": ending.is_error,
         "duration_ms": millis(summary.duration),
         "duration_api_ms": millis(summary.api_duration),
         "num_turns": summary.num_turns,
-        "result": summary.ending.result,
-        "stop_reason": summary.ending.stop_reason,
+        "result": ending.result,
+        "stop_reason": ending.stop_reason,
         "session_id": summary.session_id,
         "total_cost_usd": summary.cost_usd.unwrap_or(0.0),
         "usage": usage_json(&summary.usage),
-        "modelUsage": model_usage_json(&summary),
+        "modelUsage": model_usage,
+        "model_usage_since_last_result": model_usage,
         "permission_denials": summary.denials,
+        "api_error_status": ending.api_error.as_ref().and_then(|api| api.status),
+        "fast_mode_state": "off",
+        "result_index": summary.index,
         "uuid": new_uuid(),
-        "error": summary.ending.error,
-        "error_kind": summary.ending.kind,
+        "error": ending.error,
+        "error_kind": ending.kind,
         "model": summary.model,
         "num_tool_calls": summary.tool_calls,
     });
-    if is_error && let Some(object) = value.as_object_mut() {
-        let errors: Vec<&String> = summary.ending.error.iter().collect();
+    let Some(object) = value.as_object_mut() else {
+        return value;
+    };
+    if let Some(reason) = ending.terminal_reason {
+        object.insert("terminal_reason".into(), json!(reason));
+    }
+    if let Some(api) = &ending.api_error {
+        object.insert("api_error_type".into(), json!(api.kind));
+    }
+    if let Some(begun) = summary.begun {
+        object.insert("begun_message_ids".into(), json!(begun));
+    }
+    if ending.subtype == "success" && !ending.is_error {
+        let ms = |d: Option<Duration>| d.map(millis);
+        if let Some(to_request) = ms(summary.timings.to_request) {
+            object.insert("time_to_request_ms".into(), json!(to_request));
+        }
+        if let Some(to_content) = ms(summary.timings.to_content) {
+            object.insert("ttft_ms".into(), json!(to_content));
+            object.insert("ttft_stream_ms".into(), json!(to_content));
+            object.insert("first_content_frame_ms".into(), json!(to_content));
+        }
+    }
+    if ending.subtype != "success" {
+        let errors: Vec<&String> = ending.error.iter().collect();
         object.insert("errors".into(), json!(errors));
     }
     value
@@ -449,6 +723,16 @@ pub fn result_message(summary: Summary<'_>) -> Value {
 
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Now, as Claude Code's messages' `timestamp` gives it (RFC 3339, UTC,
+/// milliseconds).
+fn now() -> String {
+    let mut text = crate::timestamp::rfc3339_micros(std::time::SystemTime::now());
+    // `.000042Z` to `.000Z`: three digits, as JavaScript's toISOString.
+    let dot = text.rfind('.').unwrap_or(text.len());
+    text.replace_range(dot + 4..text.len() - 1, "");
+    text
 }
 
 /// A random version-4 UUID, as Claude Code gives each message.

@@ -207,7 +207,10 @@ pub fn main() -> ExitCode {
         verbosity: cli.verbose,
         // The interactive session's screen is stderr: its log goes to the
         // file alone.
-        stderr: cli.verbose > 0 && !interactive,
+        // With stream-json output `--verbose` is Claude Code's flag, which
+        // its SDKs always pass and which leaves stderr quiet: there the
+        // log reaches stderr with -vv.
+        stderr: !interactive && (cli.verbose > 1 || (cli.verbose > 0 && !stream_json_print(&cli))),
         file: log_file(&cli.command),
     });
     crate::startup::record("logging", "", logging);
@@ -305,6 +308,11 @@ fn log_file(command: &Option<Command>) -> crate::logging::LogFile {
         Some(Command::Doctor(_)) => "doctor",
     };
     LogFile::Named(format!("capstan-{name}"))
+}
+
+/// Whether `cli` runs print mode with `--output-format stream-json`.
+fn stream_json_print(cli: &Cli) -> bool {
+    cli.command.is_none() && cli.session.output_format == setup::OutputFormat::StreamJson
 }
 
 /// Moves the global flags `-v`/`--verbose` and `--no-color` given before a

@@ -4,7 +4,9 @@
 //! `content_block_delta`, `content_block_stop`, `message_delta`,
 //! `message_stop`). Text arrives in deltas as the provider sends it; a
 //! tool call's input, which capstan reads whole, arrives in one
-//! `input_json_delta` when the answer is complete.
+//! `input_json_delta` when the answer is complete. Each block's
+//! `assistant` message comes before the block's `content_block_stop`, as
+//! in Claude Code's stream; [`super::headless`] interleaves them.
 
 use serde_json::{Value, json};
 
@@ -62,31 +64,52 @@ impl PartialMessages {
         events
     }
 
-    /// The answer is complete: its tool calls, then its end, with the
-    /// tokens it used.
+    /// The answer's text block is complete: its `content_block_stop`, or
+    /// (when no text was streamed for it) the whole block — start, one
+    /// delta and stop. The block's `assistant` message goes before the
+    /// last event, as Claude Code orders them.
+    pub fn text_block(&mut self, text: &str) -> Vec<Value> {
+        let mut events = match self.open_text {
+            Some(_) => Vec::new(),
+            None => self.text(text),
+        };
+        if let Some(index) = self.open_text.take() {
+            events.push(json!({"type": "content_block_stop", "index": index}));
+        }
+        events
+    }
+
+    /// A tool call of the answer, whole: start, its input in one delta,
+    /// stop (capstan reads a call's input whole). The block's `assistant`
+    /// message goes before the last event.
+    pub fn tool_block(&mut self, id: &str, name: &str, input: &Value) -> Vec<Value> {
+        let index = self.take_index();
+        vec![
+            json!({
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}},
+            }),
+            json!({
+                "type": "content_block_delta",
+                "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": input.to_string()},
+            }),
+            json!({"type": "content_block_stop", "index": index}),
+        ]
+    }
+
+    /// The answer is complete: its end, with why the model stopped and
+    /// the tokens it used.
     pub fn finish(&mut self, answer: &Message, usage: &Usage) -> Vec<Value> {
         let mut events = Vec::new();
         if let Some(index) = self.open_text.take() {
             events.push(json!({"type": "content_block_stop", "index": index}));
         }
-        let mut calls = false;
-        for block in &answer.content {
-            if let Block::ToolUse { id, name, input } = block {
-                calls = true;
-                let index = self.take_index();
-                events.push(json!({
-                    "type": "content_block_start",
-                    "index": index,
-                    "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}},
-                }));
-                events.push(json!({
-                    "type": "content_block_delta",
-                    "index": index,
-                    "delta": {"type": "input_json_delta", "partial_json": input.to_string()},
-                }));
-                events.push(json!({"type": "content_block_stop", "index": index}));
-            }
-        }
+        let calls = answer
+            .content
+            .iter()
+            .any(|block| matches!(block, Block::ToolUse { .. }));
         events.push(json!({
             "type": "message_delta",
             "delta": {
@@ -134,6 +157,8 @@ mod tests {
             output_tokens: 9,
             ..Usage::default()
         };
+        events.extend(partial.text_block("Hello"));
+        events.extend(partial.tool_block("toolu_1", "fs__read", &json!({"path": "a"})));
         events.extend(partial.finish(&answer, &usage));
         let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
         assert_eq!(

@@ -96,10 +96,13 @@ pub async fn run(mut args: SessionArgs, verbose: bool) -> Exit {
     for notice in &session.notices {
         eprintln!("capstan: {}", escape::message(notice));
     }
-    if verbose || session.offline_model {
+    // Claude Code's SDKs pass --verbose with stream-json, whose stderr
+    // stays quiet.
+    let chatty = verbose && format != OutputFormat::StreamJson;
+    if chatty || session.offline_model {
         eprintln!("capstan: using a {}", escape::line(&session.model_label));
     }
-    if verbose {
+    if chatty {
         eprintln!("capstan: session ready in {:.1} ms", session.setup_ms);
     }
     let asks_driver = args.permission_prompt_tool.as_deref() == Some(prompt_tool::DRIVER);
@@ -156,6 +159,9 @@ pub async fn run(mut args: SessionArgs, verbose: bool) -> Exit {
     if args.include_partial_messages {
         headless.include_partial_messages();
     }
+    if args.capstan_events {
+        headless.include_capstan_events();
+    }
     let questions = DriverQuestions::default();
     if asks_driver {
         headless.ask_driver_through(questions.clone());
@@ -173,10 +179,10 @@ pub async fn run(mut args: SessionArgs, verbose: bool) -> Exit {
             session.call_events.set(terminal.call_events());
             terminal.show_edits_in(session.workspace.clone());
         }
-        OutputFormat::StreamJson => session
+        OutputFormat::StreamJson if args.capstan_events => session
             .call_events
             .set(super::live::json_events(session_id.clone())),
-        OutputFormat::Json => {}
+        OutputFormat::StreamJson | OutputFormat::Json => {}
     }
     let mut run = Run {
         format,
@@ -188,6 +194,7 @@ pub async fn run(mut args: SessionArgs, verbose: bool) -> Exit {
         user_messages: Vec::new(),
         init: super::driver_init::DriverInit::new(questions.clone(), sdk_servers),
         refused_init: None,
+        results: 0,
     };
     let source = if session.resumed { "resume" } else { "startup" };
     if let Err(error) = session.agent.start_session(source, run.frontend()).await {
@@ -231,6 +238,8 @@ struct Run {
     /// Why the driver's `initialize` was refused: no prompt runs then
     /// (an SDK that goes on after the error gets it in each result).
     refused_init: Option<String>,
+    /// How many results were printed.
+    results: u64,
 }
 
 impl Run {
@@ -372,11 +381,18 @@ impl Run {
                 }
                 Some(Line::Malformed { line, error }) => {
                     malformed = true;
-                    self.headless.emit(json!({
-                        "type": "input_error",
-                        "line": line,
-                        "error": error,
-                    }));
+                    if self.headless.capstan_events() {
+                        self.headless.emit(json!({
+                            "type": "input_error",
+                            "line": line,
+                            "error": error,
+                        }));
+                    } else {
+                        eprintln!(
+                            "capstan: input line {line} is skipped: {}",
+                            escape::message(&error)
+                        );
+                    }
                 }
             }
         }
@@ -466,25 +482,45 @@ impl Run {
         started: Instant,
         failed_before: Option<(Exit, String)>,
     ) -> Exit {
-        let (exit, subtype, result_text, error) = match (&outcome, failed_before) {
-            (_, Some((exit, message))) => {
-                (exit, "error_during_execution", String::new(), Some(message))
-            }
+        let json_output = self.format != OutputFormat::Text;
+        let plain = |exit: Exit, subtype, result: String, error, reason| {
+            (exit, subtype, result, error, Some(reason), None)
+        };
+        let (exit, subtype, result_text, error, terminal_reason, api_error) = match (
+            &outcome,
+            failed_before,
+        ) {
+            (_, Some((exit, message))) => plain(
+                exit,
+                "error_during_execution",
+                String::new(),
+                Some(message),
+                "turn_setup_failed",
+            ),
             (Ok(Some((report, _))), None) => match &report.end {
-                TurnEnd::Finished(_) => (Exit::Success, "success", report.text.clone(), None),
-                TurnEnd::Interrupted => (
+                TurnEnd::Finished(_) => (
+                    Exit::Success,
+                    "success",
+                    report.text.clone(),
+                    None,
+                    Some("completed"),
+                    None,
+                ),
+                TurnEnd::Interrupted => plain(
                     Exit::Interrupted,
                     "error_during_execution",
                     report.text.clone(),
                     Some("interrupted by the user".to_string()),
+                    "aborted_streaming",
                 ),
-                TurnEnd::PromptBlocked { hook, reason } => (
+                TurnEnd::PromptBlocked { hook, reason } => plain(
                     Exit::Denied,
                     "error_during_execution",
                     String::new(),
                     Some(format!("hook {hook} blocked the prompt: {reason}")),
+                    "hook_stopped",
                 ),
-                TurnEnd::MaxBudget => (
+                TurnEnd::MaxBudget => plain(
                     Exit::Error,
                     "error_max_budget_usd",
                     report.text.clone(),
@@ -492,22 +528,52 @@ impl Run {
                         "Reached maximum budget (${})",
                         session.agent.config().max_budget_usd.unwrap_or_default()
                     )),
+                    "budget_exhausted",
                 ),
-                TurnEnd::MaxTurns(n) => (
+                TurnEnd::MaxTurns(n) => plain(
                     Exit::MaxTurns,
                     "error_max_turns",
                     report.text.clone(),
                     Some(format!(
                         "stopped after {n} model requests without finishing; raise --max-turns or split the task"
                     )),
+                    "max_turns",
                 ),
             },
-            (Ok(None), None) => (Exit::Error, "error_during_execution", String::new(), None),
+            (Ok(None), None) => (
+                Exit::Error,
+                "error_during_execution",
+                String::new(),
+                None,
+                None,
+                None,
+            ),
+            // As Claude Code reports a failed model API: a `success`
+            // result that is an error, its text the API's error, and
+            // (in the JSON formats) exit code 1.
+            (Err(AgentError::Model(model)), None) => {
+                let api = headless::ApiError::of(model);
+                let message = model.to_string();
+                (
+                    if json_output {
+                        Exit::Error
+                    } else {
+                        Exit::Model
+                    },
+                    "success",
+                    headless::ApiError::text(&message),
+                    Some(message),
+                    Some("api_error"),
+                    Some(api),
+                )
+            }
             (Err(error), None) => (
                 exit_of(error),
                 "error_during_execution",
                 String::new(),
                 Some(error.to_string()),
+                None,
+                None,
             ),
         };
         let (requests, tool_calls, usage) = match &outcome {
@@ -519,6 +585,9 @@ impl Run {
                 TurnEnd::Finished(reason) => Some(stop_reason_name(reason)),
                 _ => None,
             },
+            // Claude Code's: that of its `assistant` message saying the
+            // API's error, which capstan sends too.
+            Err(AgentError::Model(_)) => Some("stop_sequence".to_string()),
             _ => None,
         };
         match self.format {
@@ -536,20 +605,37 @@ impl Run {
                 }
             }
             OutputFormat::Json | OutputFormat::StreamJson => {
+                if let Some(api) = &api_error
+                    && self.format == OutputFormat::StreamJson
+                {
+                    self.headless
+                        .emit(headless::api_error_message(api, &result_text));
+                }
                 let config = session.agent.config();
                 let model = &config.model;
+                let index = self.results;
+                self.results += 1;
                 let value = headless::result_message(Summary {
                     ending: Ending {
                         subtype,
+                        is_error: exit != Exit::Success,
                         stop_reason,
                         result: result_text,
                         error,
-                        kind: exit.kind(),
+                        kind: if api_error.is_some() {
+                            Exit::Model.kind()
+                        } else {
+                            exit.kind()
+                        },
+                        terminal_reason,
+                        api_error,
                     },
                     session_id: &self.session_id,
                     model,
+                    provider: session.agent.provider_name(),
                     duration: started.elapsed(),
                     api_duration: self.headless.take_api_time(),
+                    timings: self.headless.take_timings(started),
                     num_turns: requests,
                     tool_calls,
                     usage,
@@ -557,6 +643,8 @@ impl Run {
                     denials: self.headless.take_denials(),
                     context_window: config.context_window,
                     max_output_tokens: u64::from(config.max_tokens),
+                    index,
+                    begun: self.headless.take_begun(),
                 });
                 let mut value = value;
                 if let Ok(Some((report, _))) = &outcome
@@ -613,12 +701,37 @@ fn init_message(session: &Session, tools: &[(String, String)]) -> serde_json::Va
             .iter()
             .map(|(name, path)| json!({"name": name, "path": path}))
             .collect::<Vec<_>>(),
+        // Claude Code's session facts, true of capstan: no slash command
+        // only a terminal offers, no protocol extensions, no analytics or
+        // feedback sent, no fast mode, effort or ultrathink, no folders
+        // beside the workspace.
+        "terminal_slash_commands": [],
+        "capabilities": [],
+        "analytics_disabled": true,
+        "product_feedback_disabled": true,
+        "served_by_anthropic": served_by_anthropic(agent.provider()),
+        "original_cwd": session.workspace,
+        "additional_directories": [],
+        "fast_mode_state": "off",
+        "per_turn_effort_active": false,
+        "ultrathink_available": false,
+        "ultrathink_typed_raises": false,
+        "view_mode": "default",
         "uuid": headless::new_uuid(),
         "provider": agent.provider_name(),
         "skills": skills,
         "hooks": agent.hooks().names().collect::<Vec<_>>(),
         "resumed": session.resumed,
     })
+}
+
+/// Whether the model is Anthropic's own API (not a gateway or another
+/// provider's server).
+fn served_by_anthropic(provider: &dyn crate::model::Provider) -> bool {
+    provider.name() == "anthropic"
+        && provider
+            .base_url()
+            .is_some_and(|url| url.trim_end_matches('/') == "https://api.anthropic.com")
 }
 
 /// The answer to a driver's `initialize` control request: the session's
@@ -751,15 +864,20 @@ fn report_failure(format: OutputFormat, exit: Exit, message: &str, started: Inst
             StreamJsonFrontend::emit(&headless::result_message(Summary {
                 ending: Ending {
                     subtype: "error_during_execution",
+                    is_error: true,
                     stop_reason: None,
                     result: String::new(),
                     error: Some(message.to_string()),
                     kind: exit.kind(),
+                    terminal_reason: Some("turn_setup_failed"),
+                    api_error: None,
                 },
                 session_id: "",
                 model: "",
+                provider: "",
                 duration: started.elapsed(),
                 api_duration: std::time::Duration::ZERO,
+                timings: headless::Timings::default(),
                 num_turns: 0,
                 tool_calls: 0,
                 usage: crate::model::Usage::default(),
@@ -767,6 +885,8 @@ fn report_failure(format: OutputFormat, exit: Exit, message: &str, started: Inst
                 denials: Vec::new(),
                 context_window: 0,
                 max_output_tokens: 0,
+                index: 0,
+                begun: None,
             }))
         }
     }

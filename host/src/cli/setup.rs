@@ -134,6 +134,13 @@ pub struct SessionArgs {
     #[arg(long)]
     pub include_partial_messages: bool,
 
+    /// With --output-format stream-json, also capstan's own events between
+    /// Claude Code's messages: text_delta, permission, tool_started,
+    /// tool_result, tool_output, tool_log, tool_progress, retry, notice,
+    /// compact, input_error (Claude Code's SDKs do not know them).
+    #[arg(long)]
+    pub capstan_events: bool,
+
     /// How print mode reads its prompt: all of stdin as text, or
     /// Claude Code's stream-json, one user message per line (needs
     /// --output-format stream-json).

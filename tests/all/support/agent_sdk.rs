@@ -136,7 +136,7 @@ impl Env {
 
 /// Runs `cmd` to its end, killing it after [`PROGRAM_TIMEOUT`] (the test
 /// then fails with what it printed so far).
-fn run_bounded(mut cmd: StdCommand) -> Output {
+pub fn run_bounded(mut cmd: StdCommand) -> Output {
     use std::os::unix::process::CommandExt;
     // A group of its own, so a timeout kills the CLI it started too.
     cmd.stdin(Stdio::null())

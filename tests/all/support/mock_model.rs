@@ -196,7 +196,12 @@ struct Shared {
     replies: Mutex<Vec<Reply>>,
     received: Mutex<Vec<Received>>,
     stopped: AtomicBool,
+    aside: Option<Aside>,
 }
+
+/// Answers the requests that are not part of the script (see
+/// [`MockModel::start_with_aside`]), `None` for those that are.
+pub type Aside = fn(&Received) -> Option<Reply>;
 
 /// A mock model server on 127.0.0.1 with a fixed script of replies.
 pub struct MockModel {
@@ -242,12 +247,23 @@ impl MockModel {
 
     /// Starts a server that gives `replies` in order, one per request.
     pub fn start(replies: Vec<Reply>) -> Self {
+        Self::start_inner(replies, None)
+    }
+
+    /// The same, but a request `aside` answers (a CLI's side request,
+    /// such as a title or a token count) takes no scripted reply.
+    pub fn start_with_aside(replies: Vec<Reply>, aside: Aside) -> Self {
+        Self::start_inner(replies, Some(aside))
+    }
+
+    fn start_inner(replies: Vec<Reply>, aside: Option<Aside>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind the mock model server");
         let address = listener.local_addr().unwrap();
         let shared = Arc::new(Shared {
             replies: Mutex::new(replies.into_iter().rev().collect()),
             received: Mutex::new(Vec::new()),
             stopped: AtomicBool::new(false),
+            aside,
         });
         let server = shared.clone();
         std::thread::spawn(move || {
@@ -293,6 +309,11 @@ fn serve(mut stream: TcpStream, shared: &Shared) {
     let Some(received) = read_request(&mut stream) else {
         return;
     };
+    if let Some(reply) = shared.aside.and_then(|aside| aside(&received)) {
+        shared.received.lock().unwrap().push(received);
+        answer(stream, reply, shared);
+        return;
+    }
     let number = {
         let mut log = shared.received.lock().unwrap();
         log.push(received);
