@@ -11,7 +11,8 @@
 //! caller's.
 
 use std::io::{PipeReader, PipeWriter, Read};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 use super::{AttachedPipes, Cancel, Ending, ExecGrants, ExecRequest, RunningCommand};
 
@@ -149,6 +150,8 @@ pub fn start_service(
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let waiter_cancel = cancel.clone();
     let waiter_stderr = stderr.clone();
+    let drained = Arc::new(Drained::default());
+    let waiter_drained = drained.clone();
     std::thread::Builder::new()
         .name(thread.clone())
         .spawn(move || {
@@ -163,6 +166,8 @@ pub fn start_service(
                 }
             };
             let outcome = running.wait(&waiter_cancel, &mut |_| {});
+            // What it wrote last is read before its end is told.
+            waiter_drained.wait(DRAIN_WAIT);
             on_end(describe_ending(noun, outcome.ending), &waiter_stderr);
         })
         .map_err(|e| ServiceError::Thread(format!("cannot start a thread for the server: {e}")))?;
@@ -175,7 +180,7 @@ pub fn start_service(
         .map_err(|_| ServiceError::Thread("the server's thread ended before it started".into()))?
         .map_err(ServiceError::Start)?;
 
-    let drained = stderr.clone();
+    let tail = stderr.clone();
     let _ = std::thread::Builder::new()
         .name(format!("{thread}-stderr"))
         .spawn(move || {
@@ -184,16 +189,44 @@ pub fn start_service(
                 if n == 0 {
                     break;
                 }
-                if let Ok(mut tail) = drained.lock() {
+                if let Ok(mut tail) = tail.lock() {
                     tail.push(&buf[..n]);
                 }
             }
+            drained.set();
         });
     Ok(Service {
         stdin,
         stdout,
         stderr,
     })
+}
+
+/// How long the end of a service waits for its standard error to be read
+/// to its end (a process it left behind may hold the pipe open).
+const DRAIN_WAIT: Duration = Duration::from_millis(500);
+
+/// Set once a service's standard error was read to its end.
+#[derive(Default)]
+struct Drained {
+    done: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl Drained {
+    fn set(&self) {
+        if let Ok(mut done) = self.done.lock() {
+            *done = true;
+        }
+        self.changed.notify_all();
+    }
+
+    /// Waits until set, `limit` at most.
+    fn wait(&self, limit: Duration) {
+        if let Ok(done) = self.done.lock() {
+            let _ = self.changed.wait_timeout_while(done, limit, |done| !*done);
+        }
+    }
 }
 
 /// How a service called `noun` ended, in words.
