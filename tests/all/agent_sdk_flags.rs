@@ -11,7 +11,7 @@
 use serde_json::{Value, json};
 
 use crate::support::Env;
-use crate::support::agent_sdk::{Cli, json_lines};
+use crate::support::agent_sdk::{Cli, json_lines, labelled};
 use crate::support::mock_model::{Answer, MockModel, Reply, anthropic_error};
 
 /// A Python program that runs one `query` with the options `OPTIONS`
@@ -300,7 +300,7 @@ fn typescript_sdk_structured_output_that_does_not_fit_is_sent_back() {
     assert_eq!(result["structured_output"], json!({"n": 4}), "{result}");
     let (text, is_error) = mock.tool_result("toolu_bad");
     assert!(is_error, "{text}");
-    assert!(text.contains("$.n must be of type integer"), "{text}");
+    assert!(text.contains("`/n` must be integer"), "{text}");
     assert_eq!(mock.received().len(), 2);
 }
 
@@ -650,19 +650,7 @@ anyio.run(main)
     );
     let out = env.sdk_python(Cli::Capstan, &mock.url(), &program);
     let lines = json_lines(&out);
-    let labelled = |label: &str| {
-        lines
-            .iter()
-            .find(|l| l["label"] == label)
-            .map(|l| l["v"].clone())
-            .unwrap_or_else(|| {
-                panic!(
-                    "no {label}\nstdout:\n{}\nstderr:\n{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                )
-            })
-    };
+    let labelled = |label: &str| labelled(&out, &lines, label);
     let status = labelled("status");
     let server = |name: &str| {
         status["mcpServers"]
@@ -797,19 +785,7 @@ for await (const message of q) {{
     );
     let out = env.sdk_node(Cli::Capstan, &mock.url(), &program);
     let lines = json_lines(&out);
-    let labelled = |label: &str| {
-        lines
-            .iter()
-            .find(|l| l["label"] == label)
-            .map(|l| l["v"].clone())
-            .unwrap_or_else(|| {
-                panic!(
-                    "no {label}\nstdout:\n{}\nstderr:\n{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                )
-            })
-    };
+    let labelled = |label: &str| labelled(&out, &lines, label);
     assert_eq!(labelled("first")["status"], "connected");
     assert_eq!(labelled("off")["status"], "disabled");
     assert_eq!(labelled("on")["status"], "connected");
@@ -941,19 +917,7 @@ release();
 "#;
     let out = env.sdk_node(Cli::Capstan, &mock.url(), program);
     let lines = json_lines(&out);
-    let labelled = |label: &str| {
-        lines
-            .iter()
-            .find(|l| l["label"] == label)
-            .map(|l| l["v"].clone())
-            .unwrap_or_else(|| {
-                panic!(
-                    "no {label}\nstdout:\n{}\nstderr:\n{}",
-                    String::from_utf8_lossy(&out.stdout),
-                    String::from_utf8_lossy(&out.stderr)
-                )
-            })
-    };
+    let labelled = |label: &str| labelled(&out, &lines, label);
     assert_eq!(labelled("changed"), "changed");
     let preview = labelled("preview");
     assert_eq!(preview["canRewind"], true, "{preview}");

@@ -46,143 +46,12 @@ pub fn check_schema(schema: &Value) -> Result<(), String> {
     }
 }
 
-/// Whether `value` fits `schema`: the keywords `type`, `properties`,
-/// `required`, `additionalProperties: false`, `items`, `enum`, `const`,
-/// `minimum`/`maximum`, `minLength`/`maxLength` and `minItems`/`maxItems`
-/// are checked; others are taken as fitting. The error says where and why.
+/// Whether `value` fits `schema`, checked as a hook's changed tool input
+/// is ([`crate::hooks::schema`]: types, properties, required fields,
+/// enums, bounds, `anyOf`/`oneOf`/`allOf`, local `$ref`s); the error says
+/// where and why.
 pub fn fits(schema: &Value, value: &Value) -> Result<(), String> {
-    check(schema, value, "$")
-}
-
-fn check(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
-    let Some(schema) = schema.as_object() else {
-        return Ok(());
-    };
-    if let Some(kinds) = schema.get("type") {
-        let kinds: Vec<&str> = match kinds {
-            Value::String(kind) => vec![kind.as_str()],
-            Value::Array(list) => list.iter().filter_map(Value::as_str).collect(),
-            _ => Vec::new(),
-        };
-        if !kinds.is_empty() && !kinds.iter().any(|kind| is_of(value, kind)) {
-            return Err(format!(
-                "{at} must be of type {}, not {}",
-                kinds.join(" or "),
-                type_of(value)
-            ));
-        }
-    }
-    if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
-        && !allowed.contains(value)
-    {
-        return Err(format!(
-            "{at} must be one of {}",
-            Value::Array(allowed.clone())
-        ));
-    }
-    if let Some(expected) = schema.get("const")
-        && expected != value
-    {
-        return Err(format!("{at} must be {expected}"));
-    }
-    if let Some(number) = value.as_f64() {
-        if let Some(min) = schema.get("minimum").and_then(Value::as_f64)
-            && number < min
-        {
-            return Err(format!("{at} must be at least {min}"));
-        }
-        if let Some(max) = schema.get("maximum").and_then(Value::as_f64)
-            && number > max
-        {
-            return Err(format!("{at} must be at most {max}"));
-        }
-    }
-    if let Some(text) = value.as_str() {
-        let length = text.chars().count() as u64;
-        if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
-            && length < min
-        {
-            return Err(format!("{at} must have at least {min} characters"));
-        }
-        if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
-            && length > max
-        {
-            return Err(format!("{at} must have at most {max} characters"));
-        }
-    }
-    if let Some(object) = value.as_object() {
-        let properties = schema.get("properties").and_then(Value::as_object);
-        for name in schema
-            .get("required")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-        {
-            if !object.contains_key(name) {
-                return Err(format!("{at} is missing the required property `{name}`"));
-            }
-        }
-        for (name, item) in object {
-            match properties.and_then(|p| p.get(name)) {
-                Some(property) => check(property, item, &format!("{at}.{name}"))?,
-                None => match schema.get("additionalProperties") {
-                    Some(Value::Bool(false)) => {
-                        return Err(format!(
-                            "{at} has the property `{name}`, which the schema does not allow"
-                        ));
-                    }
-                    Some(extra @ Value::Object(_)) => check(extra, item, &format!("{at}.{name}"))?,
-                    _ => {}
-                },
-            }
-        }
-    }
-    if let Some(items) = value.as_array() {
-        let count = items.len() as u64;
-        if let Some(min) = schema.get("minItems").and_then(Value::as_u64)
-            && count < min
-        {
-            return Err(format!("{at} must have at least {min} items"));
-        }
-        if let Some(max) = schema.get("maxItems").and_then(Value::as_u64)
-            && count > max
-        {
-            return Err(format!("{at} must have at most {max} items"));
-        }
-        if let Some(item_schema) = schema.get("items") {
-            for (index, item) in items.iter().enumerate() {
-                check(item_schema, item, &format!("{at}[{index}]"))?;
-            }
-        }
-    }
-    Ok(())
-}
-
-fn is_of(value: &Value, kind: &str) -> bool {
-    match kind {
-        "object" => value.is_object(),
-        "array" => value.is_array(),
-        "string" => value.is_string(),
-        "boolean" => value.is_boolean(),
-        "null" => value.is_null(),
-        "number" => value.is_number(),
-        "integer" => {
-            value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|n| n.fract() == 0.0)
-        }
-        _ => true,
-    }
-}
-
-fn type_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
+    crate::hooks::schema::validate(value, schema)
 }
 
 #[cfg(test)]
@@ -207,13 +76,13 @@ mod tests {
             Ok(())
         );
         for (value, needle) in [
-            (json!({}), "missing the required property `n`"),
-            (json!({"n": "3"}), "$.n must be of type integer"),
+            (json!({}), "`/n` is required"),
+            (json!({"n": "3"}), "`/n` must be integer"),
             (json!({"n": -1}), "at least 0"),
-            (json!({"n": 1, "tags": [1]}), "$.tags[0]"),
+            (json!({"n": 1, "tags": [1]}), "`/tags/0`"),
             (json!({"n": 1, "kind": "c"}), "one of"),
-            (json!({"n": 1, "extra": true}), "`extra`"),
-            (json!([1]), "type object"),
+            (json!({"n": 1, "extra": true}), "`/extra`"),
+            (json!([1]), "must be object"),
         ] {
             let why = fits(&schema, &value).unwrap_err();
             assert!(why.contains(needle), "{value}: {why}");

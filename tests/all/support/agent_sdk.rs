@@ -175,3 +175,20 @@ pub fn json_lines(output: &Output) -> Vec<serde_json::Value> {
         .filter_map(|line| serde_json::from_str(line).ok())
         .collect()
 }
+
+/// The value `v` of the line a program printed as `{"label": LABEL, "v":
+/// ...}` (among `lines`, the JSON lines of `output`); fails the test with
+/// everything the program printed when there is none.
+pub fn labelled(output: &Output, lines: &[serde_json::Value], label: &str) -> serde_json::Value {
+    lines
+        .iter()
+        .find(|line| line["label"] == label)
+        .map(|line| line["v"].clone())
+        .unwrap_or_else(|| {
+            panic!(
+                "no {label}\nstdout:\n{}\nstderr:\n{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            )
+        })
+}
