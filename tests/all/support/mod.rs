@@ -132,14 +132,7 @@ impl Env {
         model: &str,
         prompt: &str,
     ) -> Command {
-        let mut cmd = self.capstan();
-        for var in MODEL_VARS {
-            cmd.env_remove(var);
-        }
-        cmd.env("ANTHROPIC_API_KEY", api_key)
-            .env("NO_COLOR", "1")
-            .args(["--base-url", base_url, "--model", model, "-p", prompt]);
-        cmd
+        Command::from_std(self.anthropic_session_std(base_url, api_key, model, prompt))
     }
 
     /// [`Env::anthropic_session`] as a `std` command, for a test that
